@@ -1,0 +1,71 @@
+//! Errors of the socket layer; each names what failed and carries the OS error.
+
+use std::io;
+use std::net::SocketAddr;
+
+/// An error from a live-socket operation.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// The peer could not be reached.
+    #[error("cannot connect to {addr}: {source} (is a `socklab sink` listening there? start one or omit --to)")]
+    Connect {
+        /// Where we tried to connect.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// Binding a listening socket failed.
+    #[error("cannot listen on {addr}: {source}{hint}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+        /// A hint for the user.
+        hint: &'static str,
+    },
+    /// A socket option was refused.
+    #[error("socket option {option}={value} refused: {source}{hint}")]
+    SockOpt {
+        /// Option name as socklab spells it.
+        option: &'static str,
+        /// The requested value.
+        value: String,
+        /// What the kernel said.
+        source: io::Error,
+        /// A hint for the user.
+        hint: String,
+    },
+    /// A parameter is out of range or inconsistent.
+    #[error("{0}")]
+    Invalid(String),
+    /// The peer broke the protocol.
+    #[error("protocol error from {peer}: {detail}")]
+    Protocol {
+        /// The peer.
+        peer: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// An I/O error during the test.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// The run was interrupted (Ctrl-C) before it finished.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl NetError {
+    /// Wraps an I/O error with what we were doing.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        NetError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Reference bandwidths (seed 000): a pipe between two threads, and `memcpy`.
+//!
+//! They put the socket figures in context: loopback TCP can never beat a pipe of the same
+//! transfer size by much, nor memory copy.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use socklab_sys::io as sysio;
+use socklab_sys::usage::{getrusage, Usage, Who};
+
+use crate::partial::write_all_with;
+
+/// One reference measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct RefResult {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Seconds taken.
+    pub seconds: f64,
+    /// Operations (writes for the pipe, copies for memcpy).
+    pub ops: u64,
+    /// Reads at the pipe's receiving end (0 for memcpy).
+    pub reads: u64,
+    /// CPU of the whole process during the measurement.
+    pub cpu: Usage,
+}
+
+impl RefResult {
+    /// Gbit/s.
+    pub fn gbps(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Copies `size` bytes at a time until `total` bytes are copied. The size is hidden from the
+/// optimiser, so every copy is a real `memcpy` call, as in the seed's C program.
+pub fn memcpy_bandwidth(size: usize, total: u64) -> RefResult {
+    let size = size.max(1);
+    let src: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let mut dst = vec![0u8; size];
+    let n = total.div_ceil(size as u64).max(1);
+    let cpu0 = getrusage(Who::Process);
+    let t0 = Instant::now();
+    for _ in 0..n {
+        let len = std::hint::black_box(size);
+        dst[..len].copy_from_slice(std::hint::black_box(&src[..len]));
+        std::hint::black_box(&mut dst);
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    RefResult {
+        bytes: n * size as u64,
+        seconds,
+        ops: n,
+        reads: 0,
+        cpu: getrusage(Who::Process).since(&cpu0),
+    }
+}
+
+/// Pushes `total` bytes through a pipe from a writer thread (writes of `size`) to a reader
+/// (reads of `size`) and times it from the first write to the reader's end of file.
+pub fn pipe_bandwidth(size: usize, total: u64) -> io::Result<RefResult> {
+    let size = size.max(1);
+    let (r, w) = sysio::pipe()?;
+    let n = total.div_ceil(size as u64).max(1);
+    let cpu0 = getrusage(Who::Process);
+    let t0 = Instant::now();
+    let writer = std::thread::spawn(move || -> io::Result<u64> {
+        let buf = vec![0x5au8; size];
+        let mut calls = 0;
+        for _ in 0..n {
+            calls += write_all_with(&buf, |b| sysio::write(w.as_fd(), b))?;
+        }
+        Ok(calls)
+    });
+    let mut buf = vec![0u8; size];
+    let mut bytes = 0u64;
+    let mut reads = 0u64;
+    loop {
+        match sysio::read(r.as_fd(), &mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                bytes += k as u64;
+                reads += 1;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let ops = writer
+        .join()
+        .map_err(|_| io::Error::other("pipe writer thread panicked"))??;
+    Ok(RefResult {
+        bytes,
+        seconds,
+        ops,
+        reads,
+        cpu: getrusage(Who::Process).since(&cpu0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_move_exactly_what_they_claim() {
+        let m = memcpy_bandwidth(1000, 1_000_000);
+        assert_eq!(m.bytes, 1_000_000);
+        assert_eq!(m.ops, 1000);
+        let p = pipe_bandwidth(4096, 1 << 20).unwrap();
+        assert_eq!(p.bytes, 1 << 20);
+        assert_eq!(p.ops, 256);
+        assert!(p.reads >= 1 && p.reads <= 256 * 2);
+        // Rounded up to whole transfers.
+        assert_eq!(memcpy_bandwidth(3, 10).bytes, 12);
+    }
+}

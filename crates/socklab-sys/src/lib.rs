@@ -1,0 +1,40 @@
+//! `socklab-sys`: the one crate of socklab that contains `unsafe` code.
+//!
+//! Every raw `libc` call of the project lives here, behind a safe function over
+//! [`BorrowedFd`](std::os::fd::BorrowedFd) or owned types. Each `unsafe` block carries a
+//! `// SAFETY:` line saying why the call is sound. Everything above this crate is safe Rust
+//! (`unsafe_code = "forbid"`).
+//!
+//! Modules:
+//! - [`io`]: the write primitives of the bulk strategies (`write`, `writev`, `sendmsg`,
+//!   `sendfile`, `splice`, `vmsplice`) and pipes with a chosen capacity;
+//! - [`zerocopy`]: `SO_ZEROCOPY` and the `MSG_ERRQUEUE` completion reaper;
+//! - [`tcp`]: `TCP_INFO`;
+//! - [`usage`]: `getrusage` and `wait4`;
+//! - [`process`]: parent-death signal, signals to children, a Ctrl-C flag;
+//! - [`host`]: facts about the machine (kernel, CPU, congestion control).
+
+pub mod host;
+pub mod io;
+pub mod process;
+pub mod tcp;
+pub mod usage;
+pub mod zerocopy;
+
+/// Turns a libc return value into an `io::Result`, reading `errno` on `-1`.
+pub(crate) fn cvt(ret: libc::c_int) -> std::io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Like [`cvt`] for `ssize_t` results.
+pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
+    if ret < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
