@@ -1,1 +1,19 @@
-//! placeholder
+//! `socklab-lab`: the Spec (plans of workloads), the Runner, the Store (SQLite), reports and
+//! built-in suites. Every measuring command of socklab builds a [`plan::Plan`] and hands it to
+//! [`runner::run_plan`]; every report reads the [`store::Store`].
+
+pub mod clock;
+pub mod error;
+pub mod live;
+pub mod metric;
+pub mod output;
+pub mod params;
+pub mod plan;
+pub mod runner;
+pub mod store;
+pub mod suites;
+pub mod summary;
+pub mod table;
+pub mod workload;
+
+pub use error::LabError;

@@ -73,7 +73,9 @@ impl BulkConfig {
             return bad("--nbufs 0: send at least one buffer per round (e.g. --nbufs 1)".into());
         }
         if self.bufsize == 0 {
-            return bad("--bufsize 0: a buffer needs at least one byte (e.g. --bufsize 1500)".into());
+            return bad(
+                "--bufsize 0: a buffer needs at least one byte (e.g. --bufsize 1500)".into(),
+            );
         }
         let iov_max = sysio::iov_max();
         if self.strategy.uses_iovecs() && self.nbufs > iov_max {
@@ -94,13 +96,24 @@ impl BulkConfig {
         match self.limit {
             Limit::Iterations(0) => return bad("--iterations 0: run at least one round".into()),
             Limit::Bytes(0) => return bad("--bytes 0: send at least one byte".into()),
-            Limit::Duration(d) if d.is_zero() => return bad("--duration 0s: run for some time, e.g. --duration 1s".into()),
+            Limit::Duration(d) if d.is_zero() => {
+                return bad("--duration 0s: run for some time, e.g. --duration 1s".into())
+            }
             _ => {}
         }
         if self.read_size == 0 || self.read_size > crate::protocol::MAX_READ_SIZE {
-            return bad(format!("--read-size {} is out of range: use 1 to 64M", self.read_size));
+            return bad(format!(
+                "--read-size {} is out of range: use 1 to 64M",
+                self.read_size
+            ));
         }
-        if self.cc.is_empty() || self.cc.len() > 15 || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if self.cc.is_empty()
+            || self.cc.len() > 15
+            || !self
+                .cc
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
             return bad(format!("--cc '{}' is not a congestion-control name: see /proc/sys/net/ipv4/tcp_available_congestion_control", self.cc));
         }
         Ok(())
@@ -151,8 +164,12 @@ impl BulkResult {
 
 /// Connects a TCP socket with the sender's options; every option is read back.
 fn connect(cfg: &BulkConfig) -> Result<(TcpStream, String, usize), NetError> {
-    let sock = Socket::new(Domain::for_address(cfg.to), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|e| NetError::io("socket", e))?;
+    let sock = Socket::new(
+        Domain::for_address(cfg.to),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| NetError::io("socket", e))?;
     sock.set_tcp_congestion(cfg.cc.as_bytes())
         .map_err(|source| NetError::SockOpt {
             option: "cc",
@@ -175,18 +192,26 @@ fn connect(cfg: &BulkConfig) -> Result<(TcpStream, String, usize), NetError> {
         })?;
     }
     if let Some(n) = cfg.sndbuf {
-        sock.set_send_buffer_size(n).map_err(|source| NetError::SockOpt {
-            option: "sndbuf",
-            value: n.to_string(),
-            source,
-            hint: String::new(),
-        })?;
+        sock.set_send_buffer_size(n)
+            .map_err(|source| NetError::SockOpt {
+                option: "sndbuf",
+                value: n.to_string(),
+                source,
+                hint: String::new(),
+            })?;
     }
     sock.connect_timeout(&cfg.to.into(), cfg.connect_timeout)
-        .map_err(|source| NetError::Connect { addr: cfg.to, source })?;
+        .map_err(|source| NetError::Connect {
+            addr: cfg.to,
+            source,
+        })?;
     let cc = sock
         .tcp_congestion()
-        .map(|v| String::from_utf8_lossy(&v).trim_end_matches('\0').to_string())
+        .map(|v| {
+            String::from_utf8_lossy(&v)
+                .trim_end_matches('\0')
+                .to_string()
+        })
         .map_err(|e| NetError::io("getsockopt TCP_CONGESTION", e))?;
     let sndbuf = sock.send_buffer_size().unwrap_or(0);
     Ok((sock.into(), cc, sndbuf))
@@ -205,7 +230,12 @@ fn read_line(stream: &mut TcpStream, what: &str) -> Result<String, NetError> {
         let n = match stream.read(&mut buf[..MAX_LINE - line.len()]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(NetError::Protocol {
                     peer,
                     detail: format!("no {what} line in time: is it a `socklab sink`?"),
@@ -216,7 +246,9 @@ fn read_line(stream: &mut TcpStream, what: &str) -> Result<String, NetError> {
         if n == 0 {
             return Err(NetError::Protocol {
                 peer,
-                detail: format!("closed the connection before sending {what}: is it a `socklab sink`?"),
+                detail: format!(
+                    "closed the connection before sending {what}: is it a `socklab sink`?"
+                ),
             });
         }
         line.extend_from_slice(&buf[..n]);
@@ -252,9 +284,15 @@ enum Sender<'a> {
 }
 
 impl<'a> Sender<'a> {
-    fn new(strategy: Strategy, payload: &'a Payload, sock: BorrowedFd<'_>) -> Result<Sender<'a>, NetError> {
+    fn new(
+        strategy: Strategy,
+        payload: &'a Payload,
+        sock: BorrowedFd<'_>,
+    ) -> Result<Sender<'a>, NetError> {
         let vectored = |zc: bool, use_sendmsg: bool| {
-            let template: Vec<IoSlice<'a>> = (0..payload.nbufs()).map(|i| IoSlice::new(payload.buf(i))).collect();
+            let template: Vec<IoSlice<'a>> = (0..payload.nbufs())
+                .map(|i| IoSlice::new(payload.buf(i)))
+                .collect();
             Sender::Vectored {
                 scratch: template.clone(),
                 template,
@@ -277,7 +315,8 @@ impl<'a> Sender<'a> {
                 vectored(true, true)
             }
             Strategy::Sendfile => {
-                let mut f = tempfile::tempfile().map_err(|e| NetError::io("creating the sendfile source file", e))?;
+                let mut f = tempfile::tempfile()
+                    .map_err(|e| NetError::io("creating the sendfile source file", e))?;
                 f.write_all(payload.round())
                     .map_err(|e| NetError::io("writing the sendfile source file", e))?;
                 Sender::Sendfile(f)
@@ -310,7 +349,9 @@ impl<'a> Sender<'a> {
             } => {
                 scratch.copy_from_slice(template);
                 match zerocopy {
-                    None if *use_sendmsg => write_all_vectored_with(scratch, |b| sysio::sendmsg(sock, b, 0)),
+                    None if *use_sendmsg => {
+                        write_all_vectored_with(scratch, |b| sysio::sendmsg(sock, b, 0))
+                    }
                     None => write_all_vectored_with(scratch, |b| sysio::writev(sock, b)),
                     Some((done, issued)) => {
                         let calls = write_all_vectored_with(scratch, |b| loop {
@@ -320,7 +361,7 @@ impl<'a> Sender<'a> {
                                     return Ok(n);
                                 }
                                 // Too many unacknowledged zerocopy sends: wait for completions.
-                                Err(e) if e.raw_os_error() == Some(105) => {
+                                Err(e) if e.raw_os_error() == Some(socklab_sys::errno::ENOBUFS) => {
                                     sysio::poll_one(sock, sysio::poll_flags::ERR, 100)?;
                                     zerocopy::reap(sock, done)?;
                                 }
@@ -364,7 +405,11 @@ impl<'a> Sender<'a> {
     }
 
     /// Waits for outstanding zerocopy completions (at most `timeout`).
-    fn drain(&mut self, sock: BorrowedFd<'_>, timeout: Duration) -> io::Result<Option<Completions>> {
+    fn drain(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        timeout: Duration,
+    ) -> io::Result<Option<Completions>> {
         let Sender::Vectored {
             zerocopy: Some((done, issued)),
             ..
@@ -398,10 +443,11 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
     stream
         .write_all(hello.emit().as_bytes())
         .map_err(|e| NetError::io(format!("sending the request to {peer}"), e))?;
-    let ready = Ready::parse(&read_line(&mut stream, "READY")?).map_err(|detail| NetError::Protocol {
-        peer: peer.clone(),
-        detail,
-    })?;
+    let ready =
+        Ready::parse(&read_line(&mut stream, "READY")?).map_err(|detail| NetError::Protocol {
+            peer: peer.clone(),
+            detail,
+        })?;
 
     let sock = stream.as_fd();
     let mut sender = Sender::new(cfg.strategy, &payload, sock)?;

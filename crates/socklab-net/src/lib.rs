@@ -1,12 +1,12 @@
 //! `socklab-net`: everything in socklab that touches a live socket.
 //!
-//! - [`strategy`]: the write strategies of the bulk lab, as data ([`Strategy`]);
-//! - [`partial`]: loops that finish partial writes, tested with mock system calls;
-//! - [`payload`]: the deterministic bytes a bulk test sends;
-//! - [`protocol`]: the sink's control lines (documented in `docs/sink-protocol.md`);
-//! - [`sink`]: the receiving server (`socklab sink`);
-//! - [`bulk`]: the sending client (`socklab bulk`);
-//! - [`reference`]: pipe and memcpy bandwidth, the seed-000 reference rows.
+//! - [`strategy`] — the write strategies of the bulk lab, as data ([`Strategy`]);
+//! - [`partial`] — loops that finish partial writes, tested with mock system calls;
+//! - [`payload`] — the deterministic bytes a bulk test sends;
+//! - [`protocol`] — the sink's control lines (documented in `docs/sink-protocol.md`);
+//! - [`sink`] — the receiving server (`socklab sink`);
+//! - [`bulk`] — the sending client (`socklab bulk`);
+//! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows.
 
 pub mod bulk;
 pub mod error;

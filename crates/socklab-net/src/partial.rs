@@ -9,12 +9,20 @@
 use std::io::{self, IoSlice};
 
 /// Calls `op` until all of `buf` is written. Returns the number of calls that succeeded.
-pub fn write_all_with(buf: &[u8], mut op: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<u64> {
+pub fn write_all_with(
+    buf: &[u8],
+    mut op: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> io::Result<u64> {
     let mut off = 0;
     let mut calls = 0;
     while off < buf.len() {
         match op(&buf[off..]) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write accepted 0 bytes")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "write accepted 0 bytes",
+                ))
+            }
             Ok(n) => {
                 calls += 1;
                 off += n.min(buf.len() - off);
@@ -37,7 +45,12 @@ pub fn write_all_vectored_with(
     IoSlice::advance_slices(&mut bufs, 0);
     while !bufs.is_empty() {
         match op(bufs) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write accepted 0 bytes")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "write accepted 0 bytes",
+                ))
+            }
             Ok(n) => {
                 calls += 1;
                 let left: usize = bufs.iter().map(|b| b.len()).sum();
@@ -52,12 +65,20 @@ pub fn write_all_vectored_with(
 
 /// Calls `op(offset, remaining)` until `len` bytes starting at offset 0 are sent (the shape of
 /// `sendfile` and `splice`, which take a length rather than a buffer). Returns the calls made.
-pub fn send_range_with(len: usize, mut op: impl FnMut(usize, usize) -> io::Result<usize>) -> io::Result<u64> {
+pub fn send_range_with(
+    len: usize,
+    mut op: impl FnMut(usize, usize) -> io::Result<usize>,
+) -> io::Result<u64> {
     let mut off = 0;
     let mut calls = 0;
     while off < len {
         match op(off, len - off) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "call moved 0 bytes")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "call moved 0 bytes",
+                ))
+            }
             Ok(n) => {
                 calls += 1;
                 off += n.min(len - off);
@@ -129,7 +150,11 @@ mod tests {
     #[test]
     fn short_writes_are_finished() {
         let data: Vec<u8> = (0..100u8).collect();
-        let mut m = Mock { out: vec![], caps: vec![7, 0, 3], call: 0 };
+        let mut m = Mock {
+            out: vec![],
+            caps: vec![7, 0, 3],
+            call: 0,
+        };
         let calls = write_all_with(&data, |b| m.write(b)).unwrap();
         assert_eq!(m.out, data);
         // 100 bytes at 7 or 3 per successful call, EINTR in between: 20 successful calls.

@@ -24,8 +24,7 @@ fn pairs(rest: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("bad value '{v}' for {key}"))
+    v.parse().map_err(|_| format!("bad value '{v}' for {key}"))
 }
 
 /// The client's request.
@@ -53,9 +52,12 @@ impl Hello {
             .trim_end()
             .strip_prefix(MAGIC)
             .ok_or("not a socklab request")?;
-        let rest = rest
-            .strip_prefix("BULK/1")
-            .ok_or_else(|| format!("unsupported request '{}': this sink speaks BULK/1", rest.split_whitespace().next().unwrap_or("")))?;
+        let rest = rest.strip_prefix("BULK/1").ok_or_else(|| {
+            format!(
+                "unsupported request '{}': this sink speaks BULK/1",
+                rest.split_whitespace().next().unwrap_or("")
+            )
+        })?;
         let mut h = Hello {
             read_size: 128 * 1024,
             verify: false,
@@ -89,7 +91,10 @@ pub struct Ready {
 impl Ready {
     /// The line, with its newline.
     pub fn emit(&self) -> String {
-        format!("READY read_size={} rcvbuf={}\n", self.read_size, self.rcvbuf)
+        format!(
+            "READY read_size={} rcvbuf={}\n",
+            self.read_size, self.rcvbuf
+        )
     }
 
     /// Parses a line; an `ERROR …` line becomes `Err(reason)`.
@@ -192,9 +197,15 @@ mod tests {
 
     #[test]
     fn lines_round_trip() {
-        let h = Hello { read_size: 1500, verify: true };
+        let h = Hello {
+            read_size: 1500,
+            verify: true,
+        };
         assert_eq!(Hello::parse(&h.emit()).unwrap(), h);
-        let r = Ready { read_size: 1500, rcvbuf: 131072 };
+        let r = Ready {
+            read_size: 1500,
+            rcvbuf: 131072,
+        };
         assert_eq!(Ready::parse(&r.emit()).unwrap(), r);
         let s = SinkResult {
             bytes: 30_000_000,
@@ -212,14 +223,25 @@ mod tests {
     #[test]
     fn bad_lines_are_errors() {
         assert!(Hello::parse("GET / HTTP/1.1").is_err());
-        assert!(Hello::parse("SOCKLAB PING/9").unwrap_err().contains("PING/9"));
-        assert!(Hello::parse("SOCKLAB BULK/1 read_size=0").unwrap_err().contains("out of range"));
+        assert!(Hello::parse("SOCKLAB PING/9")
+            .unwrap_err()
+            .contains("PING/9"));
+        assert!(Hello::parse("SOCKLAB BULK/1 read_size=0")
+            .unwrap_err()
+            .contains("out of range"));
         assert!(Hello::parse("SOCKLAB BULK/1 read_size=abc").is_err());
-        assert!(Ready::parse("ERROR read_size too big").unwrap_err().contains("refused"));
+        assert!(Ready::parse("ERROR read_size too big")
+            .unwrap_err()
+            .contains("refused"));
         assert!(SinkResult::parse("RESULT reads=3").is_err());
         assert!(SinkResult::parse("RESULT bytes=1 hash=zz").is_err());
         // Unknown keys are ignored for forward compatibility.
-        assert_eq!(Hello::parse("SOCKLAB BULK/1 read_size=10 future=1").unwrap().read_size, 10);
+        assert_eq!(
+            Hello::parse("SOCKLAB BULK/1 read_size=10 future=1")
+                .unwrap()
+                .read_size,
+            10
+        );
     }
 
     proptest! {

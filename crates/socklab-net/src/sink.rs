@@ -11,6 +11,7 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use socklab_sys::errno;
 use socklab_sys::usage::{getrusage, Who};
 
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
@@ -115,16 +116,19 @@ pub struct Sink {
 pub fn listen(addr: SocketAddr) -> Result<TcpListener, NetError> {
     let err = |source: io::Error| {
         let hint = match source.raw_os_error() {
-            Some(libc_eaddrinuse) if libc_eaddrinuse == 98 => {
+            Some(errno::EADDRINUSE) => {
                 " (another program holds that port: choose another --port, or 0 for any free port)"
             }
-            Some(13) => " (ports below 1024 need root: choose --port 1024 or above)",
-            Some(99) => " (that address is not on this machine: use 127.0.0.1, ::1 or ::)",
+            Some(errno::EACCES) => " (ports below 1024 need root: choose --port 1024 or above)",
+            Some(errno::EADDRNOTAVAIL) => {
+                " (that address is not on this machine: use 127.0.0.1, ::1 or ::)"
+            }
             _ => "",
         };
         NetError::Bind { addr, source, hint }
     };
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(err)?;
+    let sock =
+        Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(err)?;
     sock.set_reuse_address(true).map_err(err)?;
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         sock.set_only_v6(false).map_err(err)?;
@@ -148,7 +152,7 @@ impl Sink {
             Err(NetError::Bind { source, .. })
                 if cfg.bind.is_ipv6()
                     && cfg.bind.ip().is_unspecified()
-                    && source.raw_os_error() == Some(97) =>
+                    && source.raw_os_error() == Some(errno::EAFNOSUPPORT) =>
             {
                 listen(SocketAddr::from(([0, 0, 0, 0], cfg.bind.port())))?
             }
@@ -168,7 +172,11 @@ impl Sink {
 
     /// Serves connections one after another until `stop()` returns true (checked at least
     /// every 200 ms while idle), calling `log` after each connection.
-    pub fn serve(&mut self, stop: &dyn Fn() -> bool, log: &mut dyn FnMut(&ConnReport)) -> Result<(), NetError> {
+    pub fn serve(
+        &mut self,
+        stop: &dyn Fn() -> bool,
+        log: &mut dyn FnMut(&ConnReport),
+    ) -> Result<(), NetError> {
         use socklab_sys::io::{poll_flags, poll_one};
         loop {
             if stop() {
@@ -249,7 +257,16 @@ impl Sink {
         };
         if let Err(reason) = sniff {
             let _ = stream.write_all(format!("ERROR {reason}\n").as_bytes());
-            return self.finish(stream, peer, Mode::Socklab, result, cpu0, t0, Outcome::Refused(reason), None);
+            return self.finish(
+                stream,
+                peer,
+                Mode::Socklab,
+                result,
+                cpu0,
+                t0,
+                Outcome::Refused(reason),
+                None,
+            );
         }
 
         let (read_size, mut hasher) = match &hello {
@@ -270,7 +287,16 @@ impl Sink {
                 result.bytes = head.len() as u64;
                 if head.is_empty() {
                     // Connected and closed without a byte.
-                    return self.finish(stream, peer, mode, result, cpu0, t0, Outcome::Complete, None);
+                    return self.finish(
+                        stream,
+                        peer,
+                        mode,
+                        result,
+                        cpu0,
+                        t0,
+                        Outcome::Complete,
+                        None,
+                    );
                 }
                 (self.cfg.read_size, None)
             }
@@ -336,6 +362,13 @@ fn conn_error(e: &io::Error) -> Outcome {
 fn is_transient_accept_error(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(23) /* ENFILE */ | Some(24) /* EMFILE */ | Some(103) /* ECONNABORTED */ | Some(105) /* ENOBUFS */ | Some(12) /* ENOMEM */ | Some(4) /* EINTR */
+        Some(
+            errno::ENFILE
+                | errno::EMFILE
+                | errno::ECONNABORTED
+                | errno::ENOBUFS
+                | errno::ENOMEM
+                | errno::EINTR
+        )
     )
 }

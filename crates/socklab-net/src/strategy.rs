@@ -50,7 +50,10 @@ impl Strategy {
 
     /// True when one call carries `nbufs` iovecs, so `nbufs` must not exceed `IOV_MAX`.
     pub fn uses_iovecs(self) -> bool {
-        matches!(self, Strategy::Writev | Strategy::Sendmsg | Strategy::Zerocopy)
+        matches!(
+            self,
+            Strategy::Writev | Strategy::Sendmsg | Strategy::Zerocopy
+        )
     }
 
     /// One line for `--help` and the docs.

@@ -35,7 +35,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Prints a byte size compactly and exactly when possible: `1500`, `1K`, `512K`, `1M`.
 pub fn format_size(n: u64) -> String {
     for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if n >= (1 << shift) && n % (1 << shift) == 0 {
+        if n >= (1 << shift) && n.is_multiple_of(1 << shift) {
             return format!("{}{}", n >> shift, suffix);
         }
     }
@@ -59,14 +59,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ns" => v / 1e9,
         "m" | "min" => v * 60.0,
         "h" => v * 3600.0,
-        "" => {
+        "" => return Err(format!("'{s}' has no unit: write e.g. {s}s or {s}ms")),
+        u => {
             return Err(format!(
-                "'{s}' has no unit: write e.g. {s}s or {s}ms"
+                "'{s}' has an unknown unit '{u}': use ns, us, ms, s, m or h"
             ))
         }
-        u => return Err(format!("'{s}' has an unknown unit '{u}': use ns, us, ms, s, m or h")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(format!("'{s}' is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -77,11 +77,11 @@ pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
         "0s".into()
-    } else if ns % 1_000_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 && ns < 10_000_000_000 {
+    } else if ns.is_multiple_of(1_000_000) && ns < 10_000_000_000 {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1_000 == 0 && ns < 10_000_000 {
+    } else if ns.is_multiple_of(1_000) && ns < 10_000_000 {
         format!("{}us", ns / 1_000)
     } else if ns < 1_000 {
         format!("{ns}ns")

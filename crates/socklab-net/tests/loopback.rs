@@ -36,11 +36,18 @@ impl TestSink {
             })
             .unwrap();
         });
-        TestSink { addr, stop, reports, handle: Some(handle) }
+        TestSink {
+            addr,
+            stop,
+            reports,
+            handle: Some(handle),
+        }
     }
 
     fn next_report(&self) -> ConnReport {
-        self.reports.recv_timeout(Duration::from_secs(20)).expect("sink report")
+        self.reports
+            .recv_timeout(Duration::from_secs(20))
+            .expect("sink report")
     }
 }
 
@@ -53,7 +60,13 @@ impl Drop for TestSink {
     }
 }
 
-fn cfg(to: SocketAddr, strategy: Strategy, nbufs: usize, bufsize: usize, iterations: u64) -> BulkConfig {
+fn cfg(
+    to: SocketAddr,
+    strategy: Strategy,
+    nbufs: usize,
+    bufsize: usize,
+    iterations: u64,
+) -> BulkConfig {
     BulkConfig {
         to,
         strategy,
@@ -74,26 +87,46 @@ fn cfg(to: SocketAddr, strategy: Strategy, nbufs: usize, bufsize: usize, iterati
 fn every_strategy_delivers_exactly_the_bytes_sent() {
     let sink = TestSink::start();
     for strategy in Strategy::ALL {
-        for (nbufs, bufsize, iters) in [(15usize, 100usize, 300u64), (100, 15, 200), (1, 65536, 40), (7, 4099, 33)] {
+        for (nbufs, bufsize, iters) in [
+            (15usize, 100usize, 300u64),
+            (100, 15, 200),
+            (1, 65536, 40),
+            (7, 4099, 33),
+        ] {
             let c = cfg(sink.addr, strategy, nbufs, bufsize, iters);
             let r = bulk::run(&c, &|| false).unwrap_or_else(|e| panic!("{strategy}: {e}"));
             let want = (nbufs * bufsize) as u64 * iters;
             assert_eq!(r.bytes, want, "{strategy}");
             assert_eq!(r.sink.bytes, want, "{strategy} sink count");
-            assert_eq!(r.verified, Some(true), "{strategy} {nbufs}x{bufsize}: stream hash differs");
+            assert_eq!(
+                r.verified,
+                Some(true),
+                "{strategy} {nbufs}x{bufsize}: stream hash differs"
+            );
             assert_eq!(r.rounds, iters);
-            assert!(r.sink.reads >= want.div_ceil(1500), "{strategy}: reads {} below bytes/read_size", r.sink.reads);
+            assert!(
+                r.sink.reads >= want.div_ceil(1500),
+                "{strategy}: reads {} below bytes/read_size",
+                r.sink.reads
+            );
             assert_eq!(r.cc, "cubic");
             let rep = sink.next_report();
             assert_eq!(rep.mode, Mode::Socklab);
             assert_eq!(rep.outcome, Outcome::Complete);
             assert_eq!(rep.result.bytes, want);
             if strategy == Strategy::Write {
-                assert!(r.syscalls >= nbufs as u64 * iters, "write issues one call per buffer");
+                assert!(
+                    r.syscalls >= nbufs as u64 * iters,
+                    "write issues one call per buffer"
+                );
             }
             if strategy == Strategy::Zerocopy {
                 let zc = r.zerocopy.expect("zerocopy completions");
-                assert!(zc.completed > 0 && zc.completed <= r.syscalls, "{zc:?} vs {} calls", r.syscalls);
+                assert!(
+                    zc.completed > 0 && zc.completed <= r.syscalls,
+                    "{zc:?} vs {} calls",
+                    r.syscalls
+                );
             }
         }
     }
@@ -135,15 +168,21 @@ fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
     // A socklab client that sends its request, some data, then resets the connection.
     {
         let mut s = TcpStream::connect(sink.addr).unwrap();
-        s.write_all(b"SOCKLAB BULK/1 read_size=1000 verify=0\n").unwrap();
+        s.write_all(b"SOCKLAB BULK/1 read_size=1000 verify=0\n")
+            .unwrap();
         let mut line = [0u8; 64];
         let n = s.read(&mut line).unwrap();
         assert!(line[..n].starts_with(b"READY read_size=1000"));
         s.write_all(&[1u8; 50_000]).unwrap();
-        socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO)).unwrap();
+        socket2::SockRef::from(&s)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
     } // dropped with linger 0: RST
     let rep = sink.next_report();
-    assert!(matches!(rep.outcome, Outcome::Aborted(_) | Outcome::Complete), "{rep:?}");
+    assert!(
+        matches!(rep.outcome, Outcome::Aborted(_) | Outcome::Complete),
+        "{rep:?}"
+    );
     assert!(rep.result.bytes <= 50_000);
 
     // A raw client, like `dd | nc`.
@@ -162,7 +201,10 @@ fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
         s.write_all(b"SOCKLAB BULK/1 read_size=0\n").unwrap();
         let mut answer = String::new();
         s.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("ERROR read_size 0 out of range"), "{answer}");
+        assert!(
+            answer.starts_with("ERROR read_size 0 out of range"),
+            "{answer}"
+        );
     }
     assert!(matches!(sink.next_report().outcome, Outcome::Refused(_)));
 
@@ -174,9 +216,13 @@ fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
 #[test]
 fn bad_parameters_are_refused_before_connecting() {
     let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let e = bulk::run(&cfg(to, Strategy::Writev, 2000, 10, 1), &|| false).unwrap_err().to_string();
+    let e = bulk::run(&cfg(to, Strategy::Writev, 2000, 10, 1), &|| false)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--nbufs 2000") && e.contains("IOV_MAX"), "{e}");
-    let e = bulk::run(&cfg(to, Strategy::Write, 1, 0, 1), &|| false).unwrap_err().to_string();
+    let e = bulk::run(&cfg(to, Strategy::Write, 1, 0, 1), &|| false)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--bufsize 0"), "{e}");
     let mut c = cfg(to, Strategy::Write, 1, 10, 1);
     c.cc = "nosuchcc".into();
@@ -187,8 +233,17 @@ fn bad_parameters_are_refused_before_connecting() {
 #[test]
 fn connecting_to_a_closed_port_is_a_clear_error() {
     // Bind then drop to find a port that is (very likely) closed.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let e = bulk::run(&cfg(to, Strategy::Write, 1, 10, 1), &|| false).unwrap_err().to_string();
-    assert!(e.contains(&format!("cannot connect to 127.0.0.1:{port}")), "{e}");
+    let e = bulk::run(&cfg(to, Strategy::Write, 1, 10, 1), &|| false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{e}"
+    );
 }

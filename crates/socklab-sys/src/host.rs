@@ -39,7 +39,11 @@ fn uname() -> (String, String) {
         return ("unknown".into(), "unknown".into());
     }
     // SAFETY: uname fills NUL-terminated strings into the fixed arrays.
-    let s = |f: &[libc::c_char]| unsafe { CStr::from_ptr(f.as_ptr()) }.to_string_lossy().into_owned();
+    let s = |f: &[libc::c_char]| {
+        unsafe { CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
     (
         s(&u.nodename),
         format!("{} {} {}", s(&u.sysname), s(&u.release), s(&u.machine)),
@@ -58,7 +62,9 @@ pub fn host_facts() -> HostFacts {
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let mem_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {

@@ -60,13 +60,19 @@ pub fn sendfile(
 ) -> io::Result<usize> {
     let mut off: libc::off_t = *offset as libc::off_t;
     // SAFETY: `off` is a valid, exclusively borrowed off_t; both descriptors are open.
-    let n = cvt_size(unsafe { libc::sendfile(out.as_raw_fd(), file.as_raw_fd(), &mut off, count) })?;
+    let n =
+        cvt_size(unsafe { libc::sendfile(out.as_raw_fd(), file.as_raw_fd(), &mut off, count) })?;
     *offset = off as i64;
     Ok(n)
 }
 
 /// One `splice(2)` of up to `count` bytes from `from` (a pipe) to `to` (no offsets).
-pub fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, count: usize, more: bool) -> io::Result<usize> {
+pub fn splice(
+    from: BorrowedFd<'_>,
+    to: BorrowedFd<'_>,
+    count: usize,
+    more: bool,
+) -> io::Result<usize> {
     let mut flags = libc::SPLICE_F_MOVE;
     if more {
         flags |= libc::SPLICE_F_MORE;
@@ -128,7 +134,11 @@ pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
 
 /// Waits until `fd` is readable or has an error/hang-up, or `timeout_ms` passes (-1: forever).
 /// Returns the `revents` bits (0 on timeout).
-pub fn poll_one(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> io::Result<libc::c_short> {
+pub fn poll_one(
+    fd: BorrowedFd<'_>,
+    events: libc::c_short,
+    timeout_ms: i32,
+) -> io::Result<libc::c_short> {
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
         events,

@@ -6,13 +6,13 @@
 //! (`unsafe_code = "forbid"`).
 //!
 //! Modules:
-//! - [`io`]: the write primitives of the bulk strategies (`write`, `writev`, `sendmsg`,
+//! - [`io`] — the write primitives of the bulk strategies (`write`, `writev`, `sendmsg`,
 //!   `sendfile`, `splice`, `vmsplice`) and pipes with a chosen capacity;
-//! - [`zerocopy`]: `SO_ZEROCOPY` and the `MSG_ERRQUEUE` completion reaper;
-//! - [`tcp`]: `TCP_INFO`;
-//! - [`usage`]: `getrusage` and `wait4`;
-//! - [`process`]: parent-death signal, signals to children, a Ctrl-C flag;
-//! - [`host`]: facts about the machine (kernel, CPU, congestion control).
+//! - [`zerocopy`] — `SO_ZEROCOPY` and the `MSG_ERRQUEUE` completion reaper;
+//! - [`tcp`] — `TCP_INFO`;
+//! - [`usage`] — `getrusage` and `wait4`;
+//! - [`process`] — parent-death signal, signals to children, a Ctrl-C flag;
+//! - [`host`] — facts about the machine (kernel, CPU, congestion control).
 
 pub mod host;
 pub mod io;
@@ -37,4 +37,12 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
     } else {
         Ok(ret as usize)
     }
+}
+
+/// The `errno` values socklab reacts to, named, so crates above this one need no `libc`.
+pub mod errno {
+    pub use libc::{
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, EINTR, EMFILE, ENFILE,
+        ENOBUFS, ENOMEM,
+    };
 }

@@ -17,7 +17,14 @@ pub fn child_dies_with_parent(cmd: &mut Command) -> &mut Command {
     // getppid, which are async-signal-safe; it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) == -1 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) == -1
+            {
                 return Err(io::Error::last_os_error());
             }
             // The parent may have died between fork and prctl: then nobody would signal us.

@@ -38,7 +38,9 @@ impl Usage {
     }
 
     fn from_raw(ru: &libc::rusage) -> Usage {
-        let tv = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
+        let tv = |t: libc::timeval| {
+            Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000)
+        };
         Usage {
             user: tv(ru.ru_utime),
             sys: tv(ru.ru_stime),

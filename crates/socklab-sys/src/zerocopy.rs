@@ -57,7 +57,13 @@ pub fn reap(fd: BorrowedFd<'_>, acc: &mut Completions) -> io::Result<u64> {
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
         // SAFETY: msg refers to a control buffer we own for the duration of the call; no data
         // iovecs are given (error-queue records carry their payload in the control message).
-        let r = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        let r = unsafe {
+            libc::recvmsg(
+                fd.as_raw_fd(),
+                &mut msg,
+                libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+            )
+        };
         if r < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {

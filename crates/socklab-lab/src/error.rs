@@ -1,0 +1,85 @@
+//! Errors of the lab layer. Each names the bad value and, where there is one, the fix.
+
+use std::path::PathBuf;
+
+/// An error in a parameter, a plan, the store or a run.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// A parameter value does not parse or is out of range.
+    #[error("{key} = '{value}': {reason}")]
+    Param {
+        /// The key.
+        key: String,
+        /// The bad value.
+        value: String,
+        /// Why, and what to write instead.
+        reason: String,
+    },
+    /// A key that the workload does not know.
+    #[error("unknown parameter '{key}' for workload {workload}: valid keys are {valid}")]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// The workload.
+        workload: String,
+        /// The valid keys, comma-separated.
+        valid: String,
+    },
+    /// A plan that cannot be built.
+    #[error("{0}")]
+    Plan(String),
+    /// The results database could not be opened or written.
+    #[error("results database '{path}': {reason}")]
+    Store {
+        /// The database path.
+        path: PathBuf,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+    /// A run failed.
+    #[error("{cell}: {source}")]
+    Run {
+        /// The cell's label.
+        cell: String,
+        /// The cause.
+        source: socklab_net::NetError,
+    },
+    /// The server child process could not be managed.
+    #[error("{0}")]
+    Child(String),
+    /// The run was interrupted by Ctrl-C or SIGTERM; finished repetitions are stored.
+    #[error("interrupted: {done} finished repetitions are stored in experiment {experiment}")]
+    Interrupted {
+        /// Experiment id.
+        experiment: i64,
+        /// Finished repetitions.
+        done: usize,
+    },
+    /// An I/O error writing a report or export.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl LabError {
+    /// Builds a [`LabError::Param`].
+    pub fn param(key: &str, value: &str, reason: impl Into<String>) -> LabError {
+        LabError::Param {
+            key: key.to_string(),
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Builds a store error from anything displayable.
+    pub fn store(path: &std::path::Path, reason: impl std::fmt::Display) -> LabError {
+        LabError::Store {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The live executor: runs cells against real sockets. For `to = self` it starts a sink as a
+//! child process (a re-exec of the socklab binary on an ephemeral loopback port), keeps it for
+//! the whole plan, stops it at the end and reads its CPU time from `wait4`'s rusage.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::json;
+use socklab_net::reference;
+use socklab_sys::process::{child_dies_with_parent, kill, Signal};
+use socklab_sys::usage::{try_wait4, wait4};
+
+use crate::plan::Cell;
+use crate::runner::{Executor, Sample};
+use crate::workload::{Target, Workload};
+use crate::LabError;
+
+/// A `socklab sink` child process.
+#[derive(Debug)]
+pub struct SinkChild {
+    child: Option<Child>,
+    addr: SocketAddr,
+}
+
+/// The line a sink started with `--announce` prints first on stdout.
+pub const ANNOUNCE_PREFIX: &str = "LISTENING ";
+
+impl SinkChild {
+    /// Starts `exe sink --bind 127.0.0.1 --port 0 --announce --quiet` and waits (at most 10 s)
+    /// for the address it announces.
+    pub fn spawn(exe: &PathBuf) -> Result<SinkChild, LabError> {
+        let mut cmd = Command::new(exe);
+        cmd.args([
+            "sink",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--announce",
+            "--quiet",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+        child_dies_with_parent(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            LabError::Child(format!("cannot start the sink '{}': {e}", exe.display()))
+        })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| LabError::Child("sink has no stdout".into()))?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let mut me = SinkChild {
+            child: Some(child),
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        let line = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
+            LabError::Child("the sink child did not announce its port within 10 s".into())
+        })?;
+        me.addr = line
+            .trim()
+            .strip_prefix(ANNOUNCE_PREFIX)
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| {
+                LabError::Child(format!(
+                    "the sink child announced '{}', not an address",
+                    line.trim()
+                ))
+            })?;
+        Ok(me)
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops it (SIGTERM) and returns its `wait4` accounting as facts.
+    pub fn stop(mut self) -> Result<Vec<(String, String)>, LabError> {
+        let child = self
+            .child
+            .take()
+            .ok_or_else(|| LabError::Child("sink already stopped".into()))?;
+        let pid = child.id();
+        if let Ok(Some((st, _))) = try_wait4(pid) {
+            return Err(LabError::Child(format!(
+                "the sink child ended early ({st:?})"
+            )));
+        }
+        kill(pid, Signal::Term)
+            .map_err(|e| LabError::Child(format!("cannot stop the sink child: {e}")))?;
+        let (status, usage) =
+            wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the sink child: {e}")))?;
+        Ok(vec![
+            (
+                "sink_wait4_user_s".into(),
+                format!("{:.6}", usage.user.as_secs_f64()),
+            ),
+            (
+                "sink_wait4_sys_s".into(),
+                format!("{:.6}", usage.sys.as_secs_f64()),
+            ),
+            ("sink_wait4_nvcsw".into(), usage.nvcsw.to_string()),
+            ("sink_wait4_nivcsw".into(), usage.nivcsw.to_string()),
+            ("sink_exit".into(), format!("{status:?}")),
+        ])
+    }
+}
+
+impl Drop for SinkChild {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.take() {
+            let _ = kill(c.id(), Signal::Kill);
+            let _ = wait4(c.id());
+        }
+    }
+}
+
+/// Runs cells for real.
+#[derive(Debug)]
+pub struct LiveExecutor {
+    exe: PathBuf,
+    sink: Option<SinkChild>,
+}
+
+impl LiveExecutor {
+    /// `exe` is the socklab binary to re-exec for servers (normally `std::env::current_exe()`).
+    pub fn new(exe: PathBuf) -> LiveExecutor {
+        LiveExecutor { exe, sink: None }
+    }
+
+    fn sink_addr(&mut self) -> Result<SocketAddr, LabError> {
+        if self.sink.is_none() {
+            self.sink = Some(SinkChild::spawn(&self.exe)?);
+        }
+        Ok(self.sink.as_ref().map(SinkChild::addr).expect("just set"))
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+impl Executor for LiveExecutor {
+    fn run(&mut self, cell: &Cell, stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
+        let run_err = |source| LabError::Run {
+            cell: cell.label.clone(),
+            source,
+        };
+        match &cell.workload {
+            Workload::Bulk(spec) => {
+                let to = match spec.to {
+                    Target::SelfSink => self.sink_addr()?,
+                    Target::Addr(a) => a,
+                };
+                let r = socklab_net::bulk::run(&spec.net_config(to), stop).map_err(run_err)?;
+                if r.verified == Some(false) {
+                    return Err(LabError::Run {
+                        cell: cell.label.clone(),
+                        source: socklab_net::NetError::Protocol {
+                            peer: to.to_string(),
+                            detail: "the stream hash at the sink differs from what was sent".into(),
+                        },
+                    });
+                }
+                let snd_cpu = secs(r.sender_cpu.cpu());
+                let rcv_cpu = (r.sink.user_us + r.sink.sys_us) as f64 / 1e6;
+                let mut metrics = vec![
+                    ("gbps", r.gbps()),
+                    ("seconds", r.seconds),
+                    ("send_seconds", r.send_seconds),
+                    ("bytes", r.bytes as f64),
+                    ("writes", r.syscalls as f64),
+                    ("reads", r.sink.reads as f64),
+                    (
+                        "bytes_per_read",
+                        if r.sink.reads > 0 {
+                            r.sink.bytes as f64 / r.sink.reads as f64
+                        } else {
+                            0.0
+                        },
+                    ),
+                    ("snd_user_s", secs(r.sender_cpu.user)),
+                    ("snd_sys_s", secs(r.sender_cpu.sys)),
+                    ("snd_cpu_pct", 100.0 * snd_cpu / r.seconds.max(1e-9)),
+                    ("rcv_user_s", r.sink.user_us as f64 / 1e6),
+                    ("rcv_sys_s", r.sink.sys_us as f64 / 1e6),
+                    ("rcv_cpu_pct", 100.0 * rcv_cpu / r.seconds.max(1e-9)),
+                    ("retrans", r.tcp.total_retrans as f64),
+                    ("cwnd", r.tcp.snd_cwnd as f64),
+                    ("rtt_us", r.tcp.rtt_us as f64),
+                ];
+                if let Some(zc) = r.zerocopy {
+                    metrics.push(("zc_completions", zc.completed as f64));
+                    metrics.push(("zc_copied", zc.copied as f64));
+                }
+                Ok(Sample {
+                    metrics,
+                    extra: json!({
+                        "to": to.to_string(),
+                        "cc": r.cc,
+                        "sndbuf": r.sndbuf,
+                        "rcvbuf": r.rcvbuf,
+                        "rounds": r.rounds,
+                        "mss": r.tcp.snd_mss,
+                        "min_rtt_us": r.tcp.min_rtt_us,
+                        "verified": r.verified,
+                    }),
+                })
+            }
+            Workload::Pipe(spec) => {
+                let r = reference::pipe_bandwidth(spec.size, spec.bytes)
+                    .map_err(|e| run_err(socklab_net::NetError::io("pipe reference", e)))?;
+                Ok(ref_sample(&r))
+            }
+            Workload::Memcpy(spec) => Ok(ref_sample(&reference::memcpy_bandwidth(
+                spec.size, spec.bytes,
+            ))),
+        }
+    }
+
+    fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
+        match self.sink.take() {
+            Some(s) => s.stop(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+fn ref_sample(r: &reference::RefResult) -> Sample {
+    let mut metrics = vec![
+        ("gbps", r.gbps()),
+        ("seconds", r.seconds),
+        ("bytes", r.bytes as f64),
+        ("writes", r.ops as f64),
+        ("cpu_s", secs(r.cpu.cpu())),
+    ];
+    if r.reads > 0 {
+        metrics.push(("reads", r.reads as f64));
+    }
+    Sample {
+        metrics,
+        extra: serde_json::Value::Null,
+    }
+}

@@ -1,0 +1,190 @@
+//! The metrics socklab records, with their units. A sample is a set of `(metric, value)` pairs;
+//! the names here are the column names of every export.
+
+/// Which direction is better for a metric (for verdicts and "best" marks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Larger values are better (throughput).
+    Higher,
+    /// Smaller values are better (time, CPU).
+    Lower,
+    /// A count or fact with no preferred direction.
+    Neither,
+}
+
+/// A metric's definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    /// Column name.
+    pub name: &'static str,
+    /// Unit as printed.
+    pub unit: &'static str,
+    /// Short header for tables.
+    pub short: &'static str,
+    /// One line of description.
+    pub description: &'static str,
+    /// Preferred direction.
+    pub better: Better,
+}
+
+const fn m(
+    name: &'static str,
+    unit: &'static str,
+    short: &'static str,
+    description: &'static str,
+    better: Better,
+) -> Metric {
+    Metric {
+        name,
+        unit,
+        short,
+        description,
+        better,
+    }
+}
+
+/// Every metric socklab knows.
+pub const METRICS: &[Metric] = &[
+    m(
+        "gbps",
+        "Gbit/s",
+        "Gbit/s",
+        "throughput, bytes x 8 / seconds",
+        Better::Higher,
+    ),
+    m(
+        "seconds",
+        "s",
+        "time s",
+        "end-to-end time (sink READY to RESULT)",
+        Better::Lower,
+    ),
+    m(
+        "send_seconds",
+        "s",
+        "send s",
+        "time until the last send call returned",
+        Better::Lower,
+    ),
+    m("bytes", "B", "bytes", "bytes sent", Better::Neither),
+    m(
+        "writes",
+        "calls",
+        "writes",
+        "send system calls issued by the sender",
+        Better::Neither,
+    ),
+    m(
+        "reads",
+        "calls",
+        "reads",
+        "read() calls at the receiver that returned data",
+        Better::Neither,
+    ),
+    m(
+        "bytes_per_read",
+        "B",
+        "B/read",
+        "bytes per receiver read()",
+        Better::Neither,
+    ),
+    m(
+        "snd_user_s",
+        "s",
+        "snd usr",
+        "sender user CPU",
+        Better::Lower,
+    ),
+    m(
+        "snd_sys_s",
+        "s",
+        "snd sys",
+        "sender system CPU",
+        Better::Lower,
+    ),
+    m(
+        "snd_cpu_pct",
+        "%",
+        "snd cpu%",
+        "sender CPU / elapsed",
+        Better::Lower,
+    ),
+    m(
+        "rcv_user_s",
+        "s",
+        "rcv usr",
+        "receiver user CPU",
+        Better::Lower,
+    ),
+    m(
+        "rcv_sys_s",
+        "s",
+        "rcv sys",
+        "receiver system CPU",
+        Better::Lower,
+    ),
+    m(
+        "rcv_cpu_pct",
+        "%",
+        "rcv cpu%",
+        "receiver CPU / elapsed",
+        Better::Lower,
+    ),
+    m(
+        "retrans",
+        "segments",
+        "retrans",
+        "TCP segments retransmitted (TCP_INFO)",
+        Better::Lower,
+    ),
+    m(
+        "cwnd",
+        "segments",
+        "cwnd",
+        "final congestion window (TCP_INFO)",
+        Better::Neither,
+    ),
+    m(
+        "rtt_us",
+        "us",
+        "rtt us",
+        "final smoothed RTT (TCP_INFO)",
+        Better::Lower,
+    ),
+    m(
+        "zc_completions",
+        "sends",
+        "zc done",
+        "MSG_ZEROCOPY sends completed",
+        Better::Neither,
+    ),
+    m(
+        "zc_copied",
+        "sends",
+        "zc copied",
+        "MSG_ZEROCOPY sends the kernel copied anyway",
+        Better::Neither,
+    ),
+    m(
+        "cpu_s",
+        "s",
+        "cpu s",
+        "process CPU (user + system)",
+        Better::Lower,
+    ),
+];
+
+/// Looks a metric up by name; unknown names get a neutral definition.
+pub fn metric(name: &str) -> Metric {
+    METRICS
+        .iter()
+        .copied()
+        .find(|m| m.name == name)
+        .unwrap_or(Metric {
+            name: "unknown",
+            unit: "",
+            short: "?",
+            description: "",
+            better: Better::Neither,
+        })
+}

@@ -1,0 +1,378 @@
+//! What experiments look like to people and programs: the human table, JSON, CSV, and the
+//! Markdown report. Everything here reads [`ExperimentStats`], which come from the store.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::metric::metric;
+use crate::store::Store;
+use crate::summary::{experiment_stats, ExperimentStats};
+use crate::table::{num, Table};
+use crate::LabError;
+
+/// Metric columns shown in the human table, after `Gbit/s` with its statistics.
+const TABLE_METRICS: &[&str] = &[
+    "writes",
+    "reads",
+    "bytes_per_read",
+    "snd_cpu_pct",
+    "rcv_cpu_pct",
+    "retrans",
+];
+
+/// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
+/// min, median, max, the difference from the best cell with Welch's test, and the means of
+/// the secondary metrics.
+pub fn summary_table(st: &ExperimentStats) -> Table {
+    let mut headers = vec![
+        "config", "n", "Gbit/s", "±95% CI", "sd", "min", "median", "max", "vs best",
+    ];
+    let shown: Vec<&str> = TABLE_METRICS
+        .iter()
+        .copied()
+        .filter(|m| st.cells.iter().any(|c| c.metrics.contains_key(*m)))
+        .collect();
+    let shorts: Vec<&str> = shown.iter().map(|m| metric(m).short).collect();
+    headers.extend(shorts.iter().copied());
+    let mut t = Table::new(&headers);
+    for (i, c) in st.cells.iter().enumerate() {
+        let mut row = vec![c.cell.label.clone(), c.n.to_string()];
+        match c.metrics.get("gbps") {
+            Some(s) => {
+                row.push(num(s.mean));
+                row.push(
+                    s.ci95_half
+                        .map(|h| format!("±{}", num(h)))
+                        .unwrap_or_else(|| "-".into()),
+                );
+                row.push(s.sd.map(num).unwrap_or_else(|| "-".into()));
+                row.push(num(s.min));
+                row.push(num(s.median));
+                row.push(num(s.max));
+                row.push(match st.vs_best(i, "gbps") {
+                    Some(v) if v.rel == 0.0 => "best".into(),
+                    Some(v) => format!(
+                        "{:+.1}%{}",
+                        v.rel * 100.0,
+                        match &v.test {
+                            Some(w) if w.significant => "",
+                            Some(_) => " (ns)",
+                            None => " (n<2)",
+                        }
+                    ),
+                    None => "-".into(),
+                });
+            }
+            None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
+        }
+        for m in &shown {
+            row.push(
+                c.metrics
+                    .get(*m)
+                    .map(|s| num(s.mean))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        t.row(row);
+    }
+    t
+}
+
+/// The parameters every cell shares (for the table's caption).
+pub fn common_config(st: &ExperimentStats) -> String {
+    let Some(first) = st.cells.first() else {
+        return String::new();
+    };
+    first
+        .cell
+        .config
+        .0
+        .iter()
+        .filter(|(k, v)| {
+            st.cells.iter().all(|c| {
+                c.cell.workload == first.cell.workload && c.cell.config.0.get(*k) == Some(v)
+            })
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The human output of a finished experiment.
+pub fn human(st: &ExperimentStats) -> String {
+    let e = &st.experiment;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "experiment {} '{}' ({}, {} reps + {} warm-up per cell, {})",
+        e.id, e.name, e.status, e.reps, e.warmup, e.run_order
+    );
+    let common = common_config(st);
+    if !common.is_empty() {
+        let _ = writeln!(out, "fixed: {common}");
+    }
+    out.push_str(&summary_table(st).to_text());
+    out.push_str("vs best: difference of means from the fastest cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n");
+    out
+}
+
+/// JSON of an experiment: metadata, host, facts, and every cell's configuration and summaries.
+pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
+    let cells: Vec<serde_json::Value> = st
+        .cells
+        .iter()
+        .map(|c| {
+            let metrics: serde_json::Map<String, serde_json::Value> = c
+                .metrics
+                .iter()
+                .map(|(k, s)| {
+                    let mut v = serde_json::to_value(s).unwrap_or_default();
+                    v["unit"] = json!(metric(k).unit);
+                    (k.clone(), v)
+                })
+                .collect();
+            json!({
+                "index": c.cell.idx,
+                "label": c.cell.label,
+                "workload": c.cell.workload,
+                "config": c.cell.config.0,
+                "n": c.n,
+                "metrics": metrics,
+            })
+        })
+        .collect();
+    json!({
+        "schema": "socklab.experiment/1",
+        "experiment": st.experiment,
+        "host": st.host.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "facts": st.facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "cells": cells,
+    })
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Tidy CSV of the summaries: one row per cell and metric.
+pub fn summary_csv(st: &ExperimentStats) -> String {
+    let mut out = String::from(
+        "experiment,cell,label,workload,metric,unit,n,mean,sd,ci95_lo,ci95_hi,min,median,max\n",
+    );
+    for c in &st.cells {
+        for (k, s) in &c.metrics {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                st.experiment.id,
+                c.cell.idx,
+                csv_field(&c.cell.label),
+                c.cell.workload,
+                k,
+                csv_field(metric(k).unit),
+                s.n,
+                s.mean,
+                opt(s.sd),
+                opt(s.ci95_lo),
+                opt(s.ci95_hi),
+                s.min,
+                s.median,
+                s.max
+            );
+        }
+    }
+    out
+}
+
+/// CSV of every measured repetition: one row per repetition, configuration keys and metrics as
+/// columns (`cfg_` prefix for configuration), as a pandas user expects.
+pub fn samples_csv(store: &Store, experiment: i64) -> Result<String, LabError> {
+    let cells = store.cells(experiment)?;
+    let samples = store.samples(experiment)?;
+    let mut cfg_keys: Vec<String> = cells
+        .iter()
+        .flat_map(|c| c.config.0.keys().cloned())
+        .collect();
+    cfg_keys.sort();
+    cfg_keys.dedup();
+    let mut metric_keys: Vec<String> = samples
+        .iter()
+        .flat_map(|s| s.metrics.keys().cloned())
+        .collect();
+    metric_keys.sort();
+    metric_keys.dedup();
+    let mut out = String::from("experiment,cell,label,workload,rep,warmup,started_at,wall_s");
+    for k in &cfg_keys {
+        let _ = write!(out, ",cfg_{k}");
+    }
+    for k in &metric_keys {
+        let _ = write!(out, ",{k}");
+    }
+    out.push('\n');
+    for s in &samples {
+        let Some(c) = cells.iter().find(|c| c.id == s.cell_id) else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "{},{},{},{},{},{},{},{}",
+            experiment,
+            c.idx,
+            csv_field(&c.label),
+            c.workload,
+            s.rep,
+            u8::from(s.warmup),
+            s.started_at,
+            s.wall_s
+        );
+        for k in &cfg_keys {
+            let _ = write!(
+                out,
+                ",{}",
+                csv_field(c.config.0.get(k).map(String::as_str).unwrap_or(""))
+            );
+        }
+        for k in &metric_keys {
+            let _ = write!(
+                out,
+                ",{}",
+                s.metrics.get(k).map(|v| v.to_string()).unwrap_or_default()
+            );
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// JSON of every repetition (one object per repetition).
+pub fn samples_json(store: &Store, experiment: i64) -> Result<serde_json::Value, LabError> {
+    let cells = store.cells(experiment)?;
+    let rows: Vec<serde_json::Value> = store
+        .samples(experiment)?
+        .into_iter()
+        .filter_map(|s| {
+            let c = cells.iter().find(|c| c.id == s.cell_id)?;
+            Some(json!({
+                "experiment": experiment,
+                "cell": c.idx,
+                "label": c.label,
+                "workload": c.workload,
+                "config": c.config.0,
+                "rep": s.rep,
+                "warmup": s.warmup,
+                "started_at": s.started_at,
+                "wall_s": s.wall_s,
+                "metrics": s.metrics,
+                "extra": s.extra,
+            }))
+        })
+        .collect();
+    Ok(serde_json::Value::Array(rows))
+}
+
+/// A Markdown report of several experiments, generated from the store alone.
+pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String, LabError> {
+    let mut out = format!("# {title}\n\n");
+    let _ = writeln!(
+        out,
+        "Generated by socklab {} from `{}`.\n",
+        env!("CARGO_PKG_VERSION"),
+        store.path().display()
+    );
+    let mut host_written = false;
+    for &id in ids {
+        let st = experiment_stats(store, id)?;
+        if !host_written {
+            out.push_str("## Host\n\n");
+            let mut t = Table::new(&["fact", "value"]);
+            for (k, v) in &st.host {
+                t.row(vec![k.clone(), v.clone()]);
+            }
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+            host_written = true;
+        }
+        let e = &st.experiment;
+        let _ = writeln!(out, "## {} (experiment {})\n", e.name, e.id);
+        if !e.description.is_empty() {
+            let _ = writeln!(out, "{}\n", e.description);
+        }
+        let _ = writeln!(
+            out,
+            "Status **{}**; {} repetitions per cell after {} warm-up, order {}; started {}.\n\nCommand: `{}`\n",
+            e.status, e.reps, e.warmup, e.run_order, e.created_at, e.command
+        );
+        let common = common_config(&st);
+        if !common.is_empty() {
+            let _ = writeln!(out, "Fixed parameters: `{common}`\n");
+        }
+        out.push_str(&summary_table(&st).to_markdown());
+        out.push('\n');
+        out.push_str(&notes(&st));
+        if !st.facts.is_empty() {
+            let facts: Vec<String> = st.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "Experiment facts: `{}`\n", facts.join(" "));
+        }
+    }
+    out.push_str("Columns: mean Gbit/s over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* is the difference of means from the best cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.\n");
+    Ok(out)
+}
+
+/// Plain-language notes: the best cell, the noisy cells, differences that are not significant.
+pub fn notes(st: &ExperimentStats) -> String {
+    let mut out = String::new();
+    let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
+    workloads.dedup();
+    for w in workloads {
+        if let Some(b) = st.best("gbps", w) {
+            let c = &st.cells[b];
+            let _ = writeln!(
+                out,
+                "- Fastest {w} cell: **{}** at {} Gbit/s.",
+                c.cell.label,
+                num(c.metrics["gbps"].mean)
+            );
+        }
+    }
+    let ns: Vec<&str> = st
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| matches!(st.vs_best(*i, "gbps"), Some(v) if v.rel != 0.0 && matches!(&v.test, Some(t) if !t.significant)))
+        .map(|(_, c)| c.cell.label.as_str())
+        .collect();
+    if !ns.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Not significantly different from the fastest: {}.",
+            ns.join("; ")
+        );
+    }
+    let noisy: Vec<String> = st
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let cv = c.metrics.get("gbps")?.cv?;
+            (cv > NOISY_CV).then(|| format!("{} (cv {:.0}%)", c.cell.label, cv * 100.0))
+        })
+        .collect();
+    if !noisy.is_empty() {
+        let _ = writeln!(out, "- Noisy (coefficient of variation above {:.0}%): {}. More repetitions would narrow their intervals.", NOISY_CV * 100.0, noisy.join("; "));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// Coefficient of variation above which a cell is flagged noisy.
+pub const NOISY_CV: f64 = 0.10;

@@ -1,0 +1,133 @@
+//! Parameters as data: every parameter of every workload is a `key = text` pair, so the CLI,
+//! experiment files, the store and the report share one vocabulary. Keys use underscores;
+//! dashes are accepted and normalised (`read-size` is `read_size`).
+
+use std::collections::BTreeMap;
+
+use crate::LabError;
+
+/// An ordered map of parameter keys to their text values.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct Params(pub BTreeMap<String, String>);
+
+/// Normalises a key: lower case, dashes to underscores.
+pub fn normalize_key(k: &str) -> String {
+    k.trim().to_ascii_lowercase().replace('-', "_")
+}
+
+impl Params {
+    /// An empty map.
+    pub fn new() -> Params {
+        Params::default()
+    }
+
+    /// Sets `key` (normalised) to `value`.
+    pub fn set(&mut self, key: &str, value: impl Into<String>) -> &mut Self {
+        self.0.insert(normalize_key(key), value.into());
+        self
+    }
+
+    /// Builder form of [`Params::set`].
+    pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.set(key, value);
+        self
+    }
+
+    /// The value of `key`, if set.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(&normalize_key(key)).map(String::as_str)
+    }
+
+    /// Removes `key`.
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.0.remove(&normalize_key(key))
+    }
+
+    /// `self` overlaid with `other` (other wins).
+    pub fn merged(&self, other: &Params) -> Params {
+        let mut m = self.clone();
+        for (k, v) in &other.0 {
+            m.0.insert(k.clone(), v.clone());
+        }
+        m
+    }
+
+    /// `k=v k=v …` in key order, for labels and logs.
+    pub fn to_text(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Parses `key` with `parse`, or returns `default` when unset.
+    pub fn parse_or<T>(
+        &self,
+        key: &str,
+        default: T,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<T, LabError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => parse(v).map_err(|reason| LabError::param(key, v, reason)),
+        }
+    }
+
+    /// Parses an optional key.
+    pub fn parse_opt<T>(
+        &self,
+        key: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, LabError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => parse(v)
+                .map(Some)
+                .map_err(|reason| LabError::param(key, v, reason)),
+        }
+    }
+}
+
+/// Parses a boolean: `1/0`, `true/false`, `yes/no`, `on/off`.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err("not a boolean: write true or false".into()),
+    }
+}
+
+/// Parses an unsigned integer with optional K/M/G suffix.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    socklab_net::units::parse_size(s)
+}
+
+/// Parses a size that must fit in `usize`.
+pub fn parse_usize(s: &str) -> Result<usize, String> {
+    let v = parse_count(s)?;
+    usize::try_from(v).map_err(|_| "too large".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_normalised_and_values_parse_with_context() {
+        let p = Params::new()
+            .with("Read-Size", "1500")
+            .with("verify", "maybe");
+        assert_eq!(p.get("read_size"), Some("1500"));
+        assert_eq!(p.parse_or("read_size", 0usize, parse_usize).unwrap(), 1500);
+        assert_eq!(p.parse_or("nbufs", 7usize, parse_usize).unwrap(), 7);
+        let e = p
+            .parse_or("verify", false, parse_bool)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "verify = 'maybe': not a boolean: write true or false");
+        assert_eq!(p.to_text(), "read_size=1500 verify=maybe");
+    }
+}

@@ -1,0 +1,365 @@
+//! Plans: a matrix of cells, each a workload with its parameters, and how often and in what
+//! order to run them. A one-off command is a plan too (a matrix of one cell).
+
+use crate::params::{normalize_key, Params};
+use crate::workload::Workload;
+use crate::LabError;
+
+/// One varied dimension of a matrix: one key, or several keys whose values go together
+/// (zipped, like seed 003's nbufs/bufsize pairs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    /// The keys.
+    pub keys: Vec<String>,
+    /// One row of values per point; each row has one value per key.
+    pub points: Vec<Vec<String>>,
+}
+
+impl Axis {
+    /// An axis over one key.
+    pub fn single(key: &str, values: impl IntoIterator<Item = impl Into<String>>) -> Axis {
+        Axis {
+            keys: vec![normalize_key(key)],
+            points: values.into_iter().map(|v| vec![v.into()]).collect(),
+        }
+    }
+
+    /// Several keys varied together: `values[i]` is the list for `keys[i]`; all lists must have
+    /// the same length.
+    pub fn zipped(keys: &[&str], values: &[Vec<String>]) -> Result<Axis, LabError> {
+        let n = values.first().map_or(0, Vec::len);
+        if keys.len() != values.len() || values.iter().any(|v| v.len() != n) {
+            let lens: Vec<String> = keys
+                .iter()
+                .zip(values)
+                .map(|(k, v)| format!("{k} has {}", v.len()))
+                .collect();
+            return Err(LabError::Plan(format!(
+                "paired lists must have the same length ({}): give equal-length lists, or one value to use everywhere",
+                lens.join(", ")
+            )));
+        }
+        Ok(Axis {
+            keys: keys.iter().map(|k| normalize_key(k)).collect(),
+            points: (0..n)
+                .map(|i| values.iter().map(|v| v[i].clone()).collect())
+                .collect(),
+        })
+    }
+}
+
+/// The order of runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// A B C A B C … (default): slow drifts of the machine hit every cell alike.
+    #[default]
+    Interleaved,
+    /// Each round of cells shuffled, seeded.
+    Random(u64),
+    /// A A A B B B … (only for diagnosis: drift then masquerades as a difference).
+    Sequential,
+}
+
+/// One configuration of the matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Position in the plan.
+    pub index: usize,
+    /// What runs.
+    pub workload: Workload,
+    /// The values that vary across the plan (`key=value …`), or the workload name.
+    pub label: String,
+}
+
+/// A whole experiment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Name (suites and files name their experiments).
+    pub name: String,
+    /// What it reproduces or compares (for reports).
+    pub description: String,
+    /// The cells.
+    pub cells: Vec<Cell>,
+    /// Measured repetitions per cell.
+    pub reps: usize,
+    /// Unrecorded warm-up repetitions per cell (stored, flagged, excluded from statistics).
+    pub warmup: usize,
+    /// Run order.
+    pub order: Order,
+    /// The command line or file that made it.
+    pub command: String,
+}
+
+/// A group of cells of one workload: fixed parameters and a matrix of axes (cross product).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Workload name.
+    pub kind: String,
+    /// Parameters common to every cell of the group.
+    pub fixed: Params,
+    /// Axes, crossed with each other.
+    pub axes: Vec<Axis>,
+}
+
+impl Group {
+    /// A group with no axes.
+    pub fn new(kind: &str, fixed: Params) -> Group {
+        Group {
+            kind: kind.to_string(),
+            fixed,
+            axes: Vec::new(),
+        }
+    }
+
+    /// Adds an axis.
+    pub fn axis(mut self, a: Axis) -> Group {
+        self.axes.push(a);
+        self
+    }
+
+    /// The parameter sets of the group's cells: the cross product of its axes, first axis
+    /// slowest.
+    pub fn expand(&self) -> Vec<Params> {
+        let mut out = vec![self.fixed.clone()];
+        for axis in &self.axes {
+            let mut next = Vec::with_capacity(out.len() * axis.points.len());
+            for base in &out {
+                for point in &axis.points {
+                    let mut p = base.clone();
+                    for (k, v) in axis.keys.iter().zip(point) {
+                        p.set(k, v.clone());
+                    }
+                    next.push(p);
+                }
+            }
+            out = next;
+        }
+        out
+    }
+}
+
+/// Most cells one plan may hold (a guard against a typo that explodes the matrix).
+pub const MAX_CELLS: usize = 10_000;
+
+impl Plan {
+    /// Builds a plan from groups: expands, parses every cell (all errors surface now, before
+    /// anything runs), removes duplicates and labels cells by what varies.
+    pub fn build(
+        name: &str,
+        description: &str,
+        groups: &[Group],
+        reps: usize,
+        warmup: usize,
+        order: Order,
+        command: &str,
+    ) -> Result<Plan, LabError> {
+        if reps == 0 {
+            return Err(LabError::Plan(
+                "--reps 0: run at least one repetition (e.g. --reps 5)".into(),
+            ));
+        }
+        let mut parsed: Vec<(Workload, Params)> = Vec::new();
+        for g in groups {
+            for p in g.expand() {
+                let w = Workload::from_params(&g.kind, &p)?;
+                let canon = w.params();
+                if !parsed.iter().any(|(pw, _)| *pw == w) {
+                    parsed.push((w, canon));
+                }
+                if parsed.len() > MAX_CELLS {
+                    return Err(LabError::Plan(format!(
+                        "the matrix has more than {MAX_CELLS} cells: vary fewer parameters"
+                    )));
+                }
+            }
+        }
+        if parsed.is_empty() {
+            return Err(LabError::Plan("the plan has no cells".into()));
+        }
+        let labels = labels(&parsed);
+        let cells = parsed
+            .into_iter()
+            .zip(labels)
+            .enumerate()
+            .map(|(index, ((workload, _), label))| Cell {
+                index,
+                workload,
+                label,
+            })
+            .collect();
+        Ok(Plan {
+            name: name.to_string(),
+            description: description.to_string(),
+            cells,
+            reps,
+            warmup,
+            order,
+            command: command.to_string(),
+        })
+    }
+
+    /// The sequence of runs: `(cell index, repetition, is_warmup)`. Warm-ups come first.
+    pub fn schedule(&self) -> Vec<(usize, usize, bool)> {
+        let n = self.cells.len();
+        let mut out = Vec::with_capacity(n * (self.reps + self.warmup));
+        let mut rng = match self.order {
+            Order::Random(seed) => seed ^ 0x5DEE_CE66_D1CE_4E5B,
+            _ => 0,
+        };
+        for (rounds, warm) in [(self.warmup, true), (self.reps, false)] {
+            match self.order {
+                Order::Sequential => {
+                    for c in 0..n {
+                        for r in 0..rounds {
+                            out.push((c, r, warm));
+                        }
+                    }
+                }
+                Order::Interleaved | Order::Random(_) => {
+                    for r in 0..rounds {
+                        let mut idx: Vec<usize> = (0..n).collect();
+                        if matches!(self.order, Order::Random(_)) {
+                            for i in (1..n).rev() {
+                                rng = splitmix(rng);
+                                idx.swap(i, (rng % (i as u64 + 1)) as usize);
+                            }
+                        }
+                        out.extend(idx.into_iter().map(|c| (c, r, warm)));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Labels cells by the keys whose values differ between cells of the same workload (prefixed
+/// with the workload name when the plan mixes workloads).
+fn labels(cells: &[(Workload, Params)]) -> Vec<String> {
+    let mixed = cells.iter().any(|(w, _)| w.kind() != cells[0].0.kind());
+    // A stable, readable key order: the bulk matrix keys first.
+    let rank = |k: &str| {
+        ["strategy", "nbufs", "bufsize", "size"]
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or(99)
+    };
+    cells
+        .iter()
+        .map(|(w, p)| {
+            let same: Vec<&Params> = cells
+                .iter()
+                .filter(|(o, _)| o.kind() == w.kind())
+                .map(|(_, q)| q)
+                .collect();
+            let mut varied: Vec<&str> =
+                p.0.iter()
+                    .filter(|(k, v)| same.iter().any(|q| q.0.get(*k) != Some(*v)))
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+            varied.sort_by_key(|k| (rank(k), k.to_string()));
+            let mut parts: Vec<String> = Vec::new();
+            if mixed {
+                parts.push(w.kind().to_string());
+            }
+            for k in varied {
+                parts.push(format!("{k}={}", p.0[k]));
+            }
+            if parts.is_empty() {
+                w.kind().to_string()
+            } else {
+                parts.join(" ")
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed003() -> Plan {
+        let g = Group::new("bulk", Params::new().with("iterations", "100"))
+            .axis(Axis::single("strategy", ["write", "writev", "single"]))
+            .axis(
+                Axis::zipped(
+                    &["nbufs", "bufsize"],
+                    &[
+                        vec!["15".into(), "30".into(), "60".into()],
+                        vec!["100".into(), "50".into(), "25".into()],
+                    ],
+                )
+                .unwrap(),
+            );
+        Plan::build("writev", "", &[g], 2, 1, Order::Interleaved, "test").unwrap()
+    }
+
+    #[test]
+    fn matrix_crosses_axes_and_zips_paired_keys() {
+        let p = seed003();
+        assert_eq!(p.cells.len(), 9);
+        assert_eq!(p.cells[0].label, "strategy=write nbufs=15 bufsize=100");
+        assert_eq!(p.cells[8].label, "strategy=single nbufs=60 bufsize=25");
+        let e = Axis::zipped(
+            &["nbufs", "bufsize"],
+            &[vec!["1".into()], vec!["1".into(), "2".into()]],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("nbufs has 1, bufsize has 2"));
+    }
+
+    #[test]
+    fn schedule_interleaves_after_warmup() {
+        let p = seed003();
+        let s = p.schedule();
+        assert_eq!(s.len(), 9 * 3);
+        // Warm-up round first, then A B C … A B C.
+        assert!(s[..9].iter().all(|&(_, _, w)| w));
+        let order: Vec<usize> = s[9..].iter().map(|&(c, _, _)| c).collect();
+        assert_eq!(
+            order,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(s[9 + 9], (0, 1, false));
+    }
+
+    #[test]
+    fn random_order_is_a_seeded_permutation_of_each_round() {
+        let mut p = seed003();
+        p.order = Order::Random(7);
+        let a = p.schedule();
+        assert_eq!(a, p.schedule(), "same seed, same order");
+        for round in a[9..].chunks(9) {
+            let mut cells: Vec<usize> = round.iter().map(|&(c, _, _)| c).collect();
+            cells.sort();
+            assert_eq!(cells, (0..9).collect::<Vec<_>>());
+        }
+        assert_ne!(
+            a[9..18].iter().map(|x| x.0).collect::<Vec<_>>(),
+            (0..9).collect::<Vec<_>>()
+        );
+        p.order = Order::Sequential;
+        let s = p.schedule();
+        assert_eq!(&s[9..12], &[(0, 0, false), (0, 1, false), (1, 0, false)]);
+    }
+
+    #[test]
+    fn duplicates_collapse_and_reps_must_be_positive() {
+        let g =
+            Group::new("bulk", Params::new()).axis(Axis::single("bufsize", ["1K", "1024", "2K"]));
+        let p = Plan::build("x", "", &[g.clone()], 1, 0, Order::Interleaved, "").unwrap();
+        assert_eq!(p.cells.len(), 2, "1K and 1024 are the same cell");
+        assert_eq!(p.cells[1].label, "bufsize=2K");
+        assert!(Plan::build("x", "", &[g], 0, 0, Order::Interleaved, "")
+            .unwrap_err()
+            .to_string()
+            .contains("--reps 0"));
+    }
+}

@@ -1,0 +1,250 @@
+//! The Runner: runs a [`Plan`] through an [`Executor`], committing every finished repetition
+//! to the [`Store`] as it finishes, and telling an [`Observer`] how it goes.
+//!
+//! One code path for everything: `socklab bulk` builds a plan and hands it here, as suites do.
+
+use std::time::Instant;
+
+use socklab_sys::host::HostFacts;
+
+use crate::clock::now_rfc3339;
+use crate::plan::{Cell, Plan};
+use crate::store::Store;
+use crate::LabError;
+
+/// What one repetition measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// `(metric name, value)` pairs; names are those of [`crate::metric::METRICS`].
+    pub metrics: Vec<(&'static str, f64)>,
+    /// Effective settings read back from the kernel and other facts (stored as JSON).
+    pub extra: serde_json::Value,
+}
+
+impl Sample {
+    /// The value of a metric, if present.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Runs cells. The live executor drives sockets; tests use a mock.
+pub trait Executor {
+    /// Runs one repetition of `cell`. `stop()` turns true on Ctrl-C; long runs poll it.
+    fn run(&mut self, cell: &Cell, stop: &dyn Fn() -> bool) -> Result<Sample, LabError>;
+
+    /// Called once after the last run (stop servers, collect their accounting). Returns facts
+    /// to store with the experiment.
+    fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Progress events.
+pub trait Observer {
+    /// The plan starts: `runs` repetitions in all (warm-ups included).
+    fn start(&mut self, _plan: &Plan, _experiment: i64, _runs: usize) {}
+    /// A repetition starts.
+    fn run_start(&mut self, _cell: &Cell, _rep: usize, _warmup: bool) {}
+    /// A repetition finished and is stored.
+    fn run_done(&mut self, _cell: &Cell, _rep: usize, _warmup: bool, _sample: &Sample) {}
+    /// The plan ended (successfully or not).
+    fn end(&mut self) {}
+}
+
+/// An observer that says nothing.
+#[derive(Debug, Default)]
+pub struct Silent;
+
+impl Observer for Silent {}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Experiment id in the store.
+    pub experiment: i64,
+    /// Repetitions finished and stored (warm-ups included).
+    pub done: usize,
+}
+
+/// Runs `plan`: records the experiment, runs the schedule, commits each finished repetition.
+///
+/// On a failed repetition the experiment is marked `failed` and the error returned; on
+/// `stop()` it is marked `interrupted`. Either way every finished repetition stays stored.
+pub fn run_plan(
+    plan: &Plan,
+    store: &mut Store,
+    host: &HostFacts,
+    exec: &mut dyn Executor,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<RunSummary, LabError> {
+    let (experiment, cell_ids) = store.begin_experiment(plan, host)?;
+    let schedule = plan.schedule();
+    obs.start(plan, experiment, schedule.len());
+    let mut done = 0;
+    let mut outcome: Result<(), LabError> = Ok(());
+    for &(ci, rep, warmup) in &schedule {
+        if stop() {
+            outcome = Err(LabError::Interrupted { experiment, done });
+            break;
+        }
+        let cell = &plan.cells[ci];
+        obs.run_start(cell, rep, warmup);
+        let started = now_rfc3339();
+        let t0 = Instant::now();
+        match exec.run(cell, stop) {
+            Ok(sample) => {
+                let wall = t0.elapsed().as_secs_f64();
+                if let Err(e) =
+                    store.record_sample(cell_ids[ci], rep, warmup, &started, wall, &sample)
+                {
+                    outcome = Err(e);
+                    break;
+                }
+                done += 1;
+                obs.run_done(cell, rep, warmup, &sample);
+            }
+            Err(e) => {
+                outcome = Err(match e {
+                    LabError::Run {
+                        source: socklab_net::NetError::Interrupted,
+                        ..
+                    } => LabError::Interrupted { experiment, done },
+                    other => other,
+                });
+                break;
+            }
+        }
+    }
+    let facts = exec.finish();
+    obs.end();
+    if let Ok(facts) = &facts {
+        for (k, v) in facts {
+            store.set_fact(experiment, k, v)?;
+        }
+    }
+    let status = match &outcome {
+        Ok(()) => "done",
+        Err(LabError::Interrupted { .. }) => "interrupted",
+        Err(_) => "failed",
+    };
+    store.finish_experiment(experiment, status)?;
+    outcome?;
+    facts?;
+    Ok(RunSummary { experiment, done })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Params;
+    use crate::plan::{Axis, Group, Order};
+    use std::cell::Cell as StdCell;
+
+    /// Returns `gbps = 10 × cell index + rep`, and fails on demand.
+    struct Mock {
+        calls: Vec<(usize, String)>,
+        fail_at: Option<usize>,
+        finished: bool,
+    }
+
+    impl Executor for Mock {
+        fn run(&mut self, cell: &Cell, _stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
+            let n = self.calls.len();
+            self.calls.push((cell.index, cell.label.clone()));
+            if self.fail_at == Some(n) {
+                return Err(LabError::Child("mock failure".into()));
+            }
+            Ok(Sample {
+                metrics: vec![
+                    ("gbps", 10.0 * cell.index as f64 + n as f64),
+                    ("reads", 3.0),
+                ],
+                extra: serde_json::json!({"n": n}),
+            })
+        }
+        fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
+            self.finished = true;
+            Ok(vec![("sink_exit".into(), "0".into())])
+        }
+    }
+
+    fn plan() -> Plan {
+        let g = Group::new("bulk", Params::new().with("iterations", "1"))
+            .axis(Axis::single("strategy", ["write", "writev", "single"]));
+        Plan::build("t", "", &[g], 3, 1, Order::Interleaved, "cmd").unwrap()
+    }
+
+    fn host() -> HostFacts {
+        socklab_sys::host::host_facts()
+    }
+
+    #[test]
+    fn runs_interleaved_and_stores_every_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut m = Mock {
+            calls: vec![],
+            fail_at: None,
+            finished: false,
+        };
+        let s = run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &|| false).unwrap();
+        assert_eq!(s.done, 12);
+        assert!(m.finished);
+        let order: Vec<usize> = m.calls.iter().map(|c| c.0).collect();
+        assert_eq!(order, [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]);
+        let e = store.experiment(s.experiment).unwrap();
+        assert_eq!((e.status.as_str(), e.cells, e.samples), ("done", 3, 9));
+        let samples = store.samples(s.experiment).unwrap();
+        assert_eq!(samples.len(), 12);
+        assert_eq!(samples.iter().filter(|s| s.warmup).count(), 3);
+        assert_eq!(samples[4].metrics["gbps"], 14.0);
+        assert_eq!(samples[4].extra["n"], 4);
+        assert_eq!(
+            store.facts(s.experiment).unwrap(),
+            vec![("sink_exit".to_string(), "0".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_failure_keeps_what_finished_and_marks_the_experiment() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut m = Mock {
+            calls: vec![],
+            fail_at: Some(5),
+            finished: false,
+        };
+        let e = run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &|| false).unwrap_err();
+        assert!(e.to_string().contains("mock failure"));
+        assert!(m.finished, "servers are stopped after a failure too");
+        let id = store.latest_experiment().unwrap().unwrap();
+        assert_eq!(store.experiment(id).unwrap().status, "failed");
+        assert_eq!(store.samples(id).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn stop_interrupts_between_repetitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut m = Mock {
+            calls: vec![],
+            fail_at: None,
+            finished: false,
+        };
+        let count = StdCell::new(0);
+        let stop = || {
+            count.set(count.get() + 1);
+            count.get() > 4
+        };
+        let e = run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &stop).unwrap_err();
+        assert!(matches!(e, LabError::Interrupted { done: 4, .. }), "{e}");
+        let id = store.latest_experiment().unwrap().unwrap();
+        assert_eq!(store.experiment(id).unwrap().status, "interrupted");
+        assert_eq!(store.samples(id).unwrap().len(), 4);
+    }
+}

@@ -1,0 +1,506 @@
+//! The results store: one SQLite file (WAL), one row per finished repetition, committed as it
+//! finishes, so a killed run loses nothing it finished.
+//!
+//! Schema (version [`SCHEMA_VERSION`], also in `PRAGMA user_version`):
+//!
+//! ```text
+//! meta(key, value)                                   schema_version, created_by
+//! hosts(id, hostname, kernel, cpu_model, cores, mem_mib, cc_default, cc_available,
+//!       tcp_wmem, tcp_rmem, socklab_version)
+//! experiments(id, name, description, command, created_at, finished_at, status, host_id,
+//!             reps, warmup, run_order)                status: running|done|interrupted|failed
+//! experiment_facts(experiment_id, key, value)        e.g. the self-started sink's wait4 rusage
+//! cells(id, experiment_id, idx, workload, label, config_json)
+//! samples(id, cell_id, rep, warmup, started_at, wall_s, extra_json)
+//! sample_metrics(sample_id, name, value)             tidy: one row per metric of a sample
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use socklab_sys::host::HostFacts;
+
+use crate::clock::now_rfc3339;
+use crate::params::Params;
+use crate::plan::{Order, Plan};
+use crate::runner::Sample;
+use crate::LabError;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS hosts(
+    id INTEGER PRIMARY KEY,
+    hostname TEXT NOT NULL, kernel TEXT NOT NULL, cpu_model TEXT NOT NULL,
+    cores INTEGER NOT NULL, mem_mib INTEGER NOT NULL,
+    cc_default TEXT NOT NULL, cc_available TEXT NOT NULL,
+    tcp_wmem TEXT NOT NULL, tcp_rmem TEXT NOT NULL, socklab_version TEXT NOT NULL,
+    UNIQUE(hostname, kernel, cpu_model, cores, mem_mib, cc_default, cc_available, tcp_wmem, tcp_rmem, socklab_version)
+);
+CREATE TABLE IF NOT EXISTS experiments(
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL, description TEXT NOT NULL, command TEXT NOT NULL,
+    created_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+    host_id INTEGER NOT NULL REFERENCES hosts(id),
+    reps INTEGER NOT NULL, warmup INTEGER NOT NULL, run_order TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS experiment_facts(
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    key TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY(experiment_id, key)
+);
+CREATE TABLE IF NOT EXISTS cells(
+    id INTEGER PRIMARY KEY,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    idx INTEGER NOT NULL, workload TEXT NOT NULL, label TEXT NOT NULL, config_json TEXT NOT NULL,
+    UNIQUE(experiment_id, idx)
+);
+CREATE TABLE IF NOT EXISTS samples(
+    id INTEGER PRIMARY KEY,
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    rep INTEGER NOT NULL, warmup INTEGER NOT NULL,
+    started_at TEXT NOT NULL, wall_s REAL NOT NULL, extra_json TEXT NOT NULL,
+    UNIQUE(cell_id, rep, warmup)
+);
+CREATE TABLE IF NOT EXISTS sample_metrics(
+    sample_id INTEGER NOT NULL REFERENCES samples(id),
+    name TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY(sample_id, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cells_by_experiment ON cells(experiment_id);
+CREATE INDEX IF NOT EXISTS samples_by_cell ON samples(cell_id);
+"#;
+
+/// An open results database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// An experiment as stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExperimentRow {
+    /// Id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Command line.
+    pub command: String,
+    /// Start time.
+    pub created_at: String,
+    /// End time, if it ended.
+    pub finished_at: Option<String>,
+    /// running, done, interrupted or failed (a `running` row whose process is gone was killed).
+    pub status: String,
+    /// Measured repetitions asked per cell.
+    pub reps: i64,
+    /// Warm-up repetitions per cell.
+    pub warmup: i64,
+    /// Run order.
+    pub run_order: String,
+    /// Cells.
+    pub cells: i64,
+    /// Measured samples stored.
+    pub samples: i64,
+    /// Host.
+    pub host_id: i64,
+}
+
+/// A cell as stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CellRow {
+    /// Id.
+    pub id: i64,
+    /// Index in its plan.
+    pub idx: i64,
+    /// Workload name.
+    pub workload: String,
+    /// Label.
+    pub label: String,
+    /// Full configuration.
+    pub config: Params,
+}
+
+/// A sample as stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SampleRow {
+    /// Cell id.
+    pub cell_id: i64,
+    /// Repetition number.
+    pub rep: i64,
+    /// Warm-up?
+    pub warmup: bool,
+    /// Start time.
+    pub started_at: String,
+    /// Wall time of the repetition, seconds.
+    pub wall_s: f64,
+    /// Metric values.
+    pub metrics: BTreeMap<String, f64>,
+    /// Effective settings read back and other facts.
+    pub extra: serde_json::Value,
+}
+
+fn order_text(o: Order) -> String {
+    match o {
+        Order::Interleaved => "interleaved".into(),
+        Order::Random(s) => format!("random:{s}"),
+        Order::Sequential => "sequential".into(),
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store, LabError> {
+        let fail = |e: &dyn std::fmt::Display| {
+            LabError::store(
+                path,
+                format!("cannot open: {e} (choose a writable file with --db PATH)"),
+            )
+        };
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.is_dir() {
+                return Err(fail(&format!(
+                    "directory '{}' does not exist",
+                    dir.display()
+                )));
+            }
+        }
+        let conn = Connection::open(path).map_err(|e| fail(&e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| fail(&e))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| fail(&e))?;
+        if mode != "wal" && path != Path::new(":memory:") {
+            return Err(fail(&format!("journal mode is {mode}, not wal")));
+        }
+        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+            .map_err(|e| fail(&e))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| fail(&e))?;
+        if version > SCHEMA_VERSION {
+            return Err(LabError::store(
+                path,
+                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another --db"),
+            ));
+        }
+        if version < SCHEMA_VERSION {
+            conn.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?1), ('created_by', ?2)",
+                params![SCHEMA_VERSION.to_string(), format!("socklab {}", env!("CARGO_PKG_VERSION"))],
+            )
+            .map_err(|e| fail(&e))?;
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(|e| fail(&e))?;
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> LabError {
+        LabError::store(&self.path, e)
+    }
+
+    /// Records the host (deduplicated) and returns its id.
+    pub fn host_id(&mut self, h: &HostFacts) -> Result<i64, LabError> {
+        let version = env!("CARGO_PKG_VERSION");
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO hosts(hostname, kernel, cpu_model, cores, mem_mib, cc_default, cc_available, tcp_wmem, tcp_rmem, socklab_version)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![h.hostname, h.kernel, h.cpu_model, h.cores as i64, h.mem_mib as i64, h.cc_default, h.cc_available, h.tcp_wmem, h.tcp_rmem, version],
+            )
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .query_row(
+                "SELECT id FROM hosts WHERE hostname=?1 AND kernel=?2 AND cpu_model=?3 AND cores=?4 AND mem_mib=?5 AND cc_default=?6 AND cc_available=?7 AND tcp_wmem=?8 AND tcp_rmem=?9 AND socklab_version=?10",
+                params![h.hostname, h.kernel, h.cpu_model, h.cores as i64, h.mem_mib as i64, h.cc_default, h.cc_available, h.tcp_wmem, h.tcp_rmem, version],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Stores a new experiment and its cells; returns the experiment id and the cell ids in plan
+    /// order.
+    pub fn begin_experiment(
+        &mut self,
+        plan: &Plan,
+        host: &HostFacts,
+    ) -> Result<(i64, Vec<i64>), LabError> {
+        let host_id = self.host_id(host)?;
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| LabError::store(&path, e);
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute(
+            "INSERT INTO experiments(name, description, command, created_at, status, host_id, reps, warmup, run_order)
+             VALUES(?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8)",
+            params![plan.name, plan.description, plan.command, now_rfc3339(), host_id, plan.reps as i64, plan.warmup as i64, order_text(plan.order)],
+        )
+        .map_err(err)?;
+        let exp = tx.last_insert_rowid();
+        let mut ids = Vec::with_capacity(plan.cells.len());
+        for c in &plan.cells {
+            let config = serde_json::to_string(&c.workload.params()).unwrap_or_default();
+            tx.execute(
+                "INSERT INTO cells(experiment_id, idx, workload, label, config_json) VALUES(?1, ?2, ?3, ?4, ?5)",
+                params![exp, c.index as i64, c.workload.kind(), c.label, config],
+            )
+            .map_err(err)?;
+            ids.push(tx.last_insert_rowid());
+        }
+        tx.commit().map_err(err)?;
+        Ok((exp, ids))
+    }
+
+    /// Commits one finished repetition (one transaction: all of it or nothing).
+    pub fn record_sample(
+        &mut self,
+        cell_id: i64,
+        rep: usize,
+        warmup: bool,
+        started_at: &str,
+        wall_s: f64,
+        sample: &Sample,
+    ) -> Result<(), LabError> {
+        let path = self.path.clone();
+        let err =
+            |e: rusqlite::Error| LabError::store(&path, format!("cannot record a result: {e}"));
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute(
+            "INSERT INTO samples(cell_id, rep, warmup, started_at, wall_s, extra_json) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+            params![cell_id, rep as i64, warmup, started_at, wall_s, sample.extra.to_string()],
+        )
+        .map_err(err)?;
+        let sid = tx.last_insert_rowid();
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO sample_metrics(sample_id, name, value) VALUES(?1, ?2, ?3)",
+                )
+                .map_err(err)?;
+            for (name, value) in &sample.metrics {
+                if value.is_finite() {
+                    st.execute(params![sid, name, value]).map_err(err)?;
+                }
+            }
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// Records a fact about an experiment (replacing an earlier value).
+    pub fn set_fact(&mut self, experiment: i64, key: &str, value: &str) -> Result<(), LabError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO experiment_facts(experiment_id, key, value) VALUES(?1, ?2, ?3)",
+                params![experiment, key, value],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The facts of an experiment.
+    pub fn facts(&self, experiment: i64) -> Result<Vec<(String, String)>, LabError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT key, value FROM experiment_facts WHERE experiment_id=?1 ORDER BY key")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([experiment], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Marks an experiment ended with `status`.
+    pub fn finish_experiment(&mut self, id: i64, status: &str) -> Result<(), LabError> {
+        self.conn
+            .execute(
+                "UPDATE experiments SET status=?2, finished_at=?3 WHERE id=?1",
+                params![id, status, now_rfc3339()],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    const EXPERIMENT_SELECT: &'static str = "SELECT e.id, e.name, e.description, e.command, e.created_at, e.finished_at, e.status, e.reps, e.warmup, e.run_order,
+            (SELECT COUNT(*) FROM cells c WHERE c.experiment_id=e.id),
+            (SELECT COUNT(*) FROM samples s JOIN cells c ON s.cell_id=c.id WHERE c.experiment_id=e.id AND s.warmup=0),
+            e.host_id
+         FROM experiments e";
+
+    fn experiment_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExperimentRow> {
+        Ok(ExperimentRow {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            description: r.get(2)?,
+            command: r.get(3)?,
+            created_at: r.get(4)?,
+            finished_at: r.get(5)?,
+            status: r.get(6)?,
+            reps: r.get(7)?,
+            warmup: r.get(8)?,
+            run_order: r.get(9)?,
+            cells: r.get(10)?,
+            samples: r.get(11)?,
+            host_id: r.get(12)?,
+        })
+    }
+
+    /// Every experiment, oldest first.
+    pub fn experiments(&self) -> Result<Vec<ExperimentRow>, LabError> {
+        let mut st = self
+            .conn
+            .prepare(&format!("{} ORDER BY e.id", Self::EXPERIMENT_SELECT))
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], Self::experiment_row)
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// One experiment; a missing id is an error that says which ids exist.
+    pub fn experiment(&self, id: i64) -> Result<ExperimentRow, LabError> {
+        self.conn
+            .query_row(
+                &format!("{} WHERE e.id=?1", Self::EXPERIMENT_SELECT),
+                [id],
+                Self::experiment_row,
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| {
+                let last = self.latest_experiment().ok().flatten();
+                self.err(format!(
+                    "no experiment {id}{}: see `socklab results list`",
+                    last.map(|l| format!(" (ids run from 1 to {l})"))
+                        .unwrap_or_default()
+                ))
+            })
+    }
+
+    /// The newest experiment id, if any.
+    pub fn latest_experiment(&self) -> Result<Option<i64>, LabError> {
+        self.conn
+            .query_row("SELECT MAX(id) FROM experiments", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// The cells of an experiment in plan order.
+    pub fn cells(&self, experiment: i64) -> Result<Vec<CellRow>, LabError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, idx, workload, label, config_json FROM cells WHERE experiment_id=?1 ORDER BY idx")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([experiment], |r| {
+                let cfg: String = r.get(4)?;
+                Ok(CellRow {
+                    id: r.get(0)?,
+                    idx: r.get(1)?,
+                    workload: r.get(2)?,
+                    label: r.get(3)?,
+                    config: serde_json::from_str(&cfg).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every sample of an experiment (warm-ups included, flagged), in run order.
+    pub fn samples(&self, experiment: i64) -> Result<Vec<SampleRow>, LabError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT s.id, s.cell_id, s.rep, s.warmup, s.started_at, s.wall_s, s.extra_json
+                 FROM samples s JOIN cells c ON s.cell_id=c.id WHERE c.experiment_id=?1 ORDER BY s.id",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows: Vec<(i64, SampleRow)> = st
+            .query_map([experiment], |r| {
+                let extra: String = r.get(6)?;
+                Ok((
+                    r.get(0)?,
+                    SampleRow {
+                        cell_id: r.get(1)?,
+                        rep: r.get(2)?,
+                        warmup: r.get(3)?,
+                        started_at: r.get(4)?,
+                        wall_s: r.get(5)?,
+                        metrics: BTreeMap::new(),
+                        extra: serde_json::from_str(&extra).unwrap_or(serde_json::Value::Null),
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT m.sample_id, m.name, m.value FROM sample_metrics m
+                 JOIN samples s ON m.sample_id=s.id JOIN cells c ON s.cell_id=c.id
+                 WHERE c.experiment_id=?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let metrics = st
+            .query_map([experiment], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let pos: BTreeMap<i64, usize> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
+        for m in metrics {
+            let (sid, name, value) = m.map_err(|e| self.err(e))?;
+            if let Some(&i) = pos.get(&sid) {
+                rows[i].1.metrics.insert(name, value);
+            }
+        }
+        Ok(rows.into_iter().map(|(_, s)| s).collect())
+    }
+
+    /// The host facts of an experiment, as `(key, value)` pairs.
+    pub fn host(&self, host_id: i64) -> Result<Vec<(String, String)>, LabError> {
+        self.conn
+            .query_row(
+                "SELECT hostname, kernel, cpu_model, cores, mem_mib, cc_default, cc_available, tcp_wmem, tcp_rmem, socklab_version FROM hosts WHERE id=?1",
+                [host_id],
+                |r| {
+                    let keys = ["hostname", "kernel", "cpu_model", "cores", "mem_mib", "cc_default", "cc_available", "tcp_wmem", "tcp_rmem", "socklab_version"];
+                    let mut out = Vec::new();
+                    for (i, k) in keys.iter().enumerate() {
+                        let v: rusqlite::types::Value = r.get(i)?;
+                        let s = match v {
+                            rusqlite::types::Value::Integer(n) => n.to_string(),
+                            rusqlite::types::Value::Text(t) => t,
+                            rusqlite::types::Value::Real(f) => f.to_string(),
+                            _ => String::new(),
+                        };
+                        out.push((k.to_string(), s));
+                    }
+                    Ok(out)
+                },
+            )
+            .map_err(|e| self.err(e))
+    }
+}

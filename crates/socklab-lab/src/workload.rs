@@ -1,0 +1,356 @@
+//! Workloads: what one cell of an experiment runs. Each parses from and prints to [`Params`].
+//!
+//! | workload | keys |
+//! |---|---|
+//! | `bulk` | `to strategy nbufs bufsize iterations/duration/bytes cc nodelay sndbuf read_size verify seed` |
+//! | `pipe` | `size bytes` |
+//! | `memcpy` | `size bytes` |
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use socklab_net::bulk::Limit;
+use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
+use socklab_net::Strategy;
+
+use crate::params::{parse_bool, parse_count, parse_usize, Params};
+use crate::LabError;
+
+/// Where a bulk test sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A sink socklab starts itself as a child process on an ephemeral loopback port.
+    SelfSink,
+    /// A sink somebody else started.
+    Addr(SocketAddr),
+}
+
+/// Parses `self` or `host:port`.
+pub fn parse_target(s: &str) -> Result<Target, String> {
+    let t = s.trim();
+    if t.is_empty() || t == "self" {
+        return Ok(Target::SelfSink);
+    }
+    if let Ok(a) = t.parse::<SocketAddr>() {
+        return Ok(Target::Addr(a));
+    }
+    if !t.contains(':') {
+        return Err("missing port: write HOST:PORT, e.g. 127.0.0.1:5001".into());
+    }
+    match t.to_socket_addrs() {
+        Ok(mut it) => it
+            .next()
+            .map(Target::Addr)
+            .ok_or_else(|| "the name resolves to no address".into()),
+        Err(e) => Err(format!(
+            "cannot resolve: {e}; write HOST:PORT, e.g. 127.0.0.1:5001"
+        )),
+    }
+}
+
+/// The parameters of a bulk-throughput test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkSpec {
+    /// The sink.
+    pub to: Target,
+    /// Write strategy.
+    pub strategy: Strategy,
+    /// Buffers per round.
+    pub nbufs: usize,
+    /// Bytes per buffer.
+    pub bufsize: usize,
+    /// When to stop.
+    pub limit: Limit,
+    /// Congestion control (always set explicitly; this kernel's default is often bbr).
+    pub cc: String,
+    /// `TCP_NODELAY`.
+    pub nodelay: bool,
+    /// `SO_SNDBUF`, if set.
+    pub sndbuf: Option<usize>,
+    /// Sink read size.
+    pub read_size: usize,
+    /// Hash-verify the stream.
+    pub verify: bool,
+    /// Payload seed.
+    pub seed: u64,
+}
+
+/// Parameters of a reference measurement (`pipe`, `memcpy`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefSpec {
+    /// Transfer size per operation.
+    pub size: usize,
+    /// Total bytes.
+    pub bytes: u64,
+}
+
+/// What a cell runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// TCP bulk throughput.
+    Bulk(BulkSpec),
+    /// Pipe bandwidth between two threads.
+    Pipe(RefSpec),
+    /// Memory copy bandwidth.
+    Memcpy(RefSpec),
+}
+
+/// Documentation of one key: name, default, meaning.
+pub type KeyDoc = (&'static str, &'static str, &'static str);
+
+/// The keys of the bulk workload.
+pub const BULK_KEYS: &[KeyDoc] = &[
+    (
+        "to",
+        "self",
+        "sink address HOST:PORT, or self to start one on loopback",
+    ),
+    (
+        "strategy",
+        "single",
+        "write, writev, single, sendmsg, sendfile, splice, zerocopy",
+    ),
+    ("nbufs", "1", "buffers per round"),
+    ("bufsize", "128K", "bytes per buffer (K, M suffixes)"),
+    (
+        "iterations",
+        "",
+        "rounds to send (one of iterations, duration, bytes)",
+    ),
+    ("duration", "2s", "time to send"),
+    ("bytes", "", "bytes to send, rounded up to whole rounds"),
+    ("cc", "cubic", "congestion control of the sending socket"),
+    ("nodelay", "false", "TCP_NODELAY on the sender"),
+    (
+        "sndbuf",
+        "",
+        "SO_SNDBUF of the sender (default: autotuning)",
+    ),
+    ("read_size", "128K", "bytes per read() at the sink"),
+    (
+        "verify",
+        "false",
+        "BLAKE3-hash the stream on both sides and compare",
+    ),
+    ("seed", "1", "seed of the payload pattern"),
+];
+
+/// The keys of the reference workloads.
+pub const REF_KEYS: &[KeyDoc] = &[
+    ("size", "128K", "bytes per operation"),
+    ("bytes", "1G", "total bytes to move"),
+];
+
+/// The workload names.
+pub const KINDS: &[&str] = &["bulk", "pipe", "memcpy"];
+
+fn check_keys(kind: &str, params: &Params, keys: &[KeyDoc]) -> Result<(), LabError> {
+    for k in params.0.keys() {
+        if !keys.iter().any(|(name, _, _)| name == k) {
+            return Err(LabError::UnknownKey {
+                key: k.clone(),
+                workload: kind.to_string(),
+                valid: keys
+                    .iter()
+                    .map(|(n, _, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn nonzero_usize(s: &str) -> Result<usize, String> {
+    match parse_usize(s)? {
+        0 => Err("must be at least 1".into()),
+        v => Ok(v),
+    }
+}
+
+impl Workload {
+    /// Parses a workload of `kind` from its parameters (missing keys take their defaults).
+    pub fn from_params(kind: &str, p: &Params) -> Result<Workload, LabError> {
+        match kind {
+            "bulk" => {
+                check_keys(kind, p, BULK_KEYS)?;
+                let limits = ["iterations", "duration", "bytes"]
+                    .iter()
+                    .filter(|k| p.get(k).is_some())
+                    .count();
+                if limits > 1 {
+                    return Err(LabError::Plan(
+                        "give only one of iterations, duration and bytes".into(),
+                    ));
+                }
+                let limit = if let Some(n) = p.parse_opt("iterations", parse_count)? {
+                    Limit::Iterations(n)
+                } else if let Some(b) = p.parse_opt("bytes", parse_size)? {
+                    Limit::Bytes(b)
+                } else {
+                    Limit::Duration(p.parse_or(
+                        "duration",
+                        Duration::from_secs(2),
+                        parse_duration,
+                    )?)
+                };
+                let spec = BulkSpec {
+                    to: p.parse_or("to", Target::SelfSink, parse_target)?,
+                    strategy: p.parse_or("strategy", Strategy::Single, |s| s.parse())?,
+                    nbufs: p.parse_or("nbufs", 1, nonzero_usize)?,
+                    bufsize: p.parse_or("bufsize", 128 * 1024, nonzero_usize)?,
+                    limit,
+                    cc: p.parse_or("cc", "cubic".to_string(), |s| Ok(s.trim().to_string()))?,
+                    nodelay: p.parse_or("nodelay", false, parse_bool)?,
+                    sndbuf: p.parse_opt("sndbuf", nonzero_usize)?,
+                    read_size: p.parse_or("read_size", 128 * 1024, nonzero_usize)?,
+                    verify: p.parse_or("verify", false, parse_bool)?,
+                    seed: p.parse_or("seed", 1, parse_count)?,
+                };
+                // Check the combination now, before anything runs.
+                spec.net_config("127.0.0.1:9".parse().expect("literal address"))
+                    .validate()
+                    .map_err(|e| LabError::Plan(e.to_string()))?;
+                Ok(Workload::Bulk(spec))
+            }
+            "pipe" | "memcpy" => {
+                check_keys(kind, p, REF_KEYS)?;
+                let spec = RefSpec {
+                    size: p.parse_or("size", 128 * 1024, nonzero_usize)?,
+                    bytes: p.parse_or("bytes", 1 << 30, |s| match parse_size(s)? {
+                        0 => Err("must be at least 1".into()),
+                        v => Ok(v),
+                    })?,
+                };
+                Ok(if kind == "pipe" {
+                    Workload::Pipe(spec)
+                } else {
+                    Workload::Memcpy(spec)
+                })
+            }
+            other => Err(LabError::Plan(format!(
+                "unknown workload '{other}': choose one of {}",
+                KINDS.join(", ")
+            ))),
+        }
+    }
+
+    /// The workload's name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Bulk(_) => "bulk",
+            Workload::Pipe(_) => "pipe",
+            Workload::Memcpy(_) => "memcpy",
+        }
+    }
+
+    /// Every parameter with its effective value, in canonical text.
+    pub fn params(&self) -> Params {
+        let mut p = Params::new();
+        match self {
+            Workload::Bulk(b) => {
+                p.set(
+                    "to",
+                    match b.to {
+                        Target::SelfSink => "self".to_string(),
+                        Target::Addr(a) => a.to_string(),
+                    },
+                );
+                p.set("strategy", b.strategy.as_str());
+                p.set("nbufs", b.nbufs.to_string());
+                p.set("bufsize", format_size(b.bufsize as u64));
+                match b.limit {
+                    Limit::Iterations(n) => p.set("iterations", n.to_string()),
+                    Limit::Duration(d) => p.set("duration", format_duration(d)),
+                    Limit::Bytes(n) => p.set("bytes", format_size(n)),
+                };
+                p.set("cc", b.cc.clone());
+                p.set("nodelay", b.nodelay.to_string());
+                if let Some(s) = b.sndbuf {
+                    p.set("sndbuf", format_size(s as u64));
+                }
+                p.set("read_size", format_size(b.read_size as u64));
+                p.set("verify", b.verify.to_string());
+                p.set("seed", b.seed.to_string());
+            }
+            Workload::Pipe(r) | Workload::Memcpy(r) => {
+                p.set("size", format_size(r.size as u64));
+                p.set("bytes", format_size(r.bytes));
+            }
+        }
+        p
+    }
+
+    /// Documentation of the keys of `kind`.
+    pub fn keys(kind: &str) -> &'static [KeyDoc] {
+        match kind {
+            "bulk" => BULK_KEYS,
+            _ => REF_KEYS,
+        }
+    }
+}
+
+impl BulkSpec {
+    /// The socket-layer configuration for a sink at `to`.
+    pub fn net_config(&self, to: SocketAddr) -> socklab_net::bulk::BulkConfig {
+        socklab_net::bulk::BulkConfig {
+            to,
+            strategy: self.strategy,
+            nbufs: self.nbufs,
+            bufsize: self.bufsize,
+            limit: self.limit,
+            cc: self.cc.clone(),
+            nodelay: self.nodelay,
+            sndbuf: self.sndbuf,
+            read_size: self.read_size,
+            verify: self.verify,
+            seed: self.seed,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_parses_with_defaults_and_prints_back_the_same_text() {
+        let p = Params::new()
+            .with("strategy", "writev")
+            .with("nbufs", "100")
+            .with("bufsize", "15")
+            .with("iterations", "20000");
+        let w = Workload::from_params("bulk", &p).unwrap();
+        let full = w.params();
+        assert_eq!(full.get("cc"), Some("cubic"));
+        assert_eq!(full.get("to"), Some("self"));
+        assert_eq!(full.get("iterations"), Some("20000"));
+        assert_eq!(full.get("duration"), None);
+        assert_eq!(Workload::from_params("bulk", &full).unwrap(), w);
+    }
+
+    #[test]
+    fn bad_bulk_params_name_the_key_and_the_fix() {
+        let e = |p: Params| Workload::from_params("bulk", &p).unwrap_err().to_string();
+        assert!(
+            e(Params::new().with("bufsize", "0")).starts_with("bufsize = '0': must be at least 1")
+        );
+        assert!(
+            e(Params::new().with("strategy", "writeev")).contains("choose one of write, writev")
+        );
+        assert!(e(Params::new().with("nbuf", "3")).contains("unknown parameter 'nbuf'"));
+        assert!(e(Params::new()
+            .with("nbufs", "2000")
+            .with("strategy", "writev"))
+        .contains("IOV_MAX"));
+        assert!(
+            e(Params::new().with("iterations", "1").with("duration", "1s")).contains("only one of")
+        );
+        assert!(e(Params::new().with("to", "localhost")).contains("missing port"));
+        assert!(Workload::from_params("bulkk", &Params::new())
+            .unwrap_err()
+            .to_string()
+            .contains("unknown workload 'bulkk'"));
+    }
+}

@@ -1,0 +1,202 @@
+//! Command-line definitions (clap derive). Parsing only: checked values go to `socklab-lab`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "socklab",
+    version,
+    about = "A Linux socket performance laboratory",
+    long_about = "A Linux socket performance laboratory: bulk throughput by write strategy and buffer size, with statistics over repetitions, every result stored in SQLite, and reports.",
+    after_help = "Examples:\n  socklab lab --quick                    the quick suite, tables on screen, a Markdown report\n  socklab bulk --strategy write,writev,single --nbufs 15,30,60 --bufsize 100,50,25 --iterations 20000\n  socklab sink --port 5001               a server that reads and counts\n  socklab results list                   what the database holds\n\nExit codes: 0 success; 1 a run or I/O failed; 2 bad command line or parameter; 130 interrupted (finished repetitions are kept)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a TCP server that reads and counts bytes and read() calls.
+    #[command(
+        after_help = "Examples:\n  socklab sink --port 5001\n  socklab sink --port 5001 --read-size 1500      count reads the way seed 003's server did\n  dd if=/dev/zero bs=1M count=1000 | nc 127.0.0.1 5001   raw clients are counted too\n\nProtocol: a socklab client sends one request line, the sink answers READY, the client streams and shuts down its write half, the sink answers RESULT with bytes, reads, CPU time and (on request) the stream's BLAKE3 hash. See docs/sink-protocol.md."
+    )]
+    Sink(SinkArgs),
+    /// Measure bulk TCP throughput by write strategy and buffer size.
+    #[command(
+        after_help = "Examples:\n  socklab bulk --to 127.0.0.1:5001 --strategy writev --nbufs 100 --bufsize 15 --iterations 20000\n  socklab bulk --strategy write,writev,single --nbufs 15,30,60,100 --bufsize 100,50,25,15 --reps 10\n  socklab bulk --sweep bufsize=1K..512K --reps 10 --json\n  socklab bulk --strategy single,sendfile,splice,zerocopy --bufsize 128K --duration 5s --reference\n\nLists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+    )]
+    Bulk(BulkArgs),
+    /// Read the results database: list experiments, show one, export repetitions.
+    #[command(subcommand)]
+    Results(ResultsCommand),
+    /// Run built-in suites that reproduce the seeds' tables, and write a report.
+    #[command(
+        after_help = "Examples:\n  socklab lab --quick            every suite, short (a few minutes), then a Markdown report\n  socklab lab --suite writev     one suite, full length\n  socklab lab --list             the suites and what each reproduces"
+    )]
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// The results database (SQLite).
+    #[arg(long, value_name = "PATH", default_value = "socklab.db", global = true)]
+    pub db: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Port to listen on (0: any free port).
+    #[arg(long, short, default_value_t = 5001)]
+    pub port: u16,
+    /// Address to listen on (default: all, IPv4 and IPv6).
+    #[arg(long, default_value = "::")]
+    pub bind: String,
+    /// Bytes per read() for raw clients (socklab clients choose their own).
+    #[arg(long, default_value = "128K", value_name = "SIZE")]
+    pub read_size: String,
+    /// Drop a connection silent for this long.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub idle_timeout: String,
+    /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner).
+    #[arg(long)]
+    pub announce: bool,
+    /// Do not log each connection on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BulkArgs {
+    /// The sink, HOST:PORT. Default: start one on loopback as a child process.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub to: Option<String>,
+    /// Write strategies: write, writev, single, sendmsg, sendfile, splice, zerocopy.
+    #[arg(long, short, value_delimiter = ',', default_value = "single")]
+    pub strategy: Vec<String>,
+    /// Buffers per round (list allowed).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub nbufs: Vec<String>,
+    /// Bytes per buffer, K/M suffixes (list allowed).
+    #[arg(long, value_delimiter = ',', default_value = "128K")]
+    pub bufsize: Vec<String>,
+    /// Take every combination of --nbufs and --bufsize instead of pairing them.
+    #[arg(long)]
+    pub cross: bool,
+    /// Vary a parameter over a range: KEY=FROM..TO, doubling (or :xN to multiply, :+N to add).
+    #[arg(long, value_name = "KEY=FROM..TO")]
+    pub sweep: Vec<String>,
+    /// Rounds per repetition.
+    #[arg(long, short = 'n', conflicts_with_all = ["duration", "bytes"])]
+    pub iterations: Option<String>,
+    /// Time per repetition (default 2s when no limit is given).
+    #[arg(long, short = 't', conflicts_with = "bytes")]
+    pub duration: Option<String>,
+    /// Bytes per repetition (rounded up to whole rounds), K/M/G suffixes.
+    #[arg(long)]
+    pub bytes: Option<String>,
+    /// Measured repetitions per configuration.
+    #[arg(long, short, default_value_t = 5)]
+    pub reps: usize,
+    /// Warm-up repetitions per configuration (stored, excluded from statistics).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Run order: interleaved (A B C A B C), random (seeded), sequential.
+    #[arg(long, default_value = "interleaved")]
+    pub order: String,
+    /// Congestion control of the sending socket (always set and recorded).
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Set TCP_NODELAY on the sender.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// SO_SNDBUF of the sender (default: kernel autotuning).
+    #[arg(long, value_name = "SIZE")]
+    pub sndbuf: Option<String>,
+    /// Bytes per read() at the sink.
+    #[arg(long, default_value = "128K", value_name = "SIZE")]
+    pub read_size: String,
+    /// Hash the stream on both sides (BLAKE3) and fail on a mismatch.
+    #[arg(long)]
+    pub verify: bool,
+    /// Seed of the payload pattern and of --order random.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Add pipe and memcpy reference rows at the same transfer sizes (seed 000).
+    #[arg(long)]
+    pub reference: bool,
+    /// Experiment name in the store.
+    #[arg(long, default_value = "bulk")]
+    pub name: String,
+    /// Print the summary as JSON on stdout.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the summary as CSV on stdout (one row per configuration and metric).
+    #[arg(long)]
+    pub csv: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// List the experiments in the database.
+    #[command(after_help = "Example:\n  socklab results list --db socklab.db")]
+    List {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Show an experiment's statistics (default: the newest).
+    #[command(after_help = "Examples:\n  socklab results show\n  socklab results show 3 --json")]
+    Show {
+        /// Experiment id.
+        id: Option<i64>,
+        /// JSON instead of a table.
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Summary CSV instead of a table.
+        #[arg(long)]
+        csv: bool,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Export every repetition of an experiment (default: the newest).
+    #[command(
+        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json"
+    )]
+    Export {
+        /// Experiment id.
+        id: Option<i64>,
+        /// Output format: csv or json.
+        #[arg(long, default_value = "csv")]
+        format: String,
+        /// Shorthand for --format csv.
+        #[arg(long)]
+        csv: bool,
+        /// Shorthand for --format json.
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        #[command(flatten)]
+        db: DbArg,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Short runs: the whole lab in a few minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run only these suites (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub suite: Vec<String>,
+    /// List the suites and what each reproduces.
+    #[arg(long)]
+    pub list: bool,
+    /// Where to write the Markdown report (default: socklab-report-<time>.md).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}

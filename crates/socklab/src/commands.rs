@@ -1,0 +1,558 @@
+//! The subcommands: turn checked arguments into plans, run them, print results.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use socklab_lab::live::{LiveExecutor, ANNOUNCE_PREFIX};
+use socklab_lab::output;
+use socklab_lab::params::Params;
+use socklab_lab::plan::{Axis, Group, Order, Plan};
+use socklab_lab::runner::run_plan;
+use socklab_lab::store::Store;
+use socklab_lab::summary::experiment_stats;
+use socklab_lab::table::Table;
+use socklab_lab::workload::Workload;
+use socklab_lab::{suites, LabError};
+use socklab_net::sink::{Sink, SinkConfig};
+use socklab_net::units::{format_size, parse_duration, parse_size};
+use socklab_sys::process::{install_interrupt_flag, interrupted};
+
+use crate::cli::{BulkArgs, LabArgs, ResultsCommand, SinkArgs};
+use crate::progress::Progress;
+
+/// Why a command failed, and with which exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad command line or parameter (exit 2).
+    Usage(String),
+    /// A run or I/O failed (exit 1).
+    Run(String),
+    /// Interrupted (exit 130).
+    Interrupted(String),
+    /// stdout closed (e.g. `| head`): not an error.
+    BrokenPipe,
+}
+
+impl Failure {
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Usage(m) | Failure::Run(m) | Failure::Interrupted(m) => m.clone(),
+            Failure::BrokenPipe => String::new(),
+        }
+    }
+    pub fn code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::Run(_) => 1,
+            Failure::Interrupted(_) => 130,
+            Failure::BrokenPipe => 0,
+        }
+    }
+}
+
+impl From<LabError> for Failure {
+    fn from(e: LabError) -> Self {
+        let msg = e.to_string();
+        match e {
+            LabError::Param { .. } | LabError::UnknownKey { .. } | LabError::Plan(_) => {
+                Failure::Usage(msg)
+            }
+            LabError::Interrupted { .. } => Failure::Interrupted(msg),
+            _ => Failure::Run(msg),
+        }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::Run(e.to_string())
+        }
+    }
+}
+
+fn usage(m: impl Into<String>) -> Failure {
+    Failure::Usage(m.into())
+}
+
+fn out(s: &str) -> Result<(), Failure> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(s.as_bytes())?;
+    o.flush()?;
+    Ok(())
+}
+
+fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            if a.contains(char::is_whitespace) {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ---------------------------------------------------------------------------------------- sink
+
+pub fn sink(a: SinkArgs) -> Result<(), Failure> {
+    let ip: std::net::IpAddr = a
+        .bind
+        .trim_matches(|c| c == '[' || c == ']')
+        .parse()
+        .map_err(|_| {
+            usage(format!(
+                "--bind '{}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::",
+                a.bind
+            ))
+        })?;
+    let read_size =
+        parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? as usize;
+    let idle_timeout =
+        parse_duration(&a.idle_timeout).map_err(|e| usage(format!("--idle-timeout {e}")))?;
+    if idle_timeout.is_zero() {
+        return Err(usage(
+            "--idle-timeout 0s: give the clients some time, e.g. --idle-timeout 30s",
+        ));
+    }
+    let cfg = SinkConfig {
+        bind: SocketAddr::new(ip, a.port),
+        read_size,
+        idle_timeout,
+    };
+    let mut sink = Sink::bind(cfg).map_err(|e| match e {
+        socklab_net::NetError::Invalid(m) => usage(m),
+        other => Failure::Run(other.to_string()),
+    })?;
+    let addr = sink.local_addr()?;
+    install_interrupt_flag()?;
+    if a.announce {
+        out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
+    }
+    if !a.quiet {
+        eprintln!(
+            "socklab sink listening on {addr} (raw clients read {} bytes at a time; Ctrl-C stops)",
+            format_size(read_size as u64)
+        );
+    }
+    let quiet = a.quiet;
+    let mut served = 0u64;
+    sink.serve(&interrupted, &mut |r| {
+        served += 1;
+        if !quiet {
+            eprintln!("{}", r.line());
+        }
+    })
+    .map_err(|e| Failure::Run(e.to_string()))?;
+    if !quiet {
+        let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
+        eprintln!(
+            "user time = {:.6}, sys time = {:.6}",
+            u.user.as_secs_f64(),
+            u.sys.as_secs_f64()
+        );
+        eprintln!("connections served = {served}");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------- bulk
+
+/// Keys whose values are byte sizes (printed with K/M/G).
+const SIZE_KEYS: &[&str] = &["bufsize", "sndbuf", "read_size", "size", "bytes"];
+
+/// Expands `KEY=FROM..TO[:xF|:+S]` into values.
+fn sweep_values(spec: &str) -> Result<(String, Vec<String>), Failure> {
+    let bad = |why: &str| {
+        usage(format!(
+            "--sweep '{spec}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10"
+        ))
+    };
+    let (key, range) = spec.split_once('=').ok_or_else(|| bad("missing '='"))?;
+    let key = socklab_lab::params::normalize_key(key);
+    let (range, step) = match range.split_once(':') {
+        Some((r, s)) => (r, Some(s)),
+        None => (range, None),
+    };
+    let (from, to) = range.split_once("..").ok_or_else(|| bad("missing '..'"))?;
+    let from = parse_size(from).map_err(|e| bad(&e))?;
+    let to = parse_size(to).map_err(|e| bad(&e))?;
+    if from == 0 || to < from {
+        return Err(bad(
+            "the range must start at 1 or more and not run backwards",
+        ));
+    }
+    let mut vals = Vec::new();
+    let mut v = from;
+    while v <= to {
+        vals.push(v);
+        if vals.len() > 1000 {
+            return Err(bad("more than 1000 values"));
+        }
+        v = match step {
+            None => v.saturating_mul(2),
+            Some(s) if s.starts_with('x') => {
+                let f: u64 = s[1..].parse().map_err(|_| bad("bad factor"))?;
+                if f < 2 {
+                    return Err(bad("the factor must be 2 or more"));
+                }
+                v.saturating_mul(f)
+            }
+            Some(s) if s.starts_with('+') => {
+                let d = parse_size(&s[1..]).map_err(|e| bad(&e))?;
+                if d == 0 {
+                    return Err(bad("the step must be 1 or more"));
+                }
+                v.saturating_add(d)
+            }
+            Some(_) => return Err(bad("the step is :xFACTOR or :+STEP")),
+        };
+        if v == u64::MAX {
+            break;
+        }
+    }
+    let is_size = SIZE_KEYS.contains(&key.as_str());
+    let text = |n: u64| {
+        if is_size {
+            format_size(n)
+        } else {
+            n.to_string()
+        }
+    };
+    let vals = vals.into_iter().map(text).collect();
+    Ok((key, vals))
+}
+
+fn parse_order(s: &str, seed: u64) -> Result<Order, Failure> {
+    match s {
+        "interleaved" => Ok(Order::Interleaved),
+        "random" => Ok(Order::Random(seed)),
+        "sequential" => Ok(Order::Sequential),
+        _ => Err(usage(format!(
+            "--order '{s}': choose interleaved, random or sequential"
+        ))),
+    }
+}
+
+fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
+    let mut fixed = Params::new();
+    if let Some(to) = &a.to {
+        fixed.set("to", to.clone());
+    }
+    if let Some(n) = &a.iterations {
+        fixed.set("iterations", n.clone());
+    }
+    if let Some(d) = &a.duration {
+        fixed.set("duration", d.clone());
+    }
+    if let Some(b) = &a.bytes {
+        fixed.set("bytes", b.clone());
+    }
+    fixed.set("cc", a.cc.clone());
+    fixed.set("nodelay", a.nodelay.to_string());
+    if let Some(s) = &a.sndbuf {
+        fixed.set("sndbuf", s.clone());
+    }
+    fixed.set("read_size", a.read_size.clone());
+    fixed.set("verify", a.verify.to_string());
+    fixed.set("seed", a.seed.to_string());
+
+    let mut sweeps = Vec::new();
+    for s in &a.sweep {
+        sweeps.push(sweep_values(s)?);
+    }
+    let swept = |k: &str| sweeps.iter().any(|(key, _)| key == k);
+    let mut axes = Vec::new();
+    let list_axis = |key: &str, vals: &[String], axes: &mut Vec<Axis>, fixed: &mut Params| {
+        if vals.len() == 1 {
+            fixed.set(key, vals[0].clone());
+        } else {
+            axes.push(Axis::single(key, vals.iter().cloned()));
+        }
+    };
+    list_axis("strategy", &a.strategy, &mut axes, &mut fixed);
+    let (nb, bs) = (!swept("nbufs"), !swept("bufsize"));
+    if nb && bs && a.nbufs.len() > 1 && a.bufsize.len() > 1 && !a.cross {
+        axes.push(
+            Axis::zipped(&["nbufs", "bufsize"], &[a.nbufs.clone(), a.bufsize.clone()]).map_err(
+                |e| {
+                    usage(format!(
+                        "--nbufs/--bufsize: {e} (or --cross for every combination)"
+                    ))
+                },
+            )?,
+        );
+    } else {
+        if nb {
+            list_axis("nbufs", &a.nbufs, &mut axes, &mut fixed);
+        }
+        if bs {
+            list_axis("bufsize", &a.bufsize, &mut axes, &mut fixed);
+        }
+    }
+    for (key, vals) in sweeps {
+        fixed.remove(&key);
+        axes.push(Axis::single(&key, vals));
+    }
+    let mut group = Group::new("bulk", fixed);
+    group.axes = axes;
+    let order = parse_order(&a.order, a.seed)?;
+    let mut groups = vec![group];
+    let plan = Plan::build(
+        &a.name,
+        "",
+        &groups,
+        a.reps,
+        a.warmup,
+        order,
+        &command_line(),
+    )?;
+    if a.reference {
+        let mut sizes: Vec<u64> = plan
+            .cells
+            .iter()
+            .filter_map(|c| match &c.workload {
+                Workload::Bulk(b) => Some((b.nbufs * b.bufsize) as u64),
+                _ => None,
+            })
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let sizes: Vec<String> = sizes.into_iter().map(format_size).collect();
+        for kind in ["pipe", "memcpy"] {
+            groups.push(
+                Group::new(kind, Params::new().with("bytes", "512M"))
+                    .axis(Axis::single("size", sizes.iter().cloned())),
+            );
+        }
+        return Ok(Plan::build(
+            &a.name,
+            "",
+            &groups,
+            a.reps,
+            a.warmup,
+            order,
+            &command_line(),
+        )?);
+    }
+    Ok(plan)
+}
+
+fn exe() -> Result<PathBuf, Failure> {
+    std::env::current_exe().map_err(|e| {
+        Failure::Run(format!(
+            "cannot find the socklab binary to start the sink: {e}"
+        ))
+    })
+}
+
+/// Runs one plan with progress and Ctrl-C handling; returns the experiment id, or the failure
+/// (after which the finished repetitions are still in the store).
+fn run_one(plan: &Plan, store: &mut Store) -> Result<i64, (Option<i64>, Failure)> {
+    let host = socklab_sys::host::host_facts();
+    let mut exec = LiveExecutor::new(exe().map_err(|f| (None, f))?);
+    let mut progress = Progress::new();
+    match run_plan(plan, store, &host, &mut exec, &mut progress, &interrupted) {
+        Ok(s) => Ok(s.experiment),
+        Err(e) => {
+            let id = match &e {
+                LabError::Interrupted { experiment, .. } => Some(*experiment),
+                _ => store.latest_experiment().ok().flatten(),
+            };
+            Err((id, e.into()))
+        }
+    }
+}
+
+pub fn bulk(a: BulkArgs) -> Result<(), Failure> {
+    let plan = bulk_plan(&a)?;
+    let mut store = Store::open(&a.db.db)?;
+    install_interrupt_flag()?;
+    let id = match run_one(&plan, &mut store) {
+        Ok(id) => id,
+        Err((Some(id), f @ Failure::Interrupted(_))) => {
+            let st = experiment_stats(&store, id)?;
+            eprint!("{}", output::human(&st));
+            return Err(f);
+        }
+        Err((_, f)) => return Err(f),
+    };
+    let st = experiment_stats(&store, id)?;
+    if a.json {
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&output::to_json(&st)).unwrap_or_default()
+        ))
+    } else if a.csv {
+        out(&output::summary_csv(&st))
+    } else {
+        out(&output::human(&st))?;
+        out(&format!(
+            "stored as experiment {id} in {}\n",
+            store.path().display()
+        ))
+    }
+}
+
+// ------------------------------------------------------------------------------------- results
+
+fn resolve_id(store: &Store, id: Option<i64>) -> Result<i64, Failure> {
+    match id {
+        Some(i) => Ok(i),
+        None => store.latest_experiment()?.ok_or_else(|| {
+            Failure::Run(format!(
+                "'{}' holds no experiments yet: run `socklab bulk` or `socklab lab --quick` first",
+                store.path().display()
+            ))
+        }),
+    }
+}
+
+fn open_existing(db: &std::path::Path) -> Result<Store, Failure> {
+    if !db.exists() {
+        return Err(Failure::Run(format!("results database '{}' does not exist: run an experiment first, or name the file with --db PATH", db.display())));
+    }
+    Ok(Store::open(db)?)
+}
+
+pub fn results(r: ResultsCommand) -> Result<(), Failure> {
+    match r {
+        ResultsCommand::List { db } => {
+            let store = open_existing(&db.db)?;
+            let mut t = Table::new(&[
+                "id", "created", "name", "status", "cells", "samples", "command",
+            ]);
+            t.left = vec![false, true, true, true, false, false, true];
+            for e in store.experiments()? {
+                t.row(vec![
+                    e.id.to_string(),
+                    e.created_at,
+                    e.name,
+                    e.status,
+                    e.cells.to_string(),
+                    e.samples.to_string(),
+                    e.command,
+                ]);
+            }
+            out(&t.to_text())
+        }
+        ResultsCommand::Show { id, json, csv, db } => {
+            let store = open_existing(&db.db)?;
+            let id = resolve_id(&store, id)?;
+            let st = experiment_stats(&store, id)?;
+            if json {
+                out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&output::to_json(&st)).unwrap_or_default()
+                ))
+            } else if csv {
+                out(&output::summary_csv(&st))
+            } else {
+                out(&output::human(&st))
+            }
+        }
+        ResultsCommand::Export {
+            id,
+            format,
+            csv,
+            json,
+            db,
+        } => {
+            let store = open_existing(&db.db)?;
+            let id = resolve_id(&store, id)?;
+            let format = if csv {
+                "csv".to_string()
+            } else if json {
+                "json".to_string()
+            } else {
+                format
+            };
+            match format.as_str() {
+                "csv" => out(&output::samples_csv(&store, id)?),
+                "json" => out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&output::samples_json(&store, id)?)
+                        .unwrap_or_default()
+                )),
+                other => Err(usage(format!("--format '{other}': choose csv or json"))),
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------- lab
+
+pub fn lab(a: LabArgs) -> Result<(), Failure> {
+    if a.list {
+        let mut t = Table::new(&["suite", "reproduces"]);
+        t.left = vec![true, true];
+        for s in suites::SUITES {
+            t.row(vec![s.name.to_string(), s.reproduces.to_string()]);
+        }
+        return out(&t.to_text());
+    }
+    let chosen: Vec<&suites::Suite> = if a.suite.is_empty() {
+        suites::SUITES.iter().collect()
+    } else {
+        a.suite
+            .iter()
+            .map(|n| suites::suite(n))
+            .collect::<Result<_, _>>()?
+    };
+    let mut plans = Vec::new();
+    for s in &chosen {
+        plans.extend((s.plans)(a.quick)?);
+    }
+    let report = a.out.clone().unwrap_or_else(|| {
+        let stamp = socklab_lab::clock::now_rfc3339().replace([':', '.'], "-");
+        PathBuf::from(format!("socklab-report-{stamp}.md"))
+    });
+    let mut store = Store::open(&a.db.db)?;
+    install_interrupt_flag()?;
+    let t0 = std::time::Instant::now();
+    let mut ids = Vec::new();
+    let mut failure = None;
+    for plan in &plans {
+        match run_one(plan, &mut store) {
+            Ok(id) => {
+                ids.push(id);
+                out(&output::human(&experiment_stats(&store, id)?))?;
+                out("\n")?;
+            }
+            Err((id, f)) => {
+                ids.extend(id);
+                failure = Some(f);
+                break;
+            }
+        }
+    }
+    if !ids.is_empty() {
+        let title = if a.quick {
+            "socklab lab --quick"
+        } else {
+            "socklab lab"
+        };
+        let md = output::markdown_report(&store, &ids, title)?;
+        std::fs::write(&report, md).map_err(|e| {
+            Failure::Run(format!(
+                "cannot write the report '{}': {e} (choose a writable path with --out FILE)",
+                report.display()
+            ))
+        })?;
+        out(&format!(
+            "lab finished in {:.0} s; results in {}; report: {}\n",
+            t0.elapsed().as_secs_f64(),
+            store.path().display(),
+            report.display()
+        ))?;
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,105 @@
+//! Progress while a plan runs: a bar with ETA on a terminal, plain lines otherwise (stderr, so
+//! stdout stays clean for --json and --csv).
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use socklab_lab::plan::{Cell, Plan};
+use socklab_lab::runner::{Observer, Sample};
+use socklab_lab::table::num;
+
+/// The CLI's observer.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    name: String,
+    total: usize,
+    done: usize,
+    t0: Instant,
+}
+
+impl Progress {
+    /// A bar if stderr is a terminal, else plain lines.
+    pub fn new() -> Progress {
+        Progress {
+            bar: None,
+            name: String::new(),
+            total: 0,
+            done: 0,
+            t0: Instant::now(),
+        }
+    }
+}
+
+fn describe(s: &Sample) -> String {
+    match s.get("gbps") {
+        Some(g) => format!("{} Gbit/s", num(g)),
+        None => String::new(),
+    }
+}
+
+impl Observer for Progress {
+    fn start(&mut self, plan: &Plan, experiment: i64, runs: usize) {
+        self.name = plan.name.clone();
+        self.total = runs;
+        self.done = 0;
+        self.t0 = Instant::now();
+        if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(runs as u64);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} ETA {eta} {wide_msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(format!("{} (experiment {experiment})", plan.name));
+            self.bar = Some(bar);
+        } else {
+            eprintln!(
+                "experiment {experiment} '{}': {} cells, {runs} runs",
+                plan.name,
+                plan.cells.len()
+            );
+        }
+    }
+
+    fn run_start(&mut self, cell: &Cell, rep: usize, warmup: bool) {
+        if let Some(b) = &self.bar {
+            b.set_message(format!(
+                "{}{} rep {}",
+                cell.label,
+                if warmup { " (warm-up)" } else { "" },
+                rep + 1
+            ));
+        }
+    }
+
+    fn run_done(&mut self, cell: &Cell, rep: usize, warmup: bool, sample: &Sample) {
+        self.done += 1;
+        match &self.bar {
+            Some(b) => b.inc(1),
+            None => {
+                let elapsed = self.t0.elapsed().as_secs_f64();
+                let eta = elapsed / self.done as f64 * (self.total - self.done) as f64;
+                eprintln!(
+                    "[{}/{}] {} | {}{} rep {}: {} (ETA {:.0}s)",
+                    self.done,
+                    self.total,
+                    self.name,
+                    cell.label,
+                    if warmup { " warm-up" } else { "" },
+                    rep + 1,
+                    describe(sample),
+                    eta
+                );
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}

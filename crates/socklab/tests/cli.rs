@@ -1,0 +1,502 @@
+//! CLI tests: real processes over loopback, bounded in count and time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use assert_cmd::prelude::*;
+use predicates::prelude::*;
+
+fn socklab() -> Command {
+    Command::cargo_bin("socklab").unwrap()
+}
+
+/// Runs socklab with `args` and returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = socklab().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Asserts a one-line error with `code` that contains every needle.
+fn assert_error(args: &[&str], code: i32, needles: &[&str]) {
+    let (c, _, err) = run(args);
+    assert_eq!(c, code, "exit code of {args:?}; stderr: {err}");
+    // Progress lines may precede a runtime error; the error itself is one line, and the last.
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "one error line expected for {args:?}, got: {err}"
+    );
+    assert!(errors[0].starts_with("socklab: error: "), "{err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    for n in needles {
+        assert!(errors[0].contains(n), "{args:?}: '{n}' missing in: {err}");
+    }
+}
+
+#[test]
+fn every_subcommand_has_help_with_examples() {
+    for sub in [
+        vec![],
+        vec!["sink"],
+        vec!["bulk"],
+        vec!["lab"],
+        vec!["results", "list"],
+        vec!["results", "show"],
+        vec!["results", "export"],
+    ] {
+        let mut args = sub.clone();
+        args.push("--help");
+        socklab()
+            .args(&args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Example"));
+    }
+    socklab()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Exit codes"));
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_value_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    assert_error(
+        &["bulk", "--bufsize", "0", "--db", db],
+        2,
+        &["bufsize = '0'", "at least 1"],
+    );
+    assert_error(
+        &[
+            "bulk",
+            "--strategy",
+            "writev",
+            "--nbufs",
+            "2000",
+            "--bufsize",
+            "10",
+            "--db",
+            db,
+        ],
+        2,
+        &["--nbufs 2000", "IOV_MAX"],
+    );
+    assert_error(
+        &["bulk", "--strategy", "writeev", "--db", db],
+        2,
+        &["writeev", "choose one of"],
+    );
+    assert_error(&["bulk", "--reps", "0", "--db", db], 2, &["--reps 0"]);
+    assert_error(
+        &["bulk", "--sweep", "bufsize=9K..1K", "--db", db],
+        2,
+        &["--sweep 'bufsize=9K..1K'"],
+    );
+    assert_error(
+        &["bulk", "--nbufs", "1,2", "--bufsize", "1,2,3", "--db", db],
+        2,
+        &["nbufs has 2, bufsize has 3", "--cross"],
+    );
+    assert_error(
+        &["bulk", "--duration", "5", "--db", db],
+        2,
+        &["duration = '5'", "no unit"],
+    );
+    assert_error(
+        &["bulk", "--order", "backwards", "--db", db],
+        2,
+        &["--order 'backwards'"],
+    );
+    assert_error(
+        &["bulk", "--to", "localhost", "--db", db],
+        2,
+        &["missing port"],
+    );
+    assert_error(
+        &[
+            "bulk",
+            "--cc",
+            "nosuchcc",
+            "--iterations",
+            "1",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--db",
+            db,
+        ],
+        1,
+        &["cc=nosuchcc", "available"],
+    );
+    assert_error(
+        &["bulk", "--db", "/nonexistent-dir/x.db", "--iterations", "1"],
+        1,
+        &["/nonexistent-dir/x.db", "--db PATH"],
+    );
+    assert_error(
+        &["results", "list", "--db", "/nonexistent-dir/x.db"],
+        1,
+        &["does not exist"],
+    );
+    assert_error(
+        &["lab", "--suite", "nope", "--db", db],
+        2,
+        &["unknown suite 'nope'"],
+    );
+    assert_error(&["sink", "--bind", "not-an-ip"], 2, &["--bind 'not-an-ip'"]);
+    assert_error(
+        &["sink", "--read-size", "0", "--port", "0"],
+        2,
+        &["--read-size 0"],
+    );
+
+    // A closed port: unreachable --to.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let to = format!("127.0.0.1:{port}");
+    assert_error(
+        &[
+            "bulk",
+            "--to",
+            &to,
+            "--iterations",
+            "1",
+            "--reps",
+            "1",
+            "--db",
+            db,
+        ],
+        1,
+        &[&format!("cannot connect to {to}"), "socklab sink"],
+    );
+
+    // A port in use.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = held.local_addr().unwrap().port().to_string();
+    assert_error(
+        &["sink", "--bind", "127.0.0.1", "--port", &p],
+        1,
+        &["Address already in use", "choose another --port"],
+    );
+
+    // An unknown flag is clap's error (exit 2).
+    let (c, _, _) = run(&["bulk", "--no-such-flag"]);
+    assert_eq!(c, 2);
+}
+
+#[test]
+fn bulk_with_its_own_sink_stores_results_that_read_back_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    let (c, out, err) = run(&[
+        "bulk",
+        "--strategy",
+        "write,writev,single,sendmsg,sendfile,splice,zerocopy",
+        "--nbufs",
+        "10",
+        "--bufsize",
+        "1000",
+        "--iterations",
+        "200",
+        "--reps",
+        "2",
+        "--warmup",
+        "1",
+        "--verify",
+        "--json",
+        "--db",
+        dbs,
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 7);
+    for cell in cells {
+        assert_eq!(cell["n"], 2);
+        assert_eq!(
+            cell["metrics"]["bytes"]["mean"], 2_000_000.0,
+            "{}",
+            cell["label"]
+        );
+        assert_eq!(cell["config"]["cc"], "cubic");
+        assert_eq!(cell["metrics"]["gbps"]["unit"], "Gbit/s");
+    }
+    assert_eq!(
+        v["host"]["cc_default"].as_str().map(|s| !s.is_empty()),
+        Some(true)
+    );
+    // The sink child's CPU was read from wait4 at the end.
+    assert!(v["facts"]["sink_wait4_sys_s"].is_string(), "{}", v["facts"]);
+    assert!(
+        v["facts"]["sink_exit"]
+            .as_str()
+            .unwrap()
+            .contains("Code(0)"),
+        "{}",
+        v["facts"]
+    );
+
+    // `results show --json` reads the same statistics back from the store alone.
+    let (c, shown, _) = run(&["results", "show", "--json", "--db", dbs]);
+    assert_eq!(c, 0);
+    let w: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(w["cells"], v["cells"]);
+
+    // Export: one row per repetition (7 cells x (2 + 1 warm-up)), tidy columns.
+    let (c, csv, _) = run(&["results", "export", "--csv", "--db", dbs]);
+    assert_eq!(c, 0);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for col in [
+        "experiment",
+        "cell",
+        "rep",
+        "warmup",
+        "cfg_strategy",
+        "gbps",
+        "reads",
+        "writes",
+    ] {
+        assert!(header.contains(&col), "{col} missing from {header:?}");
+    }
+    assert_eq!(lines.count(), 21);
+    let (c, list, _) = run(&["results", "list", "--db", dbs]);
+    assert_eq!(c, 0);
+    assert!(
+        list.contains("done") && list.contains(" 7 ") && list.contains("14"),
+        "{list}"
+    );
+
+    // Each repetition's reported writes match the strategy: `write` issues one call per buffer.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let writes: f64 = conn
+        .query_row(
+            "SELECT m.value FROM sample_metrics m JOIN samples s ON m.sample_id=s.id JOIN cells c ON s.cell_id=c.id
+             WHERE c.label LIKE 'strategy=write' AND m.name='writes' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        writes >= 2000.0,
+        "write strategy issued {writes} calls for 200 rounds of 10 buffers"
+    );
+}
+
+fn spawn_sink(extra: &[&str]) -> (Child, SocketAddr) {
+    let mut child = Command::cargo_bin("socklab")
+        .unwrap()
+        .args(["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    (child, addr)
+}
+
+#[test]
+fn external_sink_serves_bulk_and_raw_clients_and_reports_cpu_on_sigint() {
+    let (mut sink, addr) = spawn_sink(&["--read-size", "1500"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let to = addr.to_string();
+    for _ in 0..2 {
+        socklab()
+            .args([
+                "bulk",
+                "--to",
+                &to,
+                "--strategy",
+                "writev",
+                "--nbufs",
+                "100",
+                "--bufsize",
+                "15",
+                "--iterations",
+                "2000",
+                "--reps",
+                "2",
+                "--read-size",
+                "1500",
+                "--verify",
+                "--db",
+                db.to_str().unwrap(),
+            ])
+            .assert()
+            .success()
+            .stdout(
+                predicate::str::contains("strategy")
+                    .not()
+                    .or(predicate::str::contains("Gbit/s")),
+            );
+    }
+    // A raw client (like `dd | nc`).
+    {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(&vec![0u8; 100_000]).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    socklab_sys::process::kill(sink.id(), socklab_sys::process::Signal::Int).unwrap();
+    let status = sink.wait().unwrap();
+    assert!(status.success(), "sink exits cleanly on SIGINT");
+    let mut err = String::new();
+    sink.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("raw: 100000 bytes"), "{err}");
+    assert!(
+        err.contains("user time = ") && err.contains("sys time = "),
+        "{err}"
+    );
+    // 2 runs x (1 warm-up + 2 reps) socklab connections and 1 raw.
+    assert!(err.contains("connections served = 7"), "{err}");
+}
+
+#[test]
+fn sigkill_mid_run_loses_no_finished_repetition_and_leaves_no_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut child = Command::cargo_bin("socklab")
+        .unwrap()
+        .args([
+            "bulk",
+            "--strategy",
+            "single,writev",
+            "--nbufs",
+            "4",
+            "--bufsize",
+            "1K",
+            "--duration",
+            "50ms",
+            "--reps",
+            "500",
+            "--warmup",
+            "0",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reported = 0usize;
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let t0 = Instant::now();
+    while reported < 6 && t0.elapsed() < Duration::from_secs(60) {
+        match lines.next() {
+            Some(Ok(l)) if l.starts_with('[') => reported += 1,
+            Some(Ok(_)) => {}
+            _ => break,
+        }
+    }
+    assert!(reported >= 6, "the run reported {reported} repetitions");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: i64 = conn
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        stored as usize >= reported,
+        "{reported} repetitions reported finished, {stored} stored"
+    );
+    // Every stored repetition is whole: all of its metrics are there.
+    let partial: i64 = conn
+        .query_row("SELECT COUNT(*) FROM samples s WHERE (SELECT COUNT(*) FROM sample_metrics m WHERE m.sample_id=s.id) < 16", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(partial, 0);
+    let status: String = conn
+        .query_row("SELECT status FROM experiments", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "running", "a killed run cannot mark itself");
+    // The self-started sink died with its parent (PR_SET_PDEATHSIG): its port stops answering.
+    let extra: String = conn
+        .query_row("SELECT extra_json FROM samples LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let to: SocketAddr = serde_json::from_str::<serde_json::Value>(&extra).unwrap()["to"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let t0 = Instant::now();
+    while TcpStream::connect_timeout(&to, Duration::from_millis(200)).is_ok() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the sink child outlived its parent"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // And the results stay readable.
+    socklab()
+        .args(["results", "show", "--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("running"));
+}
+
+#[test]
+fn sweep_and_reference_build_the_seed000_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let (c, out, err) = run(&[
+        "bulk",
+        "--sweep",
+        "bufsize=1K..8K",
+        "--bytes",
+        "2M",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--reference",
+        "--csv",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let gbps_rows: Vec<&str> = out.lines().filter(|l| l.contains(",gbps,")).collect();
+    // 4 TCP sizes, 4 pipe sizes, 4 memcpy sizes.
+    assert_eq!(gbps_rows.len(), 12, "{out}");
+    for label in [
+        "bulk bufsize=1K",
+        "bulk bufsize=8K",
+        "pipe size=4K",
+        "memcpy size=2K",
+    ] {
+        assert!(
+            gbps_rows.iter().any(|l| l.contains(label)),
+            "{label} missing: {out}"
+        );
+    }
+}
