@@ -354,7 +354,16 @@ mod tests {
     fn duplicates_collapse_and_reps_must_be_positive() {
         let g =
             Group::new("bulk", Params::new()).axis(Axis::single("bufsize", ["1K", "1024", "2K"]));
-        let p = Plan::build("x", "", &[g.clone()], 1, 0, Order::Interleaved, "").unwrap();
+        let p = Plan::build(
+            "x",
+            "",
+            std::slice::from_ref(&g),
+            1,
+            0,
+            Order::Interleaved,
+            "",
+        )
+        .unwrap();
         assert_eq!(p.cells.len(), 2, "1K and 1024 are the same cell");
         assert_eq!(p.cells[1].label, "bufsize=2K");
         assert!(Plan::build("x", "", &[g], 0, 0, Order::Interleaved, "")

@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn send_range_covers_every_offset_once() {
-        let mut seen = vec![0u8; 50];
+        let mut seen = [0u8; 50];
         let calls = send_range_with(50, |off, left| {
             let n = left.min(8);
             for s in &mut seen[off..off + n] {

@@ -31,6 +31,16 @@ fn proc_str(path: &str) -> String {
         .unwrap_or_else(|_| "unknown".to_string())
 }
 
+/// A NUL-terminated field of a kernel structure as a `String`.
+fn c_field(f: &[libc::c_char]) -> String {
+    if !f.contains(&0) {
+        return String::new();
+    }
+    // SAFETY: the slice contains a NUL (checked above), so the string ends inside it.
+    let c = unsafe { CStr::from_ptr(f.as_ptr()) };
+    c.to_string_lossy().into_owned()
+}
+
 fn uname() -> (String, String) {
     // SAFETY: utsname is plain old data; all-zero is valid.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -38,12 +48,7 @@ fn uname() -> (String, String) {
     if unsafe { libc::uname(&mut u) } != 0 {
         return ("unknown".into(), "unknown".into());
     }
-    // SAFETY: uname fills NUL-terminated strings into the fixed arrays.
-    let s = |f: &[libc::c_char]| {
-        unsafe { CStr::from_ptr(f.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
-    };
+    let s = c_field;
     (
         s(&u.nodename),
         format!("{} {} {}", s(&u.sysname), s(&u.release), s(&u.machine)),

@@ -28,7 +28,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  socklab bulk --to 127.0.0.1:5001 --strategy writev --nbufs 100 --bufsize 15 --iterations 20000\n  socklab bulk --strategy write,writev,single --nbufs 15,30,60,100 --bufsize 100,50,25,15 --reps 10\n  socklab bulk --sweep bufsize=1K..512K --reps 10 --json\n  socklab bulk --strategy single,sendfile,splice,zerocopy --bufsize 128K --duration 5s --reference\n\nLists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )]
-    Bulk(BulkArgs),
+    Bulk(Box<BulkArgs>),
     /// Read the results database: list experiments, show one, export repetitions.
     #[command(subcommand)]
     Results(ResultsCommand),

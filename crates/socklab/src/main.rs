@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Sink(a) => commands::sink(a),
-        Command::Bulk(a) => commands::bulk(a),
+        Command::Bulk(a) => commands::bulk(*a),
         Command::Results(r) => commands::results(r),
         Command::Lab(a) => commands::lab(a),
     };

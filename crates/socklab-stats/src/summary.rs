@@ -1,0 +1,269 @@
+//! Descriptive statistics of a sample: mean, standard deviation, quantiles,
+//! Student-t confidence intervals and the [`Summary`] record.
+//!
+//! All functions return `None` for an empty sample or when any value is not
+//! finite (`NaN` or `±inf`), so a single bad measurement can never silently
+//! poison a summary.
+
+use serde::{Deserialize, Serialize};
+
+use crate::student_t::upper_quantile;
+
+/// Summary of a sample. `sd` and the confidence interval are `None` when
+/// `n < 2`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of observations.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (`n - 1` denominator); `None` if `n < 2`.
+    pub sd: Option<f64>,
+    /// Half width of the 95% Student-t confidence interval of the mean,
+    /// `t_{0.975, n-1} * sd / sqrt(n)`; `None` if `n < 2`.
+    pub ci95_half: Option<f64>,
+    /// `mean - ci95_half`.
+    pub ci95_lo: Option<f64>,
+    /// `mean + ci95_half`.
+    pub ci95_hi: Option<f64>,
+    /// Smallest observation.
+    pub min: f64,
+    /// Median (type-7 quantile at 0.5, i.e. the mean of the two middle
+    /// values for even `n`).
+    pub median: f64,
+    /// Largest observation.
+    pub max: f64,
+    /// Coefficient of variation `sd / |mean|`; `None` if `n < 2` or
+    /// `mean == 0`.
+    pub cv: Option<f64>,
+}
+
+/// A validated sample: all values finite, at least one value.
+struct Sample<'a> {
+    xs: &'a [f64],
+    min: f64,
+    max: f64,
+}
+
+impl<'a> Sample<'a> {
+    fn new(xs: &'a [f64]) -> Option<Self> {
+        if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        let (min, max) = xs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+        Some(Sample { xs, min, max })
+    }
+
+    /// Exact power-of-two factor that brings the largest magnitude near 1
+    /// when the data are so large or small that squares could overflow or
+    /// underflow; `1` otherwise. Multiplying by it is exact.
+    fn scale(&self) -> f64 {
+        let max_abs = self.min.abs().max(self.max.abs());
+        if max_abs == 0.0 {
+            return 1.0;
+        }
+        let e = max_abs.log2().floor();
+        if e.abs() > 500.0 {
+            2f64.powi(-(e.clamp(-1000.0, 1000.0) as i32))
+        } else {
+            1.0
+        }
+    }
+
+    /// Mean via Neumaier-compensated summation (on exactly rescaled values
+    /// to rule out overflow), clamped into `[min, max]`, where the true mean
+    /// must lie.
+    fn mean(&self) -> f64 {
+        if self.min == self.max {
+            return self.min;
+        }
+        let k = self.scale();
+        let m = neumaier_sum(self.xs.iter().map(|&x| x * k)) / self.xs.len() as f64 / k;
+        m.clamp(self.min, self.max)
+    }
+
+    /// Sample standard deviation (`n - 1` denominator) by the corrected
+    /// two-pass algorithm (Chan, Golub & LeVeque 1983):
+    /// `var = (Σ d_i^2 - (Σ d_i)^2 / n) / (n - 1)` with `d_i = x_i - mean`.
+    fn std_dev(&self, mean: f64) -> Option<f64> {
+        let n = self.xs.len();
+        if n < 2 {
+            return None;
+        }
+        if self.min == self.max {
+            return Some(0.0);
+        }
+        let k = self.scale();
+        let m = mean * k;
+        let mut sum_d = 0.0;
+        let mut sum_d2 = 0.0;
+        for &x in self.xs {
+            let d = x * k - m;
+            sum_d += d;
+            sum_d2 += d * d;
+        }
+        let nf = n as f64;
+        let ss = (sum_d2 - sum_d * sum_d / nf).max(0.0);
+        Some((ss / (nf - 1.0)).sqrt() / k)
+    }
+
+    fn sorted(&self) -> Vec<f64> {
+        let mut v = self.xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        v
+    }
+}
+
+/// Neumaier's improved Kahan summation.
+fn neumaier_sum(values: impl Iterator<Item = f64>) -> f64 {
+    let mut sum = 0.0_f64;
+    let mut comp = 0.0_f64;
+    for v in values {
+        let t = sum + v;
+        if sum.abs() >= v.abs() {
+            comp += (sum - t) + v;
+        } else {
+            comp += (v - t) + sum;
+        }
+        sum = t;
+    }
+    sum + comp
+}
+
+/// Type-7 quantile of an already sorted, non-empty slice (`q` in `[0, 1]`).
+fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let n = sorted.len();
+    let h = (n - 1) as f64 * q;
+    let lo = (h.floor() as usize).min(n - 1);
+    let hi = (lo + 1).min(n - 1);
+    let frac = h - lo as f64;
+    lerp(sorted[lo], sorted[hi], frac)
+}
+
+/// Linear interpolation as numpy does it (`a + (b-a) t` for `t < 1/2`,
+/// `b - (b-a)(1-t)` otherwise), so the endpoints are reproduced exactly;
+/// the result is kept within `[a, b]`.
+fn lerp(a: f64, b: f64, t: f64) -> f64 {
+    if t == 0.0 || a == b {
+        return a;
+    }
+    let diff = b - a;
+    let v = if !diff.is_finite() {
+        a * (1.0 - t) + b * t
+    } else if t < 0.5 {
+        a + diff * t
+    } else {
+        b - diff * (1.0 - t)
+    };
+    v.clamp(a.min(b), a.max(b))
+}
+
+/// Half width of the two-sided Student-t confidence interval of the mean at
+/// confidence `level` for `n` observations with standard deviation `sd`.
+fn ci_half_width(sd: f64, n: usize, level: f64) -> f64 {
+    let alpha_half = 0.5 * (1.0 - level);
+    upper_quantile(alpha_half, (n - 1) as f64) * sd / (n as f64).sqrt()
+}
+
+/// Arithmetic mean. `None` for an empty slice or any non-finite value.
+///
+/// Uses compensated (Neumaier) summation; never overflows for finite input.
+#[must_use]
+pub fn mean(xs: &[f64]) -> Option<f64> {
+    Sample::new(xs).map(|s| s.mean())
+}
+
+/// Sample standard deviation with the `n - 1` (Bessel) denominator.
+///
+/// `None` if `n < 2` or any value is non-finite. Computed with the corrected
+/// two-pass algorithm, which is numerically stable (no catastrophic
+/// cancellation for data with a large offset); a constant sample gives
+/// exactly `0`.
+#[must_use]
+pub fn std_dev(xs: &[f64]) -> Option<f64> {
+    let s = Sample::new(xs)?;
+    s.std_dev(s.mean())
+}
+
+/// Sample quantile by linear interpolation between order statistics
+/// (Hyndman & Fan type 7, numpy's default `linear` method and R's default):
+/// with sorted values `x_0 <= ... <= x_{n-1}` and `h = (n - 1) q`, the result
+/// is `x_⌊h⌋ + (h - ⌊h⌋) (x_⌊h⌋+1 - x_⌊h⌋)`.
+///
+/// `None` for an empty slice, any non-finite value, or `q` outside `[0, 1]`.
+#[must_use]
+pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    if !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let s = Sample::new(xs)?;
+    Some(quantile_sorted(&s.sorted(), q))
+}
+
+/// Median, i.e. [`quantile`] at `q = 0.5`. `None` for an empty slice or any
+/// non-finite value.
+#[must_use]
+pub fn median(xs: &[f64]) -> Option<f64> {
+    quantile(xs, 0.5)
+}
+
+/// Two-sided Student-t confidence interval `(lo, hi)` for the mean at
+/// confidence `level` (e.g. `0.95`):
+/// `mean ± t_{(1+level)/2, n-1} * sd / sqrt(n)`.
+///
+/// `None` if `n < 2`, any value is non-finite, or `level` is not strictly
+/// between 0 and 1.
+#[must_use]
+pub fn confidence_interval(xs: &[f64], level: f64) -> Option<(f64, f64)> {
+    if level.is_nan() || level <= 0.0 || level >= 1.0 {
+        return None;
+    }
+    let s = Sample::new(xs)?;
+    let m = s.mean();
+    let sd = s.std_dev(m)?;
+    let h = ci_half_width(sd, xs.len(), level);
+    Some((m - h, m + h))
+}
+
+/// Computes a [`Summary`] of the sample. `None` for an empty slice or when
+/// any value is non-finite.
+#[must_use]
+pub fn summarize(xs: &[f64]) -> Option<Summary> {
+    let s = Sample::new(xs)?;
+    let n = xs.len();
+    let mean = s.mean();
+    let sd = s.std_dev(mean);
+    let sorted = s.sorted();
+    let ci95_half = sd.map(|sd| ci_half_width(sd, n, 0.95));
+    let cv = match sd {
+        Some(sd) if mean != 0.0 => Some(sd / mean.abs()),
+        _ => None,
+    };
+    Some(Summary {
+        n,
+        mean,
+        sd,
+        ci95_half,
+        ci95_lo: ci95_half.map(|h| mean - h),
+        ci95_hi: ci95_half.map(|h| mean + h),
+        min: s.min,
+        median: quantile_sorted(&sorted, 0.5),
+        max: s.max,
+        cv,
+    })
+}
+
+/// Relative change `(x - base) / |base|`.
+///
+/// `None` if `base == 0` or either value is non-finite.
+#[must_use]
+pub fn relative_change(base: f64, x: f64) -> Option<f64> {
+    if base == 0.0 || !base.is_finite() || !x.is_finite() {
+        return None;
+    }
+    Some((x - base) / base.abs())
+}

@@ -1,0 +1,145 @@
+//! Sample summaries, quantiles and confidence intervals.
+
+mod common;
+use common::{assert_abs, assert_rel};
+use socklab_stats::{
+    confidence_interval, mean, median, quantile, relative_change, std_dev, summarize,
+};
+
+const SAMPLE: [f64; 8] = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+const T_975_7: f64 = 2.364_624_252;
+const SD: f64 = 2.138_089_935;
+
+#[test]
+fn summary_of_fixed_sample() {
+    let s = summarize(&SAMPLE).expect("valid sample");
+    assert_eq!(s.n, 8);
+    assert_eq!(s.mean, 5.0);
+    assert_rel(s.sd.expect("n >= 2"), SD, 1e-9);
+    assert_eq!(s.median, 4.5);
+    assert_eq!(s.min, 2.0);
+    assert_eq!(s.max, 9.0);
+    let half = T_975_7 * SD / 8f64.sqrt();
+    assert_rel(s.ci95_half.expect("n >= 2"), half, 1e-9);
+    assert_rel(s.ci95_lo.expect("n >= 2"), 5.0 - half, 1e-9);
+    assert_rel(s.ci95_hi.expect("n >= 2"), 5.0 + half, 1e-9);
+    assert_rel(s.cv.expect("mean != 0"), SD / 5.0, 1e-9);
+}
+
+#[test]
+fn summary_degenerate_inputs() {
+    let one = summarize(&[3.5]).expect("n = 1 is valid");
+    assert_eq!(
+        (one.n, one.mean, one.median, one.min, one.max),
+        (1, 3.5, 3.5, 3.5, 3.5)
+    );
+    assert_eq!(one.sd, None);
+    assert_eq!(one.ci95_half, None);
+    assert_eq!(one.ci95_lo, None);
+    assert_eq!(one.ci95_hi, None);
+    assert_eq!(one.cv, None);
+
+    assert_eq!(summarize(&[]), None);
+    assert_eq!(summarize(&[1.0, f64::NAN]), None);
+    assert_eq!(summarize(&[1.0, f64::INFINITY]), None);
+
+    let zero_mean = summarize(&[-1.0, 1.0]).expect("valid");
+    assert_eq!(zero_mean.mean, 0.0);
+    assert_eq!(zero_mean.cv, None);
+
+    let constant = summarize(&[0.1, 0.1, 0.1]).expect("valid");
+    assert_eq!(constant.mean, 0.1);
+    assert_eq!(constant.sd, Some(0.0));
+    assert_eq!(constant.ci95_half, Some(0.0));
+}
+
+#[test]
+fn summary_serde_roundtrip_is_derived() {
+    fn assert_serde<T: serde::Serialize + serde::de::DeserializeOwned>() {}
+    assert_serde::<socklab_stats::Summary>();
+    assert_serde::<socklab_stats::Welch>();
+}
+
+#[test]
+fn mean_and_sd() {
+    assert_eq!(mean(&SAMPLE), Some(5.0));
+    assert_eq!(mean(&[]), None);
+    assert_eq!(mean(&[f64::NAN]), None);
+    assert_rel(std_dev(&SAMPLE).expect("n >= 2"), SD, 1e-9);
+    assert_eq!(std_dev(&[1.0]), None);
+    assert_eq!(std_dev(&[1.0, f64::NEG_INFINITY]), None);
+    // Numerical stability: a huge offset must not destroy the variance.
+    let shifted: Vec<f64> = [4.0, 7.0, 13.0, 16.0].iter().map(|x| x + 1e9).collect();
+    assert_rel(std_dev(&shifted).expect("n >= 2"), 30f64.sqrt(), 1e-12);
+    // Extreme magnitudes neither overflow nor underflow.
+    assert_rel(
+        std_dev(&[1e300, -1e300]).expect("n >= 2"),
+        2e300 / 2f64.sqrt(),
+        1e-14,
+    );
+    assert_rel(
+        std_dev(&[1e-300, 3e-300]).expect("n >= 2"),
+        2f64.sqrt() * 1e-300,
+        1e-14,
+    );
+    assert_eq!(mean(&[f64::MAX, f64::MAX]), Some(f64::MAX));
+}
+
+#[test]
+fn type7_quantiles_match_numpy() {
+    let xs = [1.0, 2.0, 3.0, 4.0];
+    for (q, want) in [
+        (0.0, 1.0),
+        (0.1, 1.3),
+        (0.25, 1.75),
+        (0.5, 2.5),
+        (0.75, 3.25),
+        (0.9, 3.7),
+        (1.0, 4.0),
+    ] {
+        assert_abs(quantile(&xs, q).expect("valid"), want, 1e-12);
+    }
+    // Unsorted input, odd n.
+    let ys = [3.5, -1.0, 10.0, 2.25, 7.0];
+    for (q, want) in [
+        (0.1, 0.3),
+        (0.25, 2.25),
+        (0.5, 3.5),
+        (0.75, 7.0),
+        (0.9, 8.8),
+    ] {
+        assert_abs(quantile(&ys, q).expect("valid"), want, 1e-12);
+    }
+    assert_eq!(median(&ys), Some(3.5));
+    assert_eq!(median(&xs), Some(2.5));
+    assert_eq!(quantile(&[42.0], 0.3), Some(42.0));
+    assert_eq!(quantile(&xs, 1.5), None);
+    assert_eq!(quantile(&xs, -0.1), None);
+    assert_eq!(quantile(&xs, f64::NAN), None);
+    assert_eq!(quantile(&[], 0.5), None);
+    assert_eq!(median(&[1.0, f64::NAN]), None);
+}
+
+#[test]
+fn confidence_intervals() {
+    let (lo, hi) = confidence_interval(&SAMPLE, 0.95).expect("n >= 2");
+    let half = T_975_7 * SD / 8f64.sqrt();
+    assert_rel(lo, 5.0 - half, 1e-9);
+    assert_rel(hi, 5.0 + half, 1e-9);
+    // 99%: t(0.995, 7) = 3.499483297.
+    let (lo, hi) = confidence_interval(&SAMPLE, 0.99).expect("n >= 2");
+    assert_rel(hi - lo, 2.0 * 3.499_483_297 * SD / 8f64.sqrt(), 1e-9);
+    assert_eq!(confidence_interval(&[1.0], 0.95), None);
+    assert_eq!(confidence_interval(&SAMPLE, 1.0), None);
+    assert_eq!(confidence_interval(&SAMPLE, 0.0), None);
+    assert_eq!(confidence_interval(&SAMPLE, f64::NAN), None);
+}
+
+#[test]
+fn relative_changes() {
+    assert_eq!(relative_change(100.0, 110.0), Some(0.1));
+    assert_eq!(relative_change(-4.0, -2.0), Some(0.5));
+    assert_eq!(relative_change(4.0, 2.0), Some(-0.5));
+    assert_eq!(relative_change(0.0, 2.0), None);
+    assert_eq!(relative_change(1.0, f64::NAN), None);
+}
