@@ -294,6 +294,7 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
         if !host_written {
             out.push_str("## Host\n\n");
             let mut t = Table::new(&["fact", "value"]);
+            t.left = vec![true, true];
             for (k, v) in &st.host {
                 t.row(vec![k.clone(), v.clone()]);
             }

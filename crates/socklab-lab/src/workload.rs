@@ -9,7 +9,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use socklab_net::bulk::Limit;
+use socklab_net::bulk::{BulkConfig, Limit};
 use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_net::Strategy;
 
@@ -48,31 +48,22 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
     }
 }
 
-/// The parameters of a bulk-throughput test.
-#[derive(Debug, Clone, PartialEq)]
+/// The parameters of a bulk-throughput test: the socket layer's configuration, and where to
+/// send (the address in `cfg` is filled in when the run starts).
+#[derive(Debug, Clone)]
 pub struct BulkSpec {
     /// The sink.
     pub to: Target,
-    /// Write strategy.
-    pub strategy: Strategy,
-    /// Buffers per round.
-    pub nbufs: usize,
-    /// Bytes per buffer.
-    pub bufsize: usize,
-    /// When to stop.
-    pub limit: Limit,
-    /// Congestion control (always set explicitly; this kernel's default is often bbr).
-    pub cc: String,
-    /// `TCP_NODELAY`.
-    pub nodelay: bool,
-    /// `SO_SNDBUF`, if set.
-    pub sndbuf: Option<usize>,
-    /// Sink read size.
-    pub read_size: usize,
-    /// Hash-verify the stream.
-    pub verify: bool,
-    /// Payload seed.
-    pub seed: u64,
+    /// Everything else (strategy, sizes, limit, options).
+    pub cfg: BulkConfig,
+}
+
+impl PartialEq for BulkSpec {
+    fn eq(&self, o: &Self) -> bool {
+        // Compare through the canonical text, which covers every parameter.
+        self.to == o.to
+            && Workload::Bulk(self.clone()).params() == Workload::Bulk(o.clone()).params()
+    }
 }
 
 /// Parameters of a reference measurement (`pipe`, `memcpy`).
@@ -196,19 +187,23 @@ impl Workload {
                 };
                 let spec = BulkSpec {
                     to: p.parse_or("to", Target::SelfSink, parse_target)?,
-                    strategy: p.parse_or("strategy", Strategy::Single, |s| s.parse())?,
-                    nbufs: p.parse_or("nbufs", 1, nonzero_usize)?,
-                    bufsize: p.parse_or("bufsize", 128 * 1024, nonzero_usize)?,
-                    limit,
-                    cc: p.parse_or("cc", "cubic".to_string(), |s| Ok(s.trim().to_string()))?,
-                    nodelay: p.parse_or("nodelay", false, parse_bool)?,
-                    sndbuf: p.parse_opt("sndbuf", nonzero_usize)?,
-                    read_size: p.parse_or("read_size", 128 * 1024, nonzero_usize)?,
-                    verify: p.parse_or("verify", false, parse_bool)?,
-                    seed: p.parse_or("seed", 1, parse_count)?,
+                    cfg: BulkConfig {
+                        to: SocketAddr::from(([127, 0, 0, 1], 0)),
+                        strategy: p.parse_or("strategy", Strategy::Single, |s| s.parse())?,
+                        nbufs: p.parse_or("nbufs", 1, nonzero_usize)?,
+                        bufsize: p.parse_or("bufsize", 128 * 1024, nonzero_usize)?,
+                        limit,
+                        cc: p.parse_or("cc", "cubic".to_string(), |s| Ok(s.trim().to_string()))?,
+                        nodelay: p.parse_or("nodelay", false, parse_bool)?,
+                        sndbuf: p.parse_opt("sndbuf", nonzero_usize)?,
+                        read_size: p.parse_or("read_size", 128 * 1024, nonzero_usize)?,
+                        verify: p.parse_or("verify", false, parse_bool)?,
+                        seed: p.parse_or("seed", 1, parse_count)?,
+                        connect_timeout: Duration::from_secs(5),
+                    },
                 };
                 // Check the combination now, before anything runs.
-                spec.net_config("127.0.0.1:9".parse().expect("literal address"))
+                spec.cfg
                     .validate()
                     .map_err(|e| LabError::Plan(e.to_string()))?;
                 Ok(Workload::Bulk(spec))
@@ -248,10 +243,10 @@ impl Workload {
     pub fn params(&self) -> Params {
         let mut p = Params::new();
         match self {
-            Workload::Bulk(b) => {
+            Workload::Bulk(BulkSpec { to, cfg: b }) => {
                 p.set(
                     "to",
-                    match b.to {
+                    match to {
                         Target::SelfSink => "self".to_string(),
                         Target::Addr(a) => a.to_string(),
                     },
@@ -292,20 +287,10 @@ impl Workload {
 
 impl BulkSpec {
     /// The socket-layer configuration for a sink at `to`.
-    pub fn net_config(&self, to: SocketAddr) -> socklab_net::bulk::BulkConfig {
-        socklab_net::bulk::BulkConfig {
+    pub fn net_config(&self, to: SocketAddr) -> BulkConfig {
+        BulkConfig {
             to,
-            strategy: self.strategy,
-            nbufs: self.nbufs,
-            bufsize: self.bufsize,
-            limit: self.limit,
-            cc: self.cc.clone(),
-            nodelay: self.nodelay,
-            sndbuf: self.sndbuf,
-            read_size: self.read_size,
-            verify: self.verify,
-            seed: self.seed,
-            connect_timeout: Duration::from_secs(5),
+            ..self.cfg.clone()
         }
     }
 }

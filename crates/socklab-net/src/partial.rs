@@ -13,25 +13,7 @@ pub fn write_all_with(
     buf: &[u8],
     mut op: impl FnMut(&[u8]) -> io::Result<usize>,
 ) -> io::Result<u64> {
-    let mut off = 0;
-    let mut calls = 0;
-    while off < buf.len() {
-        match op(&buf[off..]) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "write accepted 0 bytes",
-                ))
-            }
-            Ok(n) => {
-                calls += 1;
-                off += n.min(buf.len() - off);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(calls)
+    send_range_with(buf.len(), |off, _| op(&buf[off..]))
 }
 
 /// Calls the vectored `op` until every byte of `bufs` is written, advancing past what each call

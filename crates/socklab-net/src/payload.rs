@@ -1,11 +1,13 @@
 //! The bytes a bulk test sends: `nbufs` buffers of `bufsize` bytes, stored contiguously, filled
 //! with a seeded pseudo-random pattern so that a strategy sending the wrong buffer, twice or out
-//! of order is caught by the stream hash.
+//! of order is caught by the stream hash. The round starts on a page boundary.
+
+use crate::aligned::AlignedBuf;
 
 /// One round of send buffers.
 #[derive(Debug, Clone)]
 pub struct Payload {
-    bytes: Vec<u8>,
+    bytes: AlignedBuf,
     nbufs: usize,
     bufsize: usize,
 }
@@ -14,19 +16,22 @@ impl Payload {
     /// Builds `nbufs × bufsize` bytes of pattern derived from `seed`.
     pub fn new(nbufs: usize, bufsize: usize, seed: u64) -> Payload {
         let len = nbufs * bufsize;
-        let mut bytes = Vec::with_capacity(len);
+        let mut bytes = AlignedBuf::zeroed(len);
+        let mut filled = 0;
         // xorshift64*: portable and deterministic.
         let mut x = seed ^ 0x9E37_79B9_7F4A_7C15;
         if x == 0 {
             x = 1;
         }
-        while bytes.len() < len {
+        let out = bytes.as_mut_slice();
+        while filled < len {
             x ^= x >> 12;
             x ^= x << 25;
             x ^= x >> 27;
             let v = x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes();
-            let take = (len - bytes.len()).min(8);
-            bytes.extend_from_slice(&v[..take]);
+            let take = (len - filled).min(8);
+            out[filled..filled + take].copy_from_slice(&v[..take]);
+            filled += take;
         }
         Payload {
             bytes,
@@ -37,12 +42,12 @@ impl Payload {
 
     /// The whole round, contiguous.
     pub fn round(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.as_slice()
     }
 
     /// Buffer `i` of the round.
     pub fn buf(&self, i: usize) -> &[u8] {
-        &self.bytes[i * self.bufsize..(i + 1) * self.bufsize]
+        &self.bytes.as_slice()[i * self.bufsize..(i + 1) * self.bufsize]
     }
 
     /// Number of buffers per round.
@@ -64,7 +69,7 @@ impl Payload {
     pub fn stream_hash(&self, rounds: u64) -> blake3::Hash {
         let mut h = blake3::Hasher::new();
         for _ in 0..rounds {
-            h.update(&self.bytes);
+            h.update(self.bytes.as_slice());
         }
         h.finalize()
     }

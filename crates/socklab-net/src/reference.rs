@@ -10,6 +10,7 @@ use std::time::Instant;
 use socklab_sys::io as sysio;
 use socklab_sys::usage::{getrusage, Usage, Who};
 
+use crate::aligned::AlignedBuf;
 use crate::partial::write_all_with;
 
 /// One reference measurement.
@@ -62,7 +63,7 @@ pub fn memcpy_bandwidth(size: usize, total: u64) -> RefResult {
     }
 }
 
-/// Pushes `total` bytes through a pipe from a writer thread (writes of `size`) to a reader
+/// Pushes `total` bytes (page-aligned buffers on both ends) through a pipe from a writer thread (writes of `size`) to a reader
 /// (reads of `size`) and times it from the first write to the reader's end of file.
 pub fn pipe_bandwidth(size: usize, total: u64) -> io::Result<RefResult> {
     let size = size.max(1);
@@ -71,18 +72,19 @@ pub fn pipe_bandwidth(size: usize, total: u64) -> io::Result<RefResult> {
     let cpu0 = getrusage(Who::Process);
     let t0 = Instant::now();
     let writer = std::thread::spawn(move || -> io::Result<u64> {
-        let buf = vec![0x5au8; size];
+        let mut buf = AlignedBuf::zeroed(size);
+        buf.as_mut_slice().fill(0x5a);
         let mut calls = 0;
         for _ in 0..n {
-            calls += write_all_with(&buf, |b| sysio::write(w.as_fd(), b))?;
+            calls += write_all_with(buf.as_slice(), |b| sysio::write(w.as_fd(), b))?;
         }
         Ok(calls)
     });
-    let mut buf = vec![0u8; size];
+    let mut buf = AlignedBuf::zeroed(size);
     let mut bytes = 0u64;
     let mut reads = 0u64;
     loop {
-        match sysio::read(r.as_fd(), &mut buf) {
+        match sysio::read(r.as_fd(), buf.as_mut_slice()) {
             Ok(0) => break,
             Ok(k) => {
                 bytes += k as u64;

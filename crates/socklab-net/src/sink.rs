@@ -14,6 +14,7 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use socklab_sys::errno;
 use socklab_sys::usage::{getrusage, Who};
 
+use crate::aligned::AlignedBuf;
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
 
@@ -109,7 +110,7 @@ impl ConnReport {
 pub struct Sink {
     listener: TcpListener,
     cfg: SinkConfig,
-    buf: Vec<u8>,
+    buf: AlignedBuf,
 }
 
 /// Creates a listening TCP socket: `SO_REUSEADDR`, dual-stack for `[::]`, backlog 1024.
@@ -161,7 +162,7 @@ impl Sink {
         Ok(Sink {
             listener,
             cfg,
-            buf: Vec::new(),
+            buf: AlignedBuf::zeroed(0),
         })
     }
 
@@ -303,16 +304,16 @@ impl Sink {
         };
 
         if self.buf.len() != read_size {
-            self.buf = vec![0u8; read_size];
+            self.buf = AlignedBuf::zeroed(read_size);
         }
         let outcome = loop {
-            match stream.read(&mut self.buf) {
+            match stream.read(self.buf.as_mut_slice()) {
                 Ok(0) => break Outcome::Complete,
                 Ok(n) => {
                     result.reads += 1;
                     result.bytes += n as u64;
                     if let Some(h) = hasher.as_mut() {
-                        h.update(&self.buf[..n]);
+                        h.update(&self.buf.as_slice()[..n]);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

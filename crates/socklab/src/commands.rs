@@ -317,7 +317,7 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
             .cells
             .iter()
             .filter_map(|c| match &c.workload {
-                Workload::Bulk(b) => Some((b.nbufs * b.bufsize) as u64),
+                Workload::Bulk(b) => Some((b.cfg.nbufs * b.cfg.bufsize) as u64),
                 _ => None,
             })
             .collect();
