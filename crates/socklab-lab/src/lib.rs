@@ -4,15 +4,19 @@
 
 pub mod clock;
 pub mod error;
+pub mod file;
+pub mod html;
 pub mod live;
 pub mod metric;
 pub mod output;
 pub mod params;
 pub mod plan;
+pub mod report;
 pub mod runner;
 pub mod store;
 pub mod suites;
 pub mod summary;
+pub mod svg;
 pub mod table;
 pub mod workload;
 

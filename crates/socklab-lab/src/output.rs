@@ -193,20 +193,27 @@ pub fn summary_csv(st: &ExperimentStats) -> String {
     out
 }
 
-/// CSV of every measured repetition: one row per repetition, configuration keys and metrics as
-/// columns (`cfg_` prefix for configuration), as a pandas user expects.
-pub fn samples_csv(store: &Store, experiment: i64) -> Result<String, LabError> {
-    let cells = store.cells(experiment)?;
-    let samples = store.samples(experiment)?;
-    let mut cfg_keys: Vec<String> = cells
+/// CSV of every repetition of experiments `ids`: one row per repetition, configuration keys
+/// (`cfg_` prefix) and metrics as columns, as a pandas user expects.
+pub fn samples_csv(store: &Store, ids: &[i64]) -> Result<String, LabError> {
+    let mut rows = Vec::new();
+    for &id in ids {
+        let cells = store.cells(id)?;
+        for s in store.samples(id)? {
+            if let Some(c) = cells.iter().find(|c| c.id == s.cell_id) {
+                rows.push((id, c.clone(), s));
+            }
+        }
+    }
+    let mut cfg_keys: Vec<String> = rows
         .iter()
-        .flat_map(|c| c.config.0.keys().cloned())
+        .flat_map(|(_, c, _)| c.config.0.keys().cloned())
         .collect();
     cfg_keys.sort();
     cfg_keys.dedup();
-    let mut metric_keys: Vec<String> = samples
+    let mut metric_keys: Vec<String> = rows
         .iter()
-        .flat_map(|s| s.metrics.keys().cloned())
+        .flat_map(|(_, _, s)| s.metrics.keys().cloned())
         .collect();
     metric_keys.sort();
     metric_keys.dedup();
@@ -218,14 +225,11 @@ pub fn samples_csv(store: &Store, experiment: i64) -> Result<String, LabError> {
         let _ = write!(out, ",{k}");
     }
     out.push('\n');
-    for s in &samples {
-        let Some(c) = cells.iter().find(|c| c.id == s.cell_id) else {
-            continue;
-        };
+    for (id, c, s) in &rows {
         let _ = write!(
             out,
             "{},{},{},{},{},{},{},{}",
-            experiment,
+            id,
             c.idx,
             csv_field(&c.label),
             c.workload,

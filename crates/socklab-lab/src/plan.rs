@@ -233,6 +233,28 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// A fingerprint of what the plan measures (name, order, every cell's workload and
+    /// parameters; not the repetition counts), so `--resume` finds the experiment to continue
+    /// and refuses one whose cells changed.
+    pub fn fingerprint(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325; // FNV-1a 64
+        let mut eat = |s: &str| {
+            for b in s.bytes().chain([0u8]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01B3);
+            }
+        };
+        eat(&self.name);
+        eat(&format!("{:?}", self.order));
+        for c in &self.cells {
+            eat(c.workload.kind());
+            eat(&c.workload.params().to_text());
+        }
+        format!("{h:016x}")
+    }
+}
+
 fn splitmix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

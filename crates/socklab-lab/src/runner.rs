@@ -3,6 +3,7 @@
 //!
 //! One code path for everything: `socklab bulk` builds a plan and hands it here, as suites do.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use socklab_sys::host::HostFacts;
@@ -83,7 +84,82 @@ pub fn run_plan(
     stop: &dyn Fn() -> bool,
 ) -> Result<RunSummary, LabError> {
     let (experiment, cell_ids) = store.begin_experiment(plan, host)?;
-    let schedule = plan.schedule();
+    store.set_fact(experiment, "plan_fingerprint", &plan.fingerprint())?;
+    execute(
+        plan,
+        store,
+        exec,
+        obs,
+        stop,
+        experiment,
+        &cell_ids,
+        &HashSet::new(),
+    )
+}
+
+/// What `--resume` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Continued experiment `experiment`, which already held `skipped` runs.
+    Continued {
+        /// Experiment id.
+        experiment: i64,
+        /// Runs already stored and skipped.
+        skipped: usize,
+    },
+    /// No experiment with this name and these cells: started a new one.
+    Fresh,
+}
+
+/// Continues the newest stored experiment with the same name and cells as `plan`, running only
+/// the repetitions it does not hold yet (none is run twice); starts a new one if there is none.
+pub fn resume_plan(
+    plan: &Plan,
+    store: &mut Store,
+    host: &HostFacts,
+    exec: &mut dyn Executor,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<(Resume, RunSummary), LabError> {
+    let Some(experiment) = store.find_resumable(&plan.name, &plan.fingerprint())? else {
+        return Ok((Resume::Fresh, run_plan(plan, store, host, exec, obs, stop)?));
+    };
+    let done: HashSet<(usize, usize, bool)> = store.done_runs(experiment)?.into_iter().collect();
+    let cell_ids = store.reopen_experiment(experiment, plan.reps, plan.warmup)?;
+    if cell_ids.len() != plan.cells.len() {
+        return Err(LabError::Plan(format!(
+            "experiment {experiment} has {} cells, the plan {}: run without --resume",
+            cell_ids.len(),
+            plan.cells.len()
+        )));
+    }
+    let skipped = done.len();
+    let s = execute(plan, store, exec, obs, stop, experiment, &cell_ids, &done)?;
+    Ok((
+        Resume::Continued {
+            experiment,
+            skipped,
+        },
+        s,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    plan: &Plan,
+    store: &mut Store,
+    exec: &mut dyn Executor,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+    experiment: i64,
+    cell_ids: &[i64],
+    skip: &HashSet<(usize, usize, bool)>,
+) -> Result<RunSummary, LabError> {
+    let schedule: Vec<(usize, usize, bool)> = plan
+        .schedule()
+        .into_iter()
+        .filter(|r| !skip.contains(r))
+        .collect();
     obs.start(plan, experiment, schedule.len());
     let mut done = 0;
     let mut outcome: Result<(), LabError> = Ok(());
@@ -204,10 +280,12 @@ mod tests {
         assert_eq!(samples.iter().filter(|s| s.warmup).count(), 3);
         assert_eq!(samples[4].metrics["gbps"], 14.0);
         assert_eq!(samples[4].extra["n"], 4);
-        assert_eq!(
-            store.facts(s.experiment).unwrap(),
-            vec![("sink_exit".to_string(), "0".to_string())]
+        let facts = store.facts(s.experiment).unwrap();
+        assert!(
+            facts.contains(&("sink_exit".to_string(), "0".to_string())),
+            "{facts:?}"
         );
+        assert!(facts.iter().any(|(k, _)| k == "plan_fingerprint"));
     }
 
     #[test]
@@ -225,6 +303,78 @@ mod tests {
         let id = store.latest_experiment().unwrap().unwrap();
         assert_eq!(store.experiment(id).unwrap().status, "failed");
         assert_eq!(store.samples(id).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn resume_runs_exactly_the_missing_repetitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut m = Mock {
+            calls: vec![],
+            fail_at: None,
+            finished: false,
+        };
+        let count = StdCell::new(0);
+        let stop = || {
+            count.set(count.get() + 1);
+            count.get() > 7
+        };
+        assert!(run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &stop).is_err());
+        let mut m2 = Mock {
+            calls: vec![],
+            fail_at: None,
+            finished: false,
+        };
+        let (r, s) = resume_plan(&plan(), &mut store, &host(), &mut m2, &mut Silent, &|| {
+            false
+        })
+        .unwrap();
+        assert_eq!(
+            r,
+            Resume::Continued {
+                experiment: s.experiment,
+                skipped: 7
+            }
+        );
+        assert_eq!(m2.calls.len(), 12 - 7, "only the missing runs");
+        let runs = store.done_runs(s.experiment).unwrap();
+        let unique: HashSet<_> = runs.iter().collect();
+        assert_eq!(
+            (runs.len(), unique.len()),
+            (12, 12),
+            "none twice, none lost"
+        );
+        assert_eq!(store.experiment(s.experiment).unwrap().status, "done");
+        // Nothing left: a second resume runs nothing. More repetitions: runs just those.
+        let mut m3 = Mock {
+            calls: vec![],
+            fail_at: None,
+            finished: false,
+        };
+        resume_plan(&plan(), &mut store, &host(), &mut m3, &mut Silent, &|| {
+            false
+        })
+        .unwrap();
+        assert!(m3.calls.is_empty());
+        let mut more = plan();
+        more.reps = 5;
+        resume_plan(&more, &mut store, &host(), &mut m3, &mut Silent, &|| false).unwrap();
+        assert_eq!(m3.calls.len(), 6, "two more repetitions of three cells");
+        assert_eq!(store.experiment(s.experiment).unwrap().reps, 5);
+        // A plan with other cells is not resumed into this experiment.
+        let other = Plan::build(
+            "t",
+            "",
+            &[Group::new("bulk", Params::new().with("iterations", "2"))],
+            1,
+            0,
+            Order::Interleaved,
+            "",
+        )
+        .unwrap();
+        let (r, _) =
+            resume_plan(&other, &mut store, &host(), &mut m3, &mut Silent, &|| false).unwrap();
+        assert_eq!(r, Resume::Fresh);
     }
 
     #[test]

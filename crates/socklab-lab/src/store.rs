@@ -325,6 +325,54 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
+    /// The newest experiment named `name` whose plan fingerprint is `fingerprint`.
+    pub fn find_resumable(&self, name: &str, fingerprint: &str) -> Result<Option<i64>, LabError> {
+        self.conn
+            .query_row(
+                "SELECT e.id FROM experiments e JOIN experiment_facts f ON f.experiment_id=e.id
+                 WHERE e.name=?1 AND f.key='plan_fingerprint' AND f.value=?2 ORDER BY e.id DESC LIMIT 1",
+                params![name, fingerprint],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The runs an experiment already holds: `(cell index, repetition, warm-up)`.
+    pub fn done_runs(&self, experiment: i64) -> Result<Vec<(usize, usize, bool)>, LabError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT c.idx, s.rep, s.warmup FROM samples s JOIN cells c ON s.cell_id=c.id WHERE c.experiment_id=?1")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([experiment], |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as usize,
+                    r.get::<_, i64>(1)? as usize,
+                    r.get::<_, bool>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Marks an experiment running again (resume), with possibly more repetitions; returns the
+    /// cell ids in plan order.
+    pub fn reopen_experiment(
+        &mut self,
+        id: i64,
+        reps: usize,
+        warmup: usize,
+    ) -> Result<Vec<i64>, LabError> {
+        self.conn
+            .execute(
+                "UPDATE experiments SET status='running', finished_at=NULL, reps=MAX(reps, ?2), warmup=MAX(warmup, ?3) WHERE id=?1",
+                params![id, reps as i64, warmup as i64],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.cells(id)?.into_iter().map(|c| c.id).collect())
+    }
+
     /// Marks an experiment ended with `status`.
     pub fn finish_experiment(&mut self, id: i64, status: &str) -> Result<(), LabError> {
         self.conn

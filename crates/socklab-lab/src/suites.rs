@@ -1,8 +1,8 @@
-//! Built-in suites: named sets of experiments that reproduce the seeds' tables on this machine.
-//! `quick` variants use fewer repetitions and shorter runs (the README's main command).
+//! Built-in suites: named sets of experiment files (embedded from `experiments/`) that
+//! reproduce the seeds' tables on this machine. `quick` applies each file's `[quick]` table.
 
-use crate::params::Params;
-use crate::plan::{Axis, Group, Order, Plan};
+use crate::file;
+use crate::plan::Plan;
 use crate::LabError;
 
 /// A built-in suite.
@@ -12,105 +12,74 @@ pub struct Suite {
     pub name: &'static str,
     /// What it reproduces.
     pub reproduces: &'static str,
-    /// Builds its plans (`quick` = the short variant).
-    pub plans: fn(quick: bool) -> Result<Vec<Plan>, LabError>,
+    /// Its experiment files: `(file name, TOML text)`. Empty: not available yet.
+    pub files: &'static [(&'static str, &'static str)],
+    /// Why it is unavailable, when it is.
+    pub unavailable: Option<&'static str>,
 }
 
-/// Buffer sizes of seed 000's table: 1 KiB to 512 KiB, doubling.
-pub const SEED000_BUFSIZES: [&str; 10] = [
-    "1K", "2K", "4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K",
-];
-/// Transfer sizes of seed 000's memcpy table (plus 64K for scale).
-pub const SEED000_MEMCPY_SIZES: [&str; 10] =
-    ["4", "8", "16", "32", "64", "128", "256", "512", "1K", "64K"];
+impl Suite {
+    /// True when the suite can run.
+    pub fn available(&self) -> bool {
+        self.unavailable.is_none()
+    }
 
-fn writev_plans(quick: bool) -> Result<Vec<Plan>, LabError> {
-    let pairs = Axis::zipped(
-        &["nbufs", "bufsize"],
-        &[
-            vec!["15".into(), "30".into(), "60".into()],
-            vec!["100".into(), "50".into(), "25".into()],
-        ],
-    )?;
-    let g = Group::new(
-        "bulk",
-        Params::new()
-            .with("iterations", "20000")
-            .with("read_size", "1500")
-            .with("cc", "cubic"),
-    )
-    .axis(Axis::single("strategy", ["write", "writev", "single"]))
-    .axis(pairs);
-    Ok(vec![Plan::build(
-        "writev",
-        "Seed 003: 20000 rounds of nbufs x bufsize = 1500 bytes, sent as many write()s, one writev() or one write() of a contiguous buffer; the sink reads 1500 bytes at a time and counts its read() calls (#reads).",
-        &[g],
-        if quick { 5 } else { 20 },
-        1,
-        Order::Interleaved,
-        if quick { "socklab lab --quick (suite writev)" } else { "socklab lab --suite writev" },
-    )?])
+    /// Its plans (`quick` = the short variant).
+    pub fn plans(&self, quick: bool) -> Result<Vec<Plan>, LabError> {
+        if let Some(why) = self.unavailable {
+            return Err(LabError::Plan(format!(
+                "suite '{}' is not available yet: {why}",
+                self.name
+            )));
+        }
+        let cmd = format!(
+            "socklab lab{} --suite {}",
+            if quick { " --quick" } else { "" },
+            self.name
+        );
+        self.files
+            .iter()
+            .map(|(name, text)| {
+                file::parse(text, &format!("experiments/{name}"))?.plan(quick, &cmd)
+            })
+            .collect()
+    }
 }
 
-fn bufsize_plans(quick: bool) -> Result<Vec<Plan>, LabError> {
-    let tcp = Group::new(
-        "bulk",
-        Params::new()
-            .with("strategy", "write")
-            .with("duration", if quick { "400ms" } else { "2s" })
-            .with("cc", "cubic"),
-    )
-    .axis(Axis::single("bufsize", SEED000_BUFSIZES));
-    let pipe = Group::new(
-        "pipe",
-        Params::new().with("bytes", if quick { "256M" } else { "2G" }),
-    )
-    .axis(Axis::single("size", SEED000_BUFSIZES));
-    let memcpy = Group::new(
-        "memcpy",
-        Params::new().with("bytes", if quick { "256M" } else { "2G" }),
-    )
-    .axis(Axis::single("size", SEED000_MEMCPY_SIZES));
-    let reps = if quick { 5 } else { 10 };
-    let cmd = if quick {
-        "socklab lab --quick (suite bufsize)"
-    } else {
-        "socklab lab --suite bufsize"
-    };
-    Ok(vec![
-        Plan::build(
-            "bufsize",
-            "Seed 000: TCP throughput on loopback against the application's write size (one write() per buffer, 1 KiB to 512 KiB), next to a pipe between two threads with the same transfer size.",
-            &[tcp, pipe],
-            reps,
-            1,
-            Order::Interleaved,
-            cmd,
-        )?,
-        Plan::build(
-            "memcpy",
-            "Seed 000: memory copy bandwidth against transfer size (each copy a real memcpy call).",
-            &[memcpy],
-            reps,
-            1,
-            Order::Interleaved,
-            cmd,
-        )?,
-    ])
-}
-
-/// Every built-in suite.
+/// Every suite, available or not.
 pub const SUITES: &[Suite] = &[
     Suite {
         name: "writev",
         reproduces: "seed 003: write vs writev vs single write, 3 nbufs/bufsize pairs, with #reads",
-        plans: writev_plans,
+        files: &[("writev.toml", include_str!("../../../experiments/writev.toml"))],
+        unavailable: None,
     },
     Suite {
         name: "bufsize",
-        reproduces:
-            "seed 000: throughput over buffer size 1K..512K, with pipe and memcpy references",
-        plans: bufsize_plans,
+        reproduces: "seed 000: throughput over buffer size 1K..512K, with pipe and memcpy references",
+        files: &[
+            ("bufsize.toml", include_str!("../../../experiments/bufsize.toml")),
+            ("memcpy.toml", include_str!("../../../experiments/memcpy.toml")),
+        ],
+        unavailable: None,
+    },
+    Suite {
+        name: "sockopts",
+        reproduces: "seed 001: ping-pong round trips per socket option",
+        files: &[],
+        unavailable: Some("needs the request/response lab (socklab pingpong)"),
+    },
+    Suite {
+        name: "designs",
+        reproduces: "seed 002 / Stevens fig. 27.1: CPU per connection of every server design",
+        files: &[],
+        unavailable: Some("needs the server designs and load generator (socklab serve, socklab load)"),
+    },
+    Suite {
+        name: "lossy",
+        reproduces: "seed 004: file transfer over TCP vs the reliable UDP transport under loss, duplication, corruption, delay",
+        files: &[],
+        unavailable: Some("needs the impairment emulator and the reliable UDP transport (socklab netem, socklab transfer)"),
     },
 ];
 
@@ -130,15 +99,22 @@ mod tests {
 
     #[test]
     fn suites_build_the_seed_tables() {
-        let w = (suite("writev").unwrap().plans)(true).unwrap();
-        assert_eq!(w[0].cells.len(), 9);
-        let b = (suite("bufsize").unwrap().plans)(true).unwrap();
+        let w = suite("writev").unwrap().plans(true).unwrap();
+        assert_eq!((w[0].cells.len(), w[0].reps), (9, 5));
+        assert_eq!(suite("writev").unwrap().plans(false).unwrap()[0].reps, 20);
+        let b = suite("bufsize").unwrap().plans(true).unwrap();
         assert_eq!(b[0].cells.len(), 20, "10 TCP sizes + 10 pipe sizes");
         assert_eq!(b[0].cells[0].label, "bulk bufsize=1K");
+        assert_eq!(
+            b[0].cells[0].workload.params().get("duration"),
+            Some("400ms")
+        );
         assert_eq!(b[1].cells.len(), 10);
         assert!(suite("nope")
             .unwrap_err()
             .to_string()
-            .contains("choose one of writev, bufsize"));
+            .contains("choose one of writev, bufsize, sockopts"));
+        let e = suite("lossy").unwrap().plans(true).unwrap_err().to_string();
+        assert!(e.contains("not available yet"), "{e}");
     }
 }

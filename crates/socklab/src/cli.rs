@@ -29,6 +29,16 @@ pub enum Command {
         after_help = "Examples:\n  socklab bulk --to 127.0.0.1:5001 --strategy writev --nbufs 100 --bufsize 15 --iterations 20000\n  socklab bulk --strategy write,writev,single --nbufs 15,30,60,100 --bufsize 100,50,25,15 --reps 10\n  socklab bulk --sweep bufsize=1K..512K --reps 10 --json\n  socklab bulk --strategy single,sendfile,splice,zerocopy --bufsize 128K --duration 5s --reference\n\nLists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )]
     Bulk(Box<BulkArgs>),
+    /// Run an experiment file (TOML): a matrix, repeated, interleaved, resumable.
+    #[command(
+        after_help = "Examples:\n  socklab run experiments/writev.toml\n  socklab run experiments/writev.toml --resume           continue a killed run where it stopped\n  socklab run experiments/writev.toml --resume --reps 40  add repetitions to a noisy experiment\n  socklab run experiments/bufsize.toml --quick\n\nThe file format is documented in experiments/writev.toml and docs/experiments.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad file or parameter; 130 interrupted (finished repetitions are kept; --resume continues)."
+    )]
+    Run(RunArgs),
+    /// Write the report (HTML with inline SVG, Markdown, CSV) from the results database.
+    #[command(
+        after_help = "Examples:\n  socklab report                              every experiment in socklab.db into socklab-report/\n  socklab report --db lab.db --out report/ --experiment 3,4"
+    )]
+    Report(ReportArgs),
     /// Read the results database: list experiments, show one, export repetitions.
     #[command(subcommand)]
     Results(ResultsCommand),
@@ -44,6 +54,17 @@ pub struct DbArg {
     /// The results database (SQLite).
     #[arg(long, value_name = "PATH", default_value = "socklab.db", global = true)]
     pub db: PathBuf,
+}
+
+/// How to print an experiment's statistics (default: the human table).
+#[derive(Debug, Args)]
+pub struct SummaryFormat {
+    /// Print the statistics as JSON on stdout.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the statistics as CSV on stdout (one row per configuration and metric).
+    #[arg(long)]
+    pub csv: bool,
 }
 
 #[derive(Debug, Args)]
@@ -130,12 +151,8 @@ pub struct BulkArgs {
     /// Experiment name in the store.
     #[arg(long, default_value = "bulk")]
     pub name: String,
-    /// Print the summary as JSON on stdout.
-    #[arg(long, conflicts_with = "csv")]
-    pub json: bool,
-    /// Print the summary as CSV on stdout (one row per configuration and metric).
-    #[arg(long)]
-    pub csv: bool,
+    #[command(flatten)]
+    pub format: SummaryFormat,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -153,12 +170,8 @@ pub enum ResultsCommand {
     Show {
         /// Experiment id.
         id: Option<i64>,
-        /// JSON instead of a table.
-        #[arg(long, conflicts_with = "csv")]
-        json: bool,
-        /// Summary CSV instead of a table.
-        #[arg(long)]
-        csv: bool,
+        #[command(flatten)]
+        format: SummaryFormat,
         #[command(flatten)]
         db: DbArg,
     },
@@ -184,6 +197,46 @@ pub enum ResultsCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The experiment file (TOML).
+    pub file: PathBuf,
+    /// Continue the newest stored experiment of this file: run only the missing repetitions.
+    #[arg(long)]
+    pub resume: bool,
+    /// Use the file's [quick] settings (fewer repetitions, shorter runs).
+    #[arg(long)]
+    pub quick: bool,
+    /// Override the measured repetitions per cell (with --resume: add repetitions).
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Override the warm-up repetitions per cell.
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    /// Flag cells whose coefficient of variation exceeds this (0.10 = 10%).
+    #[arg(long, default_value_t = 0.10, value_name = "CV")]
+    pub noise_cv: f64,
+    #[command(flatten)]
+    pub format: SummaryFormat,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Directory to write index.html, report.md and results.csv into.
+    #[arg(long, default_value = "socklab-report", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Experiments to include (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "ID")]
+    pub experiment: Vec<i64>,
+    /// Report title.
+    #[arg(long, default_value = "socklab report")]
+    pub title: String,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Args)]
 pub struct LabArgs {
     /// Short runs: the whole lab in a few minutes.
     #[arg(long)]
@@ -194,9 +247,9 @@ pub struct LabArgs {
     /// List the suites and what each reproduces.
     #[arg(long)]
     pub list: bool,
-    /// Where to write the Markdown report (default: socklab-report-<time>.md).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    /// Directory for the report: index.html (inline SVG), report.md, results.csv.
+    #[arg(long, default_value = "socklab-report", value_name = "DIR")]
+    pub out: PathBuf,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -8,7 +8,8 @@ use socklab_lab::live::{LiveExecutor, ANNOUNCE_PREFIX};
 use socklab_lab::output;
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
-use socklab_lab::runner::run_plan;
+use socklab_lab::report::write_report;
+use socklab_lab::runner::{resume_plan, run_plan, Resume};
 use socklab_lab::store::Store;
 use socklab_lab::summary::experiment_stats;
 use socklab_lab::table::Table;
@@ -18,7 +19,7 @@ use socklab_net::sink::{Sink, SinkConfig};
 use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 
-use crate::cli::{BulkArgs, LabArgs, ResultsCommand, SinkArgs};
+use crate::cli::{BulkArgs, LabArgs, ReportArgs, ResultsCommand, RunArgs, SinkArgs, SummaryFormat};
 use crate::progress::Progress;
 
 /// Why a command failed, and with which exit code.
@@ -382,20 +383,28 @@ pub fn bulk(a: BulkArgs) -> Result<(), Failure> {
         }
         Err((_, f)) => return Err(f),
     };
-    let st = experiment_stats(&store, id)?;
-    if a.json {
+    print_stats(&store, id, &a.format)?;
+    if !a.format.json && !a.format.csv {
+        out(&format!(
+            "stored as experiment {id} in {}\n",
+            store.path().display()
+        ))?;
+    }
+    Ok(())
+}
+
+/// Prints an experiment's statistics as JSON, CSV or the human table.
+fn print_stats(store: &Store, id: i64, format: &SummaryFormat) -> Result<(), Failure> {
+    let st = experiment_stats(store, id)?;
+    if format.json {
         out(&format!(
             "{}\n",
             serde_json::to_string_pretty(&output::to_json(&st)).unwrap_or_default()
         ))
-    } else if a.csv {
+    } else if format.csv {
         out(&output::summary_csv(&st))
     } else {
-        out(&output::human(&st))?;
-        out(&format!(
-            "stored as experiment {id} in {}\n",
-            store.path().display()
-        ))
+        out(&output::human(&st))
     }
 }
 
@@ -441,20 +450,10 @@ pub fn results(r: ResultsCommand) -> Result<(), Failure> {
             }
             out(&t.to_text())
         }
-        ResultsCommand::Show { id, json, csv, db } => {
+        ResultsCommand::Show { id, format, db } => {
             let store = open_existing(&db.db)?;
             let id = resolve_id(&store, id)?;
-            let st = experiment_stats(&store, id)?;
-            if json {
-                out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&output::to_json(&st)).unwrap_or_default()
-                ))
-            } else if csv {
-                out(&output::summary_csv(&st))
-            } else {
-                out(&output::human(&st))
-            }
+            print_stats(&store, id, &format)
         }
         ResultsCommand::Export {
             id,
@@ -473,7 +472,7 @@ pub fn results(r: ResultsCommand) -> Result<(), Failure> {
                 format
             };
             match format.as_str() {
-                "csv" => out(&output::samples_csv(&store, id)?),
+                "csv" => out(&output::samples_csv(&store, &[id])?),
                 "json" => out(&format!(
                     "{}\n",
                     serde_json::to_string_pretty(&output::samples_json(&store, id)?)
@@ -485,19 +484,150 @@ pub fn results(r: ResultsCommand) -> Result<(), Failure> {
     }
 }
 
+// ----------------------------------------------------------------------------------------- run
+
+/// Prints the cells whose coefficient of variation exceeds `cv`, with the command that adds
+/// repetitions.
+fn noise_check(store: &Store, id: i64, cv: f64, resume_cmd: &str) -> Result<(), Failure> {
+    let st = experiment_stats(store, id)?;
+    let noisy: Vec<String> = st
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let v = c.metrics.get("gbps")?.cv?;
+            (v > cv).then(|| format!("{} (cv {:.0}%)", c.cell.label, v * 100.0))
+        })
+        .collect();
+    if !noisy.is_empty() {
+        eprintln!(
+            "noisy: {} cell(s) vary by more than {:.0}%: {}\n  more repetitions narrow their intervals: {resume_cmd} --reps {}",
+            noisy.len(),
+            cv * 100.0,
+            noisy.join("; "),
+            st.experiment.reps * 2
+        );
+    }
+    Ok(())
+}
+
+pub fn run(a: RunArgs) -> Result<(), Failure> {
+    let origin = a.file.display().to_string();
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| usage(format!("cannot read experiment file '{origin}': {e}")))?;
+    let file = socklab_lab::file::parse(&text, &origin)?;
+    let mut plan = file.plan(a.quick, &command_line())?;
+    if let Some(r) = a.reps {
+        if r == 0 {
+            return Err(usage(
+                "--reps 0: run at least one repetition (e.g. --reps 5)",
+            ));
+        }
+        plan.reps = r;
+    }
+    if let Some(w) = a.warmup {
+        plan.warmup = w;
+    }
+    if !(a.noise_cv > 0.0 && a.noise_cv.is_finite()) {
+        return Err(usage(format!(
+            "--noise-cv {}: give a positive fraction, e.g. 0.10 for 10%",
+            a.noise_cv
+        )));
+    }
+    let mut store = Store::open(&a.db.db)?;
+    install_interrupt_flag()?;
+    let host = socklab_sys::host::host_facts();
+    let mut exec = LiveExecutor::new(exe()?);
+    let mut progress = Progress::new();
+    let result = if a.resume {
+        resume_plan(
+            &plan,
+            &mut store,
+            &host,
+            &mut exec,
+            &mut progress,
+            &interrupted,
+        )
+        .map(|(r, s)| {
+            match r {
+                Resume::Continued {
+                    experiment,
+                    skipped,
+                } => eprintln!(
+                    "resumed experiment {experiment}: {skipped} runs already stored, {} run now",
+                    s.done
+                ),
+                Resume::Fresh => eprintln!(
+                    "nothing to resume for '{}' with these cells: started experiment {}",
+                    plan.name, s.experiment
+                ),
+            }
+            s
+        })
+    } else {
+        run_plan(
+            &plan,
+            &mut store,
+            &host,
+            &mut exec,
+            &mut progress,
+            &interrupted,
+        )
+    };
+    let resume_cmd = format!(
+        "socklab run {origin}{} --resume --db {}",
+        if a.quick { " --quick" } else { "" },
+        a.db.db.display()
+    );
+    let id = match result {
+        Ok(s) => s.experiment,
+        Err(e @ LabError::Interrupted { .. }) => {
+            eprintln!("continue with: {resume_cmd}");
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    print_stats(&store, id, &a.format)?;
+    noise_check(&store, id, a.noise_cv, &resume_cmd)
+}
+
+// -------------------------------------------------------------------------------------- report
+
+pub fn report(a: ReportArgs) -> Result<(), Failure> {
+    let store = open_existing(&a.db.db)?;
+    let ids = if a.experiment.is_empty() {
+        store.experiments()?.into_iter().map(|e| e.id).collect()
+    } else {
+        for &id in &a.experiment {
+            store.experiment(id)?;
+        }
+        a.experiment.clone()
+    };
+    let files = write_report(&store, &ids, &a.title, &a.out)?;
+    out(&format!(
+        "report: {} (also {} and {})\n",
+        files.html.display(),
+        files.markdown.display(),
+        files.csv.display()
+    ))
+}
+
 // ----------------------------------------------------------------------------------------- lab
 
 pub fn lab(a: LabArgs) -> Result<(), Failure> {
     if a.list {
-        let mut t = Table::new(&["suite", "reproduces"]);
-        t.left = vec![true, true];
+        let mut t = Table::new(&["suite", "status", "reproduces"]);
+        t.left = vec![true, true, true];
         for s in suites::SUITES {
-            t.row(vec![s.name.to_string(), s.reproduces.to_string()]);
+            let status = match s.unavailable {
+                None => "available".to_string(),
+                Some(why) => format!("unavailable: {why}"),
+            };
+            t.row(vec![s.name.to_string(), status, s.reproduces.to_string()]);
         }
         return out(&t.to_text());
     }
     let chosen: Vec<&suites::Suite> = if a.suite.is_empty() {
-        suites::SUITES.iter().collect()
+        suites::SUITES.iter().filter(|s| s.available()).collect()
     } else {
         a.suite
             .iter()
@@ -506,12 +636,8 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
     };
     let mut plans = Vec::new();
     for s in &chosen {
-        plans.extend((s.plans)(a.quick)?);
+        plans.extend(s.plans(a.quick)?);
     }
-    let report = a.out.clone().unwrap_or_else(|| {
-        let stamp = socklab_lab::clock::now_rfc3339().replace([':', '.'], "-");
-        PathBuf::from(format!("socklab-report-{stamp}.md"))
-    });
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
     let t0 = std::time::Instant::now();
@@ -537,18 +663,14 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
         } else {
             "socklab lab"
         };
-        let md = output::markdown_report(&store, &ids, title)?;
-        std::fs::write(&report, md).map_err(|e| {
-            Failure::Run(format!(
-                "cannot write the report '{}': {e} (choose a writable path with --out FILE)",
-                report.display()
-            ))
-        })?;
+        let files = write_report(&store, &ids, title, &a.out)?;
         out(&format!(
-            "lab finished in {:.0} s; results in {}; report: {}\n",
+            "lab finished in {:.0} s; results in {}; report: {} (also {} and {})\n",
             t0.elapsed().as_secs_f64(),
             store.path().display(),
-            report.display()
+            files.html.display(),
+            files.markdown.display(),
+            files.csv.display()
         ))?;
     }
     match failure {

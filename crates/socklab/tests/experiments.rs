@@ -1,0 +1,230 @@
+//! Experiment files, resume and reports through the real binary, over loopback.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use assert_cmd::prelude::*;
+use predicates::prelude::*;
+
+fn socklab() -> Command {
+    Command::cargo_bin("socklab").unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const SMALL: &str = r#"
+name = "small"
+workload = "bulk"
+reps = 2
+warmup = 1
+[fixed]
+iterations = 50
+nbufs = 4
+bufsize = "1K"
+verify = true
+[matrix]
+strategy = ["write", "writev"]
+"#;
+
+#[test]
+fn run_executes_a_file_and_report_writes_html_markdown_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "small.toml", SMALL);
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    socklab()
+        .args(["run", &f, "--db", dbs])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("strategy=write")
+                .and(predicate::str::contains("strategy=writev")),
+        );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2 * 3);
+
+    let out = dir.path().join("rep");
+    socklab()
+        .args(["report", "--db", dbs, "--out", out.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("index.html"));
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("small (experiment 1)"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| strategy=writev |"));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 6);
+
+    // Unknown experiment id: a clear error.
+    socklab()
+        .args([
+            "report",
+            "--db",
+            dbs,
+            "--experiment",
+            "9",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no experiment 9"));
+}
+
+#[test]
+fn file_mistakes_are_one_line_with_the_line_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "bad.toml",
+        "name = \"x\"\nworkload = \"bulk\"\n[matrix]\nstrategy = [\"write\", \"writeev\"]\n",
+    );
+    let o = socklab()
+        .args(["run", &f, "--db", dir.path().join("r.db").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.toml:4: strategy = 'writeev': unknown strategy 'writeev': choose one of write, writev"), "{err}");
+    socklab()
+        .args(["run", "/nonexistent/x.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "cannot read experiment file '/nonexistent/x.toml'",
+        ));
+}
+
+#[test]
+fn resume_after_sigkill_continues_exactly_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "long.toml",
+        "name = \"long\"\nworkload = \"bulk\"\nreps = 6\nwarmup = 1\n[fixed]\nduration = \"60ms\"\nbufsize = \"4K\"\n[matrix]\nstrategy = [\"single\", \"writev\", \"sendfile\"]\n",
+    );
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    let mut child = Command::cargo_bin("socklab")
+        .unwrap()
+        .args(["run", &f, "--db", dbs])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reported = 0;
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let t0 = Instant::now();
+    while reported < 8 && t0.elapsed() < Duration::from_secs(60) {
+        match lines.next() {
+            Some(Ok(l)) if l.starts_with('[') => reported += 1,
+            Some(Ok(_)) => {}
+            _ => break,
+        }
+    }
+    assert!(reported >= 8);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let before: i64 = conn
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert!((8..21).contains(&before), "{before} stored before resume");
+
+    let o = socklab()
+        .args(["run", &f, "--resume", "--db", dbs])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "resumed experiment 1: {before} runs already stored, {} run now",
+            21 - before
+        )),
+        "{err}"
+    );
+    // Every (cell, rep, warm-up) exactly once: 3 cells x (6 + 1).
+    let total: i64 = conn
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(total, 21);
+    let distinct: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT cell_id, rep, warmup FROM samples)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(distinct, 21);
+    let experiments: i64 = conn
+        .query_row("SELECT COUNT(*) FROM experiments", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(experiments, 1, "resumed into the same experiment");
+    let status: String = conn
+        .query_row("SELECT status FROM experiments", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "done");
+}
+
+#[test]
+fn lab_lists_suites_and_says_which_are_not_built_yet() {
+    socklab().args(["lab", "--list"]).assert().success().stdout(
+        predicate::str::contains("writev")
+            .and(predicate::str::contains("bufsize"))
+            .and(predicate::str::is_match("lossy +unavailable").unwrap()),
+    );
+    socklab()
+        .args(["lab", "--suite", "lossy"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "suite 'lossy' is not available yet",
+        ));
+}
+
+#[test]
+fn every_shipped_experiment_file_parses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut n = 0;
+    for e in std::fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            socklab_lab_parse(&text, &p);
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
+}
+
+fn socklab_lab_parse(text: &str, p: &Path) {
+    // The binary's own parser: `run --reps 0` fails after parsing, so a parse error shows first.
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "f.toml", text);
+    let o = socklab()
+        .args([
+            "run",
+            &f,
+            "--reps",
+            "0",
+            "--db",
+            dir.path().join("r.db").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--reps 0"), "{}: {err}", p.display());
+}
