@@ -79,24 +79,32 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
     t
 }
 
-/// The parameters every cell shares (for the table's caption).
+/// The parameters every cell of a workload shares (for the table's caption); prefixed by the
+/// workload when the experiment mixes workloads: `bulk: cc=cubic …; pipe: bytes=256M`.
 pub fn common_config(st: &ExperimentStats) -> String {
-    let Some(first) = st.cells.first() else {
-        return String::new();
-    };
-    first
-        .cell
-        .config
-        .0
+    let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
+    workloads.dedup();
+    let mixed = workloads.len() > 1;
+    workloads
         .iter()
-        .filter(|(k, v)| {
-            st.cells.iter().all(|c| {
-                c.cell.workload == first.cell.workload && c.cell.config.0.get(*k) == Some(v)
-            })
+        .filter_map(|w| {
+            let cells: Vec<_> = st.cells.iter().filter(|c| c.cell.workload == *w).collect();
+            let common: Vec<String> = cells[0]
+                .cell
+                .config
+                .0
+                .iter()
+                .filter(|(k, v)| cells.iter().all(|c| c.cell.config.0.get(*k) == Some(v)))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            match (common.is_empty(), mixed) {
+                (true, _) => None,
+                (false, true) => Some(format!("{w}: {}", common.join(" "))),
+                (false, false) => Some(common.join(" ")),
+            }
         })
-        .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
-        .join(" ")
+        .join("; ")
 }
 
 /// The human output of a finished experiment.
