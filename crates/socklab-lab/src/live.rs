@@ -216,6 +216,7 @@ impl Executor for LiveExecutor {
                         "min_rtt_us": r.tcp.min_rtt_us,
                         "verified": r.verified,
                     }),
+                    histograms: Vec::new(),
                 })
             }
             Workload::Pipe(spec) => {
@@ -251,5 +252,6 @@ fn ref_sample(r: &reference::RefResult) -> Sample {
     Sample {
         metrics,
         extra: serde_json::Value::Null,
+        histograms: Vec::new(),
     }
 }

@@ -20,6 +20,9 @@ pub struct Sample {
     pub metrics: Vec<(&'static str, f64)>,
     /// Effective settings read back from the kernel and other facts (stored as JSON).
     pub extra: serde_json::Value,
+    /// Latency distributions: `(name, [(value, count)…])` with values in the unit of the name
+    /// (`rtt_ns`, `connect_ns`), as recorded by an HDR histogram.
+    pub histograms: Vec<(&'static str, Vec<(u64, u64)>)>,
 }
 
 impl Sample {
@@ -241,6 +244,7 @@ mod tests {
                     ("reads", 3.0),
                 ],
                 extra: serde_json::json!({"n": n}),
+                histograms: vec![("rtt_ns", vec![(1000, 3), (2000 + n as u64, 1)])],
             })
         }
         fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
@@ -280,6 +284,7 @@ mod tests {
         assert_eq!(samples.iter().filter(|s| s.warmup).count(), 3);
         assert_eq!(samples[4].metrics["gbps"], 14.0);
         assert_eq!(samples[4].extra["n"], 4);
+        assert_eq!(samples[4].histograms["rtt_ns"], vec![(1000, 3), (2004, 1)]);
         let facts = store.facts(s.experiment).unwrap();
         assert!(
             facts.contains(&("sink_exit".to_string(), "0".to_string())),

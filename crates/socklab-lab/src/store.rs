@@ -13,6 +13,7 @@
 //! cells(id, experiment_id, idx, workload, label, config_json)
 //! samples(id, cell_id, rep, warmup, started_at, wall_s, extra_json)
 //! sample_metrics(sample_id, name, value)             tidy: one row per metric of a sample
+//! sample_histograms(sample_id, name, buckets_json)   v2: latency histograms, [[value, count], …]
 //! ```
 
 use std::collections::BTreeMap;
@@ -28,7 +29,7 @@ use crate::runner::Sample;
 use crate::LabError;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,6 +69,11 @@ CREATE TABLE IF NOT EXISTS samples(
 CREATE TABLE IF NOT EXISTS sample_metrics(
     sample_id INTEGER NOT NULL REFERENCES samples(id),
     name TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY(sample_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sample_histograms(
+    sample_id INTEGER NOT NULL REFERENCES samples(id),
+    name TEXT NOT NULL, buckets_json TEXT NOT NULL,
     PRIMARY KEY(sample_id, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cells_by_experiment ON cells(experiment_id);
@@ -142,6 +148,8 @@ pub struct SampleRow {
     pub wall_s: f64,
     /// Metric values.
     pub metrics: BTreeMap<String, f64>,
+    /// Histograms: name to `(value, count)` buckets.
+    pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
     /// Effective settings read back and other facts.
     pub extra: serde_json::Value,
 }
@@ -194,8 +202,13 @@ impl Store {
         if version < SCHEMA_VERSION {
             conn.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
             conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?1), ('created_by', ?2)",
-                params![SCHEMA_VERSION.to_string(), format!("socklab {}", env!("CARGO_PKG_VERSION"))],
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?1)",
+                params![SCHEMA_VERSION.to_string()],
+            )
+            .map_err(|e| fail(&e))?;
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES('created_by', ?1)",
+                params![format!("socklab {}", env!("CARGO_PKG_VERSION"))],
             )
             .map_err(|e| fail(&e))?;
             conn.pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -297,6 +310,17 @@ impl Store {
                 if value.is_finite() {
                     st.execute(params![sid, name, value]).map_err(err)?;
                 }
+            }
+            let mut hs = tx
+                .prepare_cached("INSERT INTO sample_histograms(sample_id, name, buckets_json) VALUES(?1, ?2, ?3)")
+                .map_err(err)?;
+            for (name, buckets) in &sample.histograms {
+                hs.execute(params![
+                    sid,
+                    name,
+                    serde_json::to_string(buckets).unwrap_or_default()
+                ])
+                .map_err(err)?;
             }
         }
         tx.commit().map_err(err)
@@ -489,6 +513,7 @@ impl Store {
                         started_at: r.get(4)?,
                         wall_s: r.get(5)?,
                         metrics: BTreeMap::new(),
+                        histograms: BTreeMap::new(),
                         extra: serde_json::from_str(&extra).unwrap_or(serde_json::Value::Null),
                     },
                 ))
@@ -522,6 +547,32 @@ impl Store {
             let (sid, name, value) = m.map_err(|e| self.err(e))?;
             if let Some(&i) = pos.get(&sid) {
                 rows[i].1.metrics.insert(name, value);
+            }
+        }
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT h.sample_id, h.name, h.buckets_json FROM sample_histograms h
+                 JOIN samples s ON h.sample_id=s.id JOIN cells c ON s.cell_id=c.id
+                 WHERE c.experiment_id=?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let hists = st
+            .query_map([experiment], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        for h in hists {
+            let (sid, name, json) = h.map_err(|e| self.err(e))?;
+            if let Some(&i) = pos.get(&sid) {
+                rows[i]
+                    .1
+                    .histograms
+                    .insert(name, serde_json::from_str(&json).unwrap_or_default());
             }
         }
         Ok(rows.into_iter().map(|(_, s)| s).collect())

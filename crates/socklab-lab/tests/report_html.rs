@@ -65,6 +65,7 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
         let warm = Sample {
             metrics: vec![("gbps", WARMUP_GBPS), ("reads", 1e6), ("writes", 1e6)],
             extra: serde_json::Value::Null,
+            histograms: Vec::new(),
         };
         store
             .record_sample(cell, 0, true, "2025-01-01T00:00:00Z", 1.0, &warm)
@@ -73,6 +74,7 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
             let s = Sample {
                 metrics: vec![("gbps", v), ("reads", reads(i, r)), ("writes", 50.0)],
                 extra: serde_json::Value::Null,
+                histograms: Vec::new(),
             };
             store
                 .record_sample(cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)

@@ -11,12 +11,15 @@
 
 pub mod aligned;
 pub mod bulk;
+pub mod echo;
 pub mod error;
 pub mod partial;
 pub mod payload;
+pub mod pingpong;
 pub mod protocol;
 pub mod reference;
 pub mod sink;
+pub mod sockopt;
 pub mod strategy;
 pub mod units;
 

@@ -17,6 +17,7 @@
 pub mod host;
 pub mod io;
 pub mod process;
+pub mod sockopt;
 pub mod tcp;
 pub mod usage;
 pub mod zerocopy;

@@ -1,0 +1,105 @@
+//! Integer socket options by name, set and read back with `setsockopt`/`getsockopt`.
+//!
+//! One code path for every integer option socklab sets, including those `socket2` lacks
+//! (`TCP_FASTOPEN`, `TCP_FASTOPEN_CONNECT`, `TCP_NOTSENT_LOWAT`, `SO_BUSY_POLL`).
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use crate::cvt;
+
+/// The integer options socklab knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntOpt {
+    /// `TCP_NODELAY`.
+    TcpNoDelay,
+    /// `TCP_QUICKACK` (the kernel clears it again; re-arm after every receive).
+    TcpQuickAck,
+    /// `TCP_CORK`.
+    TcpCork,
+    /// `TCP_FASTOPEN`: the server's queue of pending TFO requests.
+    TcpFastOpen,
+    /// `TCP_FASTOPEN_CONNECT`: the client sends data with its SYN.
+    TcpFastOpenConnect,
+    /// `TCP_NOTSENT_LOWAT`.
+    TcpNotsentLowat,
+    /// `TCP_MAXSEG`.
+    TcpMaxSeg,
+    /// `TCP_KEEPIDLE` (seconds).
+    TcpKeepIdle,
+    /// `TCP_KEEPINTVL` (seconds).
+    TcpKeepIntvl,
+    /// `TCP_KEEPCNT`.
+    TcpKeepCnt,
+    /// `SO_KEEPALIVE`.
+    SoKeepAlive,
+    /// `SO_REUSEADDR`.
+    SoReuseAddr,
+    /// `SO_REUSEPORT`.
+    SoReusePort,
+    /// `SO_SNDBUF` (the kernel doubles what is set, for bookkeeping).
+    SoSndBuf,
+    /// `SO_RCVBUF` (doubled likewise).
+    SoRcvBuf,
+    /// `SO_BUSY_POLL` (microseconds).
+    SoBusyPoll,
+}
+
+impl IntOpt {
+    fn level_name(self) -> (libc::c_int, libc::c_int) {
+        use IntOpt::*;
+        match self {
+            TcpNoDelay => (libc::IPPROTO_TCP, libc::TCP_NODELAY),
+            TcpQuickAck => (libc::IPPROTO_TCP, libc::TCP_QUICKACK),
+            TcpCork => (libc::IPPROTO_TCP, libc::TCP_CORK),
+            TcpFastOpen => (libc::IPPROTO_TCP, libc::TCP_FASTOPEN),
+            TcpFastOpenConnect => (libc::IPPROTO_TCP, 30),
+            TcpNotsentLowat => (libc::IPPROTO_TCP, 25),
+            TcpMaxSeg => (libc::IPPROTO_TCP, libc::TCP_MAXSEG),
+            TcpKeepIdle => (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+            TcpKeepIntvl => (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+            TcpKeepCnt => (libc::IPPROTO_TCP, libc::TCP_KEEPCNT),
+            SoKeepAlive => (libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+            SoReuseAddr => (libc::SOL_SOCKET, libc::SO_REUSEADDR),
+            SoReusePort => (libc::SOL_SOCKET, libc::SO_REUSEPORT),
+            SoSndBuf => (libc::SOL_SOCKET, libc::SO_SNDBUF),
+            SoRcvBuf => (libc::SOL_SOCKET, libc::SO_RCVBUF),
+            SoBusyPoll => (libc::SOL_SOCKET, 46),
+        }
+    }
+}
+
+/// `setsockopt(fd, level, name, &value, sizeof(int))`.
+pub fn set(fd: BorrowedFd<'_>, opt: IntOpt, value: i32) -> io::Result<()> {
+    let (level, name) = opt.level_name();
+    let v: libc::c_int = value;
+    // SAFETY: the value is a valid c_int of the stated size for the duration of the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// `getsockopt(fd, level, name)` of an integer option.
+pub fn get(fd: BorrowedFd<'_>, opt: IntOpt) -> io::Result<i32> {
+    let (level, name) = opt.level_name();
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v is a writable c_int and len its size; the kernel writes at most len bytes.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(v)
+}
