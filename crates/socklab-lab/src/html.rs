@@ -21,7 +21,7 @@ use crate::LabError;
 pub const SIZE_KEYS: &[&str] = &["bufsize", "size", "nbufs", "read_size", "sndbuf"];
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: mean Gbit/s over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* is the difference of means from the best cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.";
 
 const CSS: &str = r#"
 :root { color-scheme: light; }
@@ -244,8 +244,8 @@ fn workloads(st: &ExperimentStats) -> Vec<&str> {
     w
 }
 
-fn ci(c: &CellStats) -> Option<(f64, f64)> {
-    let s = c.metrics.get("gbps")?;
+fn ci(c: &CellStats, metric: &str) -> Option<(f64, f64)> {
+    let s = c.metrics.get(metric)?;
     Some((s.ci95_lo?, s.ci95_hi?))
 }
 
@@ -319,10 +319,21 @@ fn x_label(keys: &[String]) -> String {
 /// The charts of an experiment: bars per workload, a line chart over a size-like key, the
 /// per-run scatter.
 fn charts_html(out: &mut String, st: &ExperimentStats) {
+    let primary = st.primary();
+    let unit = if primary == "gbps" {
+        "Gbit/s".to_string()
+    } else {
+        crate::metric::metric(primary).unit.replace("us", "µs")
+    };
+    let what = if primary == "gbps" {
+        "throughput"
+    } else {
+        "time per repetition"
+    };
     let measured: Vec<&CellStats> = st
         .cells
         .iter()
-        .filter(|c| c.metrics.contains_key("gbps"))
+        .filter(|c| c.metrics.contains_key(primary))
         .collect();
     if measured.is_empty() {
         out.push_str("<p class=\"no-charts\">No measured repetitions yet, so no charts.</p>\n");
@@ -332,7 +343,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     let mixed = workloads.len() > 1;
     // (1) Mean throughput with its CI, one bar chart per workload.
     for w in &workloads {
-        let best = st.best("gbps", w);
+        let best = st.best(primary, w);
         let rows: Vec<BarRow> = st
             .cells
             .iter()
@@ -341,8 +352,8 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
             .filter_map(|(i, c)| {
                 Some(BarRow {
                     label: c.cell.label.clone(),
-                    mean: c.metrics.get("gbps")?.mean,
-                    ci: ci(c),
+                    mean: c.metrics.get(primary)?.mean,
+                    ci: ci(c, primary),
                     best: best == Some(i),
                 })
             })
@@ -351,15 +362,15 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
             continue;
         }
         let title = if mixed {
-            format!("{w}: mean throughput per cell")
+            format!("{w}: mean {what} per cell")
         } else {
-            "Mean throughput per cell".to_string()
+            format!("Mean {what} per cell")
         };
         figure(
             out,
-            &svg::bar_chart(&title, &rows, "Gbit/s (mean, 95% CI)"),
+            &svg::bar_chart(&title, &rows, &format!("{unit} (mean, 95% CI)")),
             &format!(
-                "Mean throughput of each {w} cell; whiskers: 95% confidence interval; the best {w} cell is highlighted."
+                "Mean {what} of each {w} cell; whiskers: 95% confidence interval; the best {w} cell is highlighted."
             ),
         );
     }
@@ -401,7 +412,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
             } else {
                 format!("{w} {}", parts.join(" "))
             };
-            let point = (x, c.metrics["gbps"].mean, ci(c));
+            let point = (x, c.metrics[primary].mean, ci(c, primary));
             match groups.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, s)) => s.points.push(point),
                 None => groups.push((
@@ -424,7 +435,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
         let title = format!("Throughput against {}", keys.join(" / "));
         figure(
             out,
-            &svg::line_chart(&title, &series, &label, "Gbit/s (mean, 95% CI)", log2_x),
+            &svg::line_chart(&title, &series, &label, &format!("{unit} (mean, 95% CI)"), log2_x),
             &format!(
                 "Mean throughput against {}{}, one line per series; shaded band: 95% confidence interval.",
                 keys.join(" / "),
@@ -437,7 +448,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
         .iter()
         .map(|c| StripRow {
             label: c.cell.label.clone(),
-            values: c.values.get("gbps").cloned().unwrap_or_default(),
+            values: c.values.get(primary).cloned().unwrap_or_default(),
         })
         .collect();
     figure(
@@ -445,10 +456,45 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
         &svg::strip_chart(
             "Throughput of every repetition (per-run scatter)",
             &rows,
-            "Gbit/s (one dot per measured repetition)",
+            &format!("{unit} (one dot per measured repetition)"),
         ),
         "Per-run scatter: each dot is one measured repetition (warm-ups excluded), spread vertically a little so equal values stay visible; the tick marks the mean.",
     );
+    // (4) Latency percentiles from the stored histograms (HdrHistogram-style percentile plot).
+    let quantiles = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
+    let series: Vec<svg::Series> = st
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let h = c.histograms.get("rtt_ns")?;
+            let total: u64 = h.iter().map(|b| b.1).sum();
+            let points = quantiles
+                .iter()
+                .filter(|q| (1.0 - **q) * total as f64 >= 1.0 || **q == 0.5)
+                .filter_map(|q| {
+                    let v = crate::summary::bucket_quantile(h, *q)?;
+                    Some((-(1.0 - q).log10(), v as f64 / 1000.0, None))
+                })
+                .collect::<Vec<_>>();
+            (!points.is_empty()).then(|| svg::Series {
+                name: c.cell.label.clone(),
+                points,
+            })
+        })
+        .collect();
+    if !series.is_empty() {
+        figure(
+            out,
+            &svg::line_chart(
+                "Round-trip time percentiles",
+                &series,
+                "percentile in nines (0.3 = p50, 1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99)",
+                "round-trip time (µs)",
+                false,
+            ),
+            "Round-trip time at each percentile, from the HDR histograms of all measured repetitions of each cell.",
+        );
+    }
 }
 
 #[cfg(test)]

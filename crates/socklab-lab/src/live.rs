@@ -19,7 +19,7 @@ use crate::runner::{Executor, Sample};
 use crate::workload::{Target, Workload};
 use crate::LabError;
 
-/// A `socklab sink` child process.
+/// A server child process (`socklab sink` or `socklab echo`, re-executed).
 #[derive(Debug)]
 pub struct SinkChild {
     child: Option<Child>,
@@ -33,27 +33,37 @@ impl SinkChild {
     /// Starts `exe sink --bind 127.0.0.1 --port 0 --announce --quiet` and waits (at most 10 s)
     /// for the address it announces.
     pub fn spawn(exe: &PathBuf) -> Result<SinkChild, LabError> {
+        Self::spawn_server(exe, &["sink"])
+    }
+
+    /// Starts `exe <args> --bind 127.0.0.1 --port 0 --announce --quiet` (a server subcommand)
+    /// and waits (at most 10 s) for the address it announces.
+    pub fn spawn_server(exe: &PathBuf, args: &[&str]) -> Result<SinkChild, LabError> {
         let mut cmd = Command::new(exe);
-        cmd.args([
-            "sink",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--announce",
-            "--quiet",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        cmd.args(args)
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--announce",
+                "--quiet",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
         child_dies_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| {
-            LabError::Child(format!("cannot start the sink '{}': {e}", exe.display()))
+            LabError::Child(format!(
+                "cannot start the server '{} {}': {e}",
+                exe.display(),
+                args.join(" ")
+            ))
         })?;
         let stdout = child
             .stdout
             .take()
-            .ok_or_else(|| LabError::Child("sink has no stdout".into()))?;
+            .ok_or_else(|| LabError::Child("server child has no stdout".into()))?;
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();
@@ -65,7 +75,7 @@ impl SinkChild {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         };
         let line = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
-            LabError::Child("the sink child did not announce its port within 10 s".into())
+            LabError::Child("the server child did not announce its port within 10 s".into())
         })?;
         me.addr = line
             .trim()
@@ -103,16 +113,16 @@ impl SinkChild {
             wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the sink child: {e}")))?;
         Ok(vec![
             (
-                "sink_wait4_user_s".into(),
+                "wait4_user_s".into(),
                 format!("{:.6}", usage.user.as_secs_f64()),
             ),
             (
-                "sink_wait4_sys_s".into(),
+                "wait4_sys_s".into(),
                 format!("{:.6}", usage.sys.as_secs_f64()),
             ),
-            ("sink_wait4_nvcsw".into(), usage.nvcsw.to_string()),
-            ("sink_wait4_nivcsw".into(), usage.nivcsw.to_string()),
-            ("sink_exit".into(), format!("{status:?}")),
+            ("wait4_nvcsw".into(), usage.nvcsw.to_string()),
+            ("wait4_nivcsw".into(), usage.nivcsw.to_string()),
+            ("exit".into(), format!("{status:?}")),
         ])
     }
 }
@@ -131,12 +141,18 @@ impl Drop for SinkChild {
 pub struct LiveExecutor {
     exe: PathBuf,
     sink: Option<SinkChild>,
+    /// Echo servers by (udp, server options): each option set needs its own server.
+    echoes: Vec<((bool, String), SinkChild)>,
 }
 
 impl LiveExecutor {
     /// `exe` is the socklab binary to re-exec for servers (normally `std::env::current_exe()`).
     pub fn new(exe: PathBuf) -> LiveExecutor {
-        LiveExecutor { exe, sink: None }
+        LiveExecutor {
+            exe,
+            sink: None,
+            echoes: Vec::new(),
+        }
     }
 
     fn sink_addr(&mut self) -> Result<SocketAddr, LabError> {
@@ -145,6 +161,38 @@ impl LiveExecutor {
         }
         Ok(self.sink.as_ref().map(SinkChild::addr).expect("just set"))
     }
+}
+
+impl LiveExecutor {
+    fn echo_addr(
+        &mut self,
+        udp: bool,
+        opts: &socklab_net::sockopt::OptSet,
+    ) -> Result<SocketAddr, LabError> {
+        let key = (udp, opts.to_string());
+        if let Some((_, c)) = self.echoes.iter().find(|(k, _)| *k == key) {
+            return Ok(c.addr());
+        }
+        let mut args = vec!["echo", "--opts", key.1.as_str()];
+        if udp {
+            args.push("--udp");
+        }
+        let child = SinkChild::spawn_server(&self.exe, &args)?;
+        let addr = child.addr();
+        self.echoes.push((key, child));
+        Ok(addr)
+    }
+}
+
+fn hist_buckets(h: &hdrhistogram::Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+fn tfo(name: &str, before: &[(String, u64)], after: &[(String, u64)]) -> f64 {
+    let get = |v: &[(String, u64)]| v.iter().find(|(k, _)| k == name).map_or(0, |(_, n)| *n);
+    get(after).saturating_sub(get(before)) as f64
 }
 
 fn secs(d: Duration) -> f64 {
@@ -219,6 +267,61 @@ impl Executor for LiveExecutor {
                     histograms: Vec::new(),
                 })
             }
+            Workload::PingPong(spec) => {
+                let mut cfg = spec.cfg.clone();
+                cfg.to = match spec.to {
+                    Target::SelfSink => self.echo_addr(cfg.udp, &cfg.opts)?,
+                    Target::Addr(a) => a,
+                };
+                let tfo0 = socklab_net::sockopt::tfo_counters();
+                let r = socklab_net::pingpong::run(&cfg, stop).map_err(run_err)?;
+                let tfo1 = socklab_net::sockopt::tfo_counters();
+                let us = |ns: u64| ns as f64 / 1000.0;
+                let h = &r.rtt_ns;
+                let mut metrics = vec![
+                    ("total_us", us(r.total_ns)),
+                    (
+                        "rtt_per_s",
+                        if r.total_ns > 0 {
+                            r.completed as f64 / (r.total_ns as f64 / 1e9)
+                        } else {
+                            0.0
+                        },
+                    ),
+                    ("rtt_mean_us", h.mean() / 1000.0),
+                    ("rtt_p50_us", us(h.value_at_quantile(0.5))),
+                    ("rtt_p90_us", us(h.value_at_quantile(0.9))),
+                    ("rtt_p99_us", us(h.value_at_quantile(0.99))),
+                    ("rtt_p999_us", us(h.value_at_quantile(0.999))),
+                    ("rtt_max_us", us(h.max())),
+                    ("connects", r.connects as f64),
+                    ("tfo_active", tfo("TCPFastOpenActive", &tfo0, &tfo1)),
+                    ("tfo_passive", tfo("TCPFastOpenPassive", &tfo0, &tfo1)),
+                ];
+                if cfg.udp {
+                    metrics.extend([
+                        ("lost", r.lost as f64),
+                        ("late", r.late as f64),
+                        ("retries", r.retries_sent as f64),
+                    ]);
+                }
+                if !r.connect_ns.is_empty() {
+                    metrics.push(("connect_mean_us", r.connect_ns.mean() / 1000.0));
+                }
+                let effective: serde_json::Map<String, serde_json::Value> = r
+                    .effective
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
+                Ok(Sample {
+                    metrics,
+                    extra: json!({ "to": cfg.to.to_string(), "completed": r.completed, "client_opts": effective }),
+                    histograms: vec![
+                        ("rtt_ns", hist_buckets(&r.rtt_ns)),
+                        ("connect_ns", hist_buckets(&r.connect_ns)),
+                    ],
+                })
+            }
             Workload::Pipe(spec) => {
                 let r = reference::pipe_bandwidth(spec.size, spec.bytes)
                     .map_err(|e| run_err(socklab_net::NetError::io("pipe reference", e)))?;
@@ -231,10 +334,20 @@ impl Executor for LiveExecutor {
     }
 
     fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
-        match self.sink.take() {
-            Some(s) => s.stop(),
-            None => Ok(Vec::new()),
+        let mut facts = Vec::new();
+        if let Some(s) = self.sink.take() {
+            facts.extend(s.stop()?.into_iter().map(|(k, v)| (format!("sink_{k}"), v)));
         }
+        for ((udp, opts), child) in self.echoes.drain(..) {
+            let prefix = format!("echo[{}{opts}]_", if udp { "udp " } else { "" });
+            facts.extend(
+                child
+                    .stop()?
+                    .into_iter()
+                    .map(|(k, v)| (format!("{prefix}{k}"), v)),
+            );
+        }
+        Ok(facts)
     }
 }
 

@@ -172,7 +172,120 @@ pub const METRICS: &[Metric] = &[
         "process CPU (user + system)",
         Better::Lower,
     ),
+    m(
+        "total_us",
+        "us",
+        "total us",
+        "time for all round trips of a repetition (seed 001's figure)",
+        Better::Lower,
+    ),
+    m(
+        "rtt_per_s",
+        "1/s",
+        "rtt/s",
+        "round trips per second",
+        Better::Higher,
+    ),
+    m(
+        "rtt_mean_us",
+        "us",
+        "mean us",
+        "mean round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p50_us",
+        "us",
+        "p50 us",
+        "median round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p90_us",
+        "us",
+        "p90 us",
+        "90th percentile round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p99_us",
+        "us",
+        "p99 us",
+        "99th percentile round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p999_us",
+        "us",
+        "p99.9 us",
+        "99.9th percentile round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_max_us",
+        "us",
+        "max us",
+        "longest round trip",
+        Better::Lower,
+    ),
+    m(
+        "lost",
+        "messages",
+        "lost",
+        "UDP messages given up after all retries",
+        Better::Lower,
+    ),
+    m(
+        "late",
+        "replies",
+        "late",
+        "UDP replies that came after their try timed out",
+        Better::Lower,
+    ),
+    m(
+        "retries",
+        "sends",
+        "retries",
+        "UDP messages sent again after a timeout",
+        Better::Lower,
+    ),
+    m(
+        "connects",
+        "connections",
+        "connects",
+        "TCP connections made",
+        Better::Neither,
+    ),
+    m(
+        "connect_mean_us",
+        "us",
+        "connect us",
+        "mean TCP connect time",
+        Better::Lower,
+    ),
+    m(
+        "tfo_active",
+        "connections",
+        "tfo act",
+        "TCPFastOpenActive increase (TFO used by clients)",
+        Better::Neither,
+    ),
+    m(
+        "tfo_passive",
+        "connections",
+        "tfo pas",
+        "TCPFastOpenPassive increase (TFO accepted by servers)",
+        Better::Neither,
+    ),
 ];
+
+/// The metric a workload is judged by (tables, bars, "best").
+pub fn primary(workload: &str) -> &'static str {
+    match workload {
+        "pingpong" => "total_us",
+        _ => "gbps",
+    }
+}
 
 /// Looks a metric up by name; unknown names get a neutral definition.
 pub fn metric(name: &str) -> Metric {

@@ -19,14 +19,35 @@ const TABLE_METRICS: &[&str] = &[
     "snd_cpu_pct",
     "rcv_cpu_pct",
     "retrans",
+    "rtt_per_s",
+    "rtt_p50_us",
+    "rtt_p99_us",
+    "rtt_p999_us",
+    "lost",
+    "late",
+    "connects",
+    "tfo_active",
 ];
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
 /// min, median, max, the difference from the best cell with Welch's test, and the means of
 /// the secondary metrics.
 pub fn summary_table(st: &ExperimentStats) -> Table {
+    let primary = st.primary();
+    let vs = match st.cells.first().and_then(|c| st.baseline(&c.cell.workload)) {
+        Some(_) => "vs baseline",
+        None => "vs best",
+    };
     let mut headers = vec![
-        "config", "n", "Gbit/s", "±95% CI", "sd", "min", "median", "max", "vs best",
+        "config",
+        "n",
+        metric(primary).short,
+        "±95% CI",
+        "sd",
+        "min",
+        "median",
+        "max",
+        vs,
     ];
     let shown: Vec<&str> = TABLE_METRICS
         .iter()
@@ -38,7 +59,7 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
     let mut t = Table::new(&headers);
     for (i, c) in st.cells.iter().enumerate() {
         let mut row = vec![c.cell.label.clone(), c.n.to_string()];
-        match c.metrics.get("gbps") {
+        match c.metrics.get(primary) {
             Some(s) => {
                 row.push(num(s.mean));
                 row.push(
@@ -50,8 +71,14 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
                 row.push(num(s.min));
                 row.push(num(s.median));
                 row.push(num(s.max));
-                row.push(match st.vs_best(i, "gbps") {
-                    Some(v) if v.rel == 0.0 => "best".into(),
+                row.push(match st.vs_best(i, primary) {
+                    Some(_) if st.reference(primary, &c.cell.workload) == Some(i) => {
+                        if vs == "vs baseline" {
+                            "baseline".into()
+                        } else {
+                            "best".into()
+                        }
+                    }
                     Some(v) => format!(
                         "{:+.1}%{}",
                         v.rel * 100.0,
@@ -121,7 +148,16 @@ pub fn human(st: &ExperimentStats) -> String {
         let _ = writeln!(out, "fixed: {common}");
     }
     out.push_str(&summary_table(st).to_text());
-    out.push_str("vs best: difference of means from the fastest cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n");
+    let has_baseline = st
+        .cells
+        .first()
+        .and_then(|c| st.baseline(&c.cell.workload))
+        .is_some();
+    out.push_str(if has_baseline {
+        "vs baseline: difference of means from the baseline cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n"
+    } else {
+        "vs best: difference of means from the best cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n"
+    });
     out
 }
 
@@ -336,45 +372,85 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
             let _ = writeln!(out, "Experiment facts: `{}`\n", facts.join(" "));
         }
     }
-    out.push_str("Columns: mean Gbit/s over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* is the difference of means from the best cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.\n");
+    out.push_str("Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.\n");
     Ok(out)
 }
 
 /// Plain-language notes: the best cell, the noisy cells, differences that are not significant.
 pub fn notes(st: &ExperimentStats) -> String {
     let mut out = String::new();
+    let primary = st.primary();
+    let m = metric(primary);
     let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
     workloads.dedup();
-    for w in workloads {
-        if let Some(b) = st.best("gbps", w) {
+    for w in &workloads {
+        if let Some(b) = st.best(primary, w) {
             let c = &st.cells[b];
             let _ = writeln!(
                 out,
-                "- Fastest {w} cell: **{}** at {} Gbit/s.",
+                "- Best {w} cell: **{}** at {} {}.",
                 c.cell.label,
-                num(c.metrics["gbps"].mean)
+                num(c.metrics[primary].mean),
+                m.unit
             );
         }
     }
+    let against = if workloads.iter().any(|w| st.baseline(w).is_some()) {
+        "the baseline"
+    } else {
+        "the best"
+    };
     let ns: Vec<&str> = st
         .cells
         .iter()
         .enumerate()
-        .filter(|(i, _)| matches!(st.vs_best(*i, "gbps"), Some(v) if v.rel != 0.0 && matches!(&v.test, Some(t) if !t.significant)))
+        .filter(|(i, c)| {
+            st.reference(primary, &c.cell.workload) != Some(*i)
+                && matches!(st.vs_best(*i, primary), Some(v) if matches!(&v.test, Some(t) if !t.significant))
+        })
         .map(|(_, c)| c.cell.label.as_str())
         .collect();
     if !ns.is_empty() {
         let _ = writeln!(
             out,
-            "- Not significantly different from the fastest: {}.",
+            "- Not significantly different from {against} (Welch's t-test, p >= 0.05): {}.",
             ns.join("; ")
+        );
+    }
+    let sig: Vec<String> = st
+        .cells
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            if st.reference(primary, &c.cell.workload) == Some(i) {
+                return None;
+            }
+            let v = st.vs_best(i, primary)?;
+            let t = v.test.as_ref()?;
+            t.significant.then(|| {
+                format!(
+                    "{} ({:+.1}%, 95% CI of the difference {} to {} {})",
+                    c.cell.label,
+                    v.rel * 100.0,
+                    num(t.ci95_lo),
+                    num(t.ci95_hi),
+                    m.unit
+                )
+            })
+        })
+        .collect();
+    if !sig.is_empty() && against == "the baseline" {
+        let _ = writeln!(
+            out,
+            "- Significantly different from the baseline: {}.",
+            sig.join("; ")
         );
     }
     let noisy: Vec<String> = st
         .cells
         .iter()
         .filter_map(|c| {
-            let cv = c.metrics.get("gbps")?.cv?;
+            let cv = c.metrics.get(primary)?.cv?;
             (cv > NOISY_CV).then(|| format!("{} (cv {:.0}%)", c.cell.label, cv * 100.0))
         })
         .collect();

@@ -65,9 +65,12 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "sockopts",
-        reproduces: "seed 001: ping-pong round trips per socket option",
-        files: &[],
-        unavailable: Some("needs the request/response lab (socklab pingpong)"),
+        reproduces: "seed 001: time for 500 round trips per socket option (mean, sd, percentiles), and TCP Fast Open per new connection",
+        files: &[
+            ("sockopts.toml", include_str!("../../../experiments/sockopts.toml")),
+            ("fastopen.toml", include_str!("../../../experiments/fastopen.toml")),
+        ],
+        unavailable: None,
     },
     Suite {
         name: "designs",
@@ -114,6 +117,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("choose one of writev, bufsize, sockopts"));
+        let s = suite("sockopts").unwrap().plans(true).unwrap();
+        assert_eq!((s[0].cells.len(), s[0].reps), (7, 40));
+        assert_eq!(s[0].cells[0].label, "opts=baseline");
+        assert_eq!(s[1].cells.len(), 2);
         let e = suite("lossy").unwrap().plans(true).unwrap_err().to_string();
         assert!(e.contains("not available yet"), "{e}");
     }

@@ -20,6 +20,26 @@ pub struct CellStats {
     /// Raw values per metric, in run order (for tests and plots).
     #[serde(skip)]
     pub values: BTreeMap<String, Vec<f64>>,
+    /// Histograms merged over the measured repetitions: name to sorted `(value, count)`.
+    #[serde(skip)]
+    pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
+}
+
+/// The value at quantile `q` (0..=1) of sorted `(value, count)` buckets.
+pub fn bucket_quantile(buckets: &[(u64, u64)], q: f64) -> Option<u64> {
+    let total: u64 = buckets.iter().map(|b| b.1).sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for &(v, c) in buckets {
+        seen += c;
+        if seen >= rank {
+            return Some(v);
+        }
+    }
+    buckets.last().map(|b| b.0)
 }
 
 /// An experiment's statistics.
@@ -55,13 +75,24 @@ pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabEr
         .into_iter()
         .map(|cell| {
             let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
             let mut n = 0;
             for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
                 n += 1;
                 for (k, v) in &s.metrics {
                     values.entry(k.clone()).or_default().push(*v);
                 }
+                for (k, buckets) in &s.histograms {
+                    let h = merged.entry(k.clone()).or_default();
+                    for &(v, c) in buckets {
+                        *h.entry(v).or_default() += c;
+                    }
+                }
             }
+            let histograms = merged
+                .into_iter()
+                .map(|(k, h)| (k, h.into_iter().collect()))
+                .collect();
             let metrics = values
                 .iter()
                 .filter_map(|(k, v)| summarize(v).map(|s| (k.clone(), s)))
@@ -71,6 +102,7 @@ pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabEr
                 n,
                 metrics,
                 values,
+                histograms,
             }
         })
         .collect();
@@ -107,10 +139,42 @@ impl ExperimentStats {
         best.map(|(i, _)| i)
     }
 
-    /// Cell `i` compared with the best cell of its workload on `metric`.
+    /// The primary metric of the experiment (that of its first cell's workload).
+    pub fn primary(&self) -> &'static str {
+        crate::metric::primary(
+            self.cells
+                .first()
+                .map_or("bulk", |c| c.cell.workload.as_str()),
+        )
+    }
+
+    /// The baseline cell of `workload` (options `baseline`), when the experiment has one and
+    /// other cells to compare with it.
+    pub fn baseline(&self, workload: &str) -> Option<usize> {
+        let same = self
+            .cells
+            .iter()
+            .filter(|c| c.cell.workload == workload)
+            .count();
+        if same < 2 {
+            return None;
+        }
+        self.cells.iter().position(|c| {
+            c.cell.workload == workload && c.cell.config.get("opts") == Some("baseline")
+        })
+    }
+
+    /// The cell others of `workload` are compared with: the baseline if there is one, else the
+    /// best on `metric`.
+    pub fn reference(&self, metric_name: &str, workload: &str) -> Option<usize> {
+        self.baseline(workload)
+            .or_else(|| self.best(metric_name, workload))
+    }
+
+    /// Cell `i` compared with the reference cell of its workload (see [`Self::reference`]).
     pub fn vs_best(&self, i: usize, metric_name: &str) -> Option<VsBest> {
         let c = &self.cells[i];
-        let b = self.best(metric_name, &c.cell.workload)?;
+        let b = self.reference(metric_name, &c.cell.workload)?;
         let (cm, bm) = (
             c.metrics.get(metric_name)?,
             self.cells[b].metrics.get(metric_name)?,
@@ -122,5 +186,18 @@ impl ExperimentStats {
         };
         let test = welch(&self.cells[b].values[metric_name], &c.values[metric_name]);
         Some(VsBest { rel, test })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bucket_quantiles() {
+        let b = [(10, 50), (20, 40), (100, 9), (1000, 1)];
+        assert_eq!(super::bucket_quantile(&b, 0.5), Some(10));
+        assert_eq!(super::bucket_quantile(&b, 0.51), Some(20));
+        assert_eq!(super::bucket_quantile(&b, 0.99), Some(100));
+        assert_eq!(super::bucket_quantile(&b, 1.0), Some(1000));
+        assert_eq!(super::bucket_quantile(&[], 0.5), None);
     }
 }

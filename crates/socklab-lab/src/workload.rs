@@ -75,9 +75,26 @@ pub struct RefSpec {
     pub bytes: u64,
 }
 
+/// The parameters of a request/response (ping-pong) test.
+#[derive(Debug, Clone)]
+pub struct PingSpec {
+    /// The echo server (`self`: socklab starts one, with the server-side options).
+    pub to: Target,
+    /// Everything else (size, count, options, UDP timeout and retries).
+    pub cfg: socklab_net::pingpong::PingConfig,
+}
+
+impl PartialEq for PingSpec {
+    fn eq(&self, o: &Self) -> bool {
+        Workload::PingPong(self.clone()).params() == Workload::PingPong(o.clone()).params()
+    }
+}
+
 /// What a cell runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Workload {
+    /// Request/response round trips against an echo server.
+    PingPong(PingSpec),
     /// TCP bulk throughput.
     Bulk(BulkSpec),
     /// Pipe bandwidth between two threads.
@@ -126,6 +143,38 @@ pub const BULK_KEYS: &[KeyDoc] = &[
     ("seed", "1", "seed of the payload pattern"),
 ];
 
+/// The keys of the ping-pong workload.
+pub const PINGPONG_KEYS: &[KeyDoc] = &[
+    (
+        "to",
+        "self",
+        "echo server HOST:PORT, or self to start one on loopback",
+    ),
+    ("udp", "false", "datagrams instead of a TCP connection"),
+    ("size", "64", "bytes per message"),
+    ("count", "500", "round trips per repetition (the seed: 500)"),
+    (
+        "opts",
+        "baseline",
+        "socket options: nodelay+quickack, server:sndbuf=64K, … (baseline: none)",
+    ),
+    (
+        "timeout",
+        "200ms",
+        "UDP: wait this long for each reply before sending again",
+    ),
+    (
+        "retries",
+        "3",
+        "UDP: sends again before a message counts as lost",
+    ),
+    (
+        "new_connection",
+        "false",
+        "TCP: a new connection per message (where fastopen matters)",
+    ),
+];
+
 /// The keys of the reference workloads.
 pub const REF_KEYS: &[KeyDoc] = &[
     ("size", "128K", "bytes per operation"),
@@ -133,7 +182,7 @@ pub const REF_KEYS: &[KeyDoc] = &[
 ];
 
 /// The workload names.
-pub const KINDS: &[&str] = &["bulk", "pipe", "memcpy"];
+pub const KINDS: &[&str] = &["bulk", "pingpong", "pipe", "memcpy"];
 
 fn check_keys(kind: &str, params: &Params, keys: &[KeyDoc]) -> Result<(), LabError> {
     for k in params.0.keys() {
@@ -208,6 +257,44 @@ impl Workload {
                     .map_err(|e| LabError::Plan(e.to_string()))?;
                 Ok(Workload::Bulk(spec))
             }
+            "pingpong" => {
+                check_keys(kind, p, PINGPONG_KEYS)?;
+                let to = p.parse_or("to", Target::SelfSink, parse_target)?;
+                let cfg = socklab_net::pingpong::PingConfig {
+                    to: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    udp: p.parse_or("udp", false, parse_bool)?,
+                    size: p.parse_or("size", 64, nonzero_usize)?,
+                    count: p.parse_or("count", 500, parse_count)?,
+                    opts: p.parse_or("opts", socklab_net::sockopt::OptSet::default(), |s| {
+                        s.parse()
+                    })?,
+                    timeout: p.parse_or("timeout", Duration::from_millis(200), parse_duration)?,
+                    retries: p.parse_or("retries", 3, |s| {
+                        s.trim()
+                            .parse::<u32>()
+                            .map_err(|_| "a whole number, e.g. 3".to_string())
+                    })?,
+                    new_connection_per_message: p.parse_or("new_connection", false, parse_bool)?,
+                    connect_timeout: Duration::from_secs(5),
+                };
+                cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
+                cfg.opts
+                    .validate(cfg.udp)
+                    .map_err(|e| LabError::Plan(e.to_string()))?;
+                if matches!(to, Target::Addr(_))
+                    && cfg
+                        .opts
+                        .0
+                        .iter()
+                        .any(|o| o.side != socklab_net::sockopt::Side::Client)
+                {
+                    return Err(LabError::Plan(format!(
+                        "opts '{}' set server-side options, which only a self-started echo server can apply: omit --to, or prefix them client:",
+                        cfg.opts
+                    )));
+                }
+                Ok(Workload::PingPong(PingSpec { to, cfg }))
+            }
             "pipe" | "memcpy" => {
                 check_keys(kind, p, REF_KEYS)?;
                 let spec = RefSpec {
@@ -234,6 +321,7 @@ impl Workload {
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::Bulk(_) => "bulk",
+            Workload::PingPong(_) => "pingpong",
             Workload::Pipe(_) => "pipe",
             Workload::Memcpy(_) => "memcpy",
         }
@@ -268,6 +356,25 @@ impl Workload {
                 p.set("verify", b.verify.to_string());
                 p.set("seed", b.seed.to_string());
             }
+            Workload::PingPong(PingSpec { to, cfg }) => {
+                p.set(
+                    "to",
+                    match to {
+                        Target::SelfSink => "self".to_string(),
+                        Target::Addr(a) => a.to_string(),
+                    },
+                );
+                p.set("udp", cfg.udp.to_string());
+                p.set("size", format_size(cfg.size as u64));
+                p.set("count", cfg.count.to_string());
+                p.set("opts", cfg.opts.to_string());
+                if cfg.udp {
+                    p.set("timeout", format_duration(cfg.timeout));
+                    p.set("retries", cfg.retries.to_string());
+                } else {
+                    p.set("new_connection", cfg.new_connection_per_message.to_string());
+                }
+            }
             Workload::Pipe(r) | Workload::Memcpy(r) => {
                 p.set("size", format_size(r.size as u64));
                 p.set("bytes", format_size(r.bytes));
@@ -280,6 +387,7 @@ impl Workload {
     pub fn keys(kind: &str) -> &'static [KeyDoc] {
         match kind {
             "bulk" => BULK_KEYS,
+            "pingpong" => PINGPONG_KEYS,
             _ => REF_KEYS,
         }
     }

@@ -394,7 +394,7 @@ fn report_is_self_contained_well_formed_and_has_the_expected_charts_and_tables()
         .unwrap();
     assert!(text(footer)
         .trim_start()
-        .starts_with("Columns: mean Gbit/s"));
+        .starts_with("Columns: the mean of the primary metric (Gbit/s"));
 }
 
 #[test]
@@ -483,7 +483,7 @@ fn statistics_shown_equal_those_recomputed_from_the_raw_values() {
         .collect();
     assert!(
         li.contains(&format!(
-            "Fastest bulk cell: strategy=writev at {} Gbit/s.",
+            "Best bulk cell: strategy=writev at {} Gbit/s.",
             num(best_b)
         )),
         "{li:?}"

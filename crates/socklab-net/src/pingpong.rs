@@ -1,1 +1,610 @@
-//! (being written)
+//! The request/response client (`socklab pingpong`): sends a message, waits for its echo, and
+//! times every round trip (seed 001: 500 round trips of 29 bytes over one TCP connection).
+//!
+//! - TCP: one connection, `count` round trips of `size` bytes; or, with
+//!   `new_connection_per_message`, connect + one round trip + close per message (where TCP Fast
+//!   Open matters: the round trip then includes the connect).
+//! - UDP: a connected socket, one datagram per message, resent after a per-try timeout up to
+//!   `retries` times, then counted lost.
+//!
+//! Every message is `size` bytes: a big-endian sequence number in the first 8 bytes (its low
+//! bytes when `size` < 8), then the seed's message repeated. Every reply is compared with what
+//! was sent. Buffers are allocated before the timed loop; a round trip allocates nothing.
+//! Round trips are timed with [`Instant`] (monotonic) and recorded in nanoseconds.
+//!
+//! Large TCP messages do not deadlock against an echo server: the message is sent with
+//! `MSG_DONTWAIT`, and while the socket buffer is full the client reads the echo that is already
+//! coming back. A message that fits in the socket buffer costs one `send()` and the `read()`s of
+//! its reply, as in the seed.
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use socket2::{Domain, Protocol, Socket, Type};
+use socklab_sys::io::{poll_flags, poll_one};
+
+use crate::aligned::AlignedBuf;
+use crate::sockopt::{self, OptSet, Side};
+use crate::units::format_duration;
+use crate::NetError;
+
+/// Largest UDP message: one IPv4 datagram (65535 - 20 IP - 8 UDP header bytes).
+pub const MAX_UDP_SIZE: usize = 65507;
+
+/// Largest TCP message.
+pub const MAX_TCP_SIZE: usize = 16 << 20;
+
+/// The seed-001 client's message; payloads repeat it after their sequence number.
+pub const SEED_MESSAGE: &[u8] = b"asdadqwDSDQWD13123ewadSADASDA";
+
+/// `MSG_DONTWAIT` (Linux, every architecture): one non-blocking `send()` on a blocking socket.
+const MSG_DONTWAIT: i32 = 0x40;
+
+/// `EINPROGRESS` (Linux x86 and arm): a non-blocking Fast Open `send()` whose SYN left without
+/// data (no cookie yet); the data follows once the connection is up.
+const EINPROGRESS: i32 = 115;
+
+/// Stop is polled before every 64th round trip.
+const STOP_EVERY: u64 = 64;
+
+/// Everything that defines one ping-pong test (one repetition).
+#[derive(Debug, Clone)]
+pub struct PingConfig {
+    /// The echo server.
+    pub to: SocketAddr,
+    /// UDP instead of TCP.
+    pub udp: bool,
+    /// Bytes per message: 1 to 65507 for UDP, 1 to 16M for TCP.
+    pub size: usize,
+    /// Round trips per repetition.
+    pub count: u64,
+    /// Socket options of the client side.
+    pub opts: OptSet,
+    /// UDP: how long one try waits for its reply. TCP: a safety net for a silent server.
+    pub timeout: Duration,
+    /// UDP: resends of an unanswered message before it counts as lost.
+    pub retries: u32,
+    /// TCP: connect, one round trip, close, for every message.
+    pub new_connection_per_message: bool,
+    /// Give up connecting after this long.
+    pub connect_timeout: Duration,
+}
+
+impl Default for PingConfig {
+    fn default() -> Self {
+        PingConfig {
+            to: SocketAddr::from(([127, 0, 0, 1], 7000)),
+            udp: false,
+            size: SEED_MESSAGE.len(),
+            count: 500,
+            opts: OptSet::default(),
+            timeout: Duration::from_secs(5),
+            retries: 3,
+            new_connection_per_message: false,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl PingConfig {
+    /// Checks the parameters, naming the bad value and the fix.
+    pub fn validate(&self) -> Result<(), NetError> {
+        let bad = |m: String| Err(NetError::Invalid(m));
+        if self.size == 0 {
+            return bad(
+                "--size 0: a message needs at least one byte (e.g. --size 29, the seed's message)"
+                    .into(),
+            );
+        }
+        if self.udp && self.size > MAX_UDP_SIZE {
+            return bad(format!(
+                "--size {} does not fit in one UDP datagram: use 1 to {MAX_UDP_SIZE}, or drop --udp",
+                self.size
+            ));
+        }
+        if !self.udp && self.size > MAX_TCP_SIZE {
+            return bad(format!(
+                "--size {} is more than 16M: use 1 to 16M",
+                self.size
+            ));
+        }
+        if self.count == 0 {
+            return bad(
+                "--count 0: make at least one round trip (e.g. --count 500, the seed's figure)"
+                    .into(),
+            );
+        }
+        if self.timeout.is_zero() {
+            return bad("--timeout 0s: wait some time for a reply, e.g. --timeout 1s".into());
+        }
+        if self.connect_timeout.is_zero() {
+            return bad(
+                "--connect-timeout 0s: allow some time to connect, e.g. --connect-timeout 5s"
+                    .into(),
+            );
+        }
+        if self.udp && self.new_connection_per_message {
+            return bad(
+                "--new-connection-per-message is for TCP: UDP has no connections; drop one of the two"
+                    .into(),
+            );
+        }
+        self.opts.validate(self.udp)
+    }
+}
+
+/// What one repetition measured.
+#[derive(Debug, Clone)]
+pub struct PingResult {
+    /// One value per completed round trip, in nanoseconds (3 significant figures). For a UDP
+    /// message that needed resends, the round trip counts from its first send.
+    pub rtt_ns: Histogram<u64>,
+    /// Wall time of the whole repetition (the seed's figure: the time for 500 round trips).
+    /// With one connection, from after the connect to the last reply; with a connection per
+    /// message, from before the first connect.
+    pub total_ns: u64,
+    /// Round trips whose reply came back.
+    pub completed: u64,
+    /// UDP: messages given up after `retries` resends.
+    pub lost: u64,
+    /// UDP: replies that arrived after their try had timed out (discarded).
+    pub late: u64,
+    /// UDP: resends.
+    pub retries_sent: u64,
+    /// TCP connections made.
+    pub connects: u64,
+    /// TCP connect times, nanoseconds, one per connection. With Fast Open and a cookie,
+    /// `connect()` returns at once (the SYN leaves with the first send), so this is near zero and
+    /// the handshake is part of the round trip.
+    pub connect_ns: Histogram<u64>,
+    /// The client socket's options as read back after connecting (first connection).
+    pub effective: Vec<(String, String)>,
+}
+
+/// A histogram of nanoseconds, sized up front for one minute so that recording does not
+/// allocate (it grows, allocating, for longer values).
+fn histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, 60_000_000_000, 3)
+        .expect("1 ns .. 60 s at 3 significant figures is a valid histogram");
+    h.auto(true);
+    h
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
+}
+
+impl PingResult {
+    fn new() -> PingResult {
+        PingResult {
+            rtt_ns: histogram(),
+            total_ns: 0,
+            completed: 0,
+            lost: 0,
+            late: 0,
+            retries_sent: 0,
+            connects: 0,
+            connect_ns: histogram(),
+            effective: Vec::new(),
+        }
+    }
+}
+
+/// Runs one repetition against the echo server at `cfg.to`. `stop()` is polled before every
+/// 64th round trip: when it turns true the test is abandoned with [`NetError::Interrupted`].
+pub fn run(cfg: &PingConfig, stop: &dyn Fn() -> bool) -> Result<PingResult, NetError> {
+    cfg.validate()?;
+    let mut msg = AlignedBuf::zeroed(cfg.size);
+    for (b, p) in msg
+        .as_mut_slice()
+        .iter_mut()
+        .zip(SEED_MESSAGE.iter().cycle())
+    {
+        *b = *p;
+    }
+    if cfg.udp {
+        run_udp(cfg, stop, msg.as_mut_slice())
+    } else {
+        run_tcp(cfg, stop, msg.as_mut_slice())
+    }
+}
+
+/// Writes the sequence number into the first 8 bytes (its low bytes for shorter messages).
+fn stamp(msg: &mut [u8], seq: u64) {
+    let k = msg.len().min(8);
+    msg[..k].copy_from_slice(&seq.to_be_bytes()[8 - k..]);
+}
+
+/// Where the reply first differs from the message, if it does.
+fn first_difference(msg: &[u8], reply: &[u8]) -> Option<usize> {
+    if msg == reply {
+        return None;
+    }
+    Some(
+        msg.iter()
+            .zip(reply)
+            .position(|(a, b)| a != b)
+            .unwrap_or(msg.len().min(reply.len())),
+    )
+}
+
+fn mismatch(cfg: &PingConfig, done: u64, at: usize) -> NetError {
+    NetError::Protocol {
+        peer: cfg.to.to_string(),
+        detail: format!(
+            "the reply to round trip {} differs from the message at byte {at} of {} (is it an echo server?)",
+            done + 1,
+            cfg.size
+        ),
+    }
+}
+
+fn connect_error(cfg: &PingConfig, done: u64, source: io::Error) -> NetError {
+    let after = if done > 0 {
+        format!(" after {done} of {} round trips", cfg.count)
+    } else {
+        String::new()
+    };
+    NetError::io(
+        format!(
+            "cannot connect to {}{after} (is `socklab echo --port {}` running there?)",
+            cfg.to,
+            cfg.to.port()
+        ),
+        source,
+    )
+}
+
+/// A peer that went away or an I/O error during round trip `done + 1`.
+fn peer_error(cfg: &PingConfig, done: u64, source: io::Error) -> NetError {
+    let gone = matches!(
+        source.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::NotConnected
+    );
+    let context = if gone {
+        format!(
+            "{} went away after {done} of {} round trips (is the {}echo server still running?)",
+            cfg.to,
+            cfg.count,
+            if cfg.udp { "UDP " } else { "" }
+        )
+    } else {
+        format!("round trip {} of {} with {}", done + 1, cfg.count, cfg.to)
+    };
+    NetError::io(context, source)
+}
+
+/// How a TCP round trip failed.
+enum TripError {
+    /// End of stream after `got` bytes of the reply.
+    Closed { got: usize },
+    /// No progress within the timeout.
+    Timeout,
+    /// The server sent more than it was sent.
+    TooMuch,
+    /// Any other error.
+    Io(io::Error),
+}
+
+impl TripError {
+    fn into_net(self, cfg: &PingConfig, done: u64) -> NetError {
+        let peer = cfg.to.to_string();
+        match self {
+            TripError::Closed { got } => {
+                let mid = if got > 0 {
+                    format!(" in the middle of a reply ({got} of {} bytes)", cfg.size)
+                } else {
+                    String::new()
+                };
+                NetError::Protocol {
+                    peer,
+                    detail: format!(
+                        "closed the connection{mid} after {done} of {} round trips (is the echo server still running?)",
+                        cfg.count
+                    ),
+                }
+            }
+            TripError::Timeout => NetError::Protocol {
+                peer,
+                detail: format!(
+                    "no reply within {} after {done} of {} round trips (is it an echo server? a slow one needs a longer --timeout)",
+                    format_duration(cfg.timeout),
+                    cfg.count
+                ),
+            },
+            TripError::TooMuch => NetError::Protocol {
+                peer,
+                detail: format!(
+                    "replied to round trip {} with more bytes than it was sent (is it an echo server?)",
+                    done + 1
+                ),
+            },
+            TripError::Io(e) => peer_error(cfg, done, e),
+        }
+    }
+}
+
+/// One TCP round trip on a blocking socket: sends `msg`, reads `reply.len()` bytes back.
+fn round_trip(
+    sock: &Socket,
+    msg: &[u8],
+    reply: &mut [u8],
+    rearm: bool,
+    timeout_ms: i32,
+) -> Result<(), TripError> {
+    let len = reply.len();
+    let (mut sent, mut got) = (0, 0);
+    let mut read_some = |got: &mut usize| -> Result<(), TripError> {
+        if *got == len {
+            return Err(TripError::TooMuch);
+        }
+        match (&*sock).read(&mut reply[*got..]) {
+            Ok(0) => return Err(TripError::Closed { got: *got }),
+            Ok(n) => *got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(TripError::Timeout)
+            }
+            Err(e) => return Err(TripError::Io(e)),
+        }
+        if rearm {
+            // Best effort: TCP_QUICKACK is a hint, and a failure here changes no byte.
+            let _ = sockopt::rearm_quickack(sock);
+        }
+        Ok(())
+    };
+    while sent < msg.len() {
+        match sock.send_with_flags(&msg[sent..], MSG_DONTWAIT) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(EINPROGRESS) =>
+            {
+                // The send buffer is full (or the connection is not up yet): the server may be
+                // blocked writing the echo back to us, so read what has come back meanwhile.
+                let ready = poll_one(sock.as_fd(), poll_flags::IN | poll_flags::OUT, timeout_ms)
+                    .map_err(TripError::Io)?;
+                if ready == 0 {
+                    return Err(TripError::Timeout);
+                }
+                if ready & (poll_flags::IN | poll_flags::ERR | poll_flags::HUP) != 0 {
+                    read_some(&mut got)?;
+                }
+            }
+            Err(e) => return Err(TripError::Io(e)),
+        }
+    }
+    while got < len {
+        read_some(&mut got)?;
+    }
+    Ok(())
+}
+
+fn tcp_socket(cfg: &PingConfig) -> Result<Socket, NetError> {
+    let sock = Socket::new(
+        Domain::for_address(cfg.to),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| NetError::io("socket", e))?;
+    cfg.opts.apply_client(&sock)?;
+    Ok(sock)
+}
+
+fn timeout_ms(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX).max(1)
+}
+
+fn run_tcp(
+    cfg: &PingConfig,
+    stop: &dyn Fn() -> bool,
+    msg: &mut [u8],
+) -> Result<PingResult, NetError> {
+    let mut res = PingResult::new();
+    let mut reply = AlignedBuf::zeroed(cfg.size);
+    let reply = reply.as_mut_slice();
+    let rearm = cfg.opts.rearm_quickack(Side::Client);
+    let poll_ms = timeout_ms(cfg.timeout);
+    let prepare = |sock: &Socket| {
+        sock.set_read_timeout(Some(cfg.timeout))
+            .map_err(|e| NetError::io("SO_RCVTIMEO", e))
+    };
+
+    if !cfg.new_connection_per_message {
+        let sock = tcp_socket(cfg)?;
+        let t = Instant::now();
+        sock.connect_timeout(&cfg.to.into(), cfg.connect_timeout)
+            .map_err(|e| connect_error(cfg, 0, e))?;
+        record(&mut res.connect_ns, t.elapsed());
+        res.connects = 1;
+        res.effective = cfg.opts.read_back(&sock, Side::Client);
+        prepare(&sock)?;
+        let t0 = Instant::now();
+        for i in 0..cfg.count {
+            if i % STOP_EVERY == 0 && stop() {
+                return Err(NetError::Interrupted);
+            }
+            stamp(msg, i);
+            let t = Instant::now();
+            round_trip(&sock, msg, reply, rearm, poll_ms).map_err(|e| e.into_net(cfg, i))?;
+            record(&mut res.rtt_ns, t.elapsed());
+            if let Some(at) = first_difference(msg, reply) {
+                return Err(mismatch(cfg, i, at));
+            }
+            res.completed += 1;
+        }
+        res.total_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        return Ok(res);
+    }
+
+    // A connection per message: the round trip includes the connect (and, with Fast Open, the
+    // message rides on the SYN: apply_client set TCP_FASTOPEN_CONNECT, so connect() returns at
+    // once and the first send() carries the data).
+    let t0 = Instant::now();
+    for i in 0..cfg.count {
+        if i % STOP_EVERY == 0 && stop() {
+            return Err(NetError::Interrupted);
+        }
+        stamp(msg, i);
+        let sock = tcp_socket(cfg)?;
+        let t = Instant::now();
+        sock.connect_timeout(&cfg.to.into(), cfg.connect_timeout)
+            .map_err(|e| connect_error(cfg, i, e))?;
+        let connected = t.elapsed();
+        prepare(&sock)?;
+        round_trip(&sock, msg, reply, rearm, poll_ms).map_err(|e| e.into_net(cfg, i))?;
+        record(&mut res.rtt_ns, t.elapsed());
+        record(&mut res.connect_ns, connected);
+        res.connects += 1;
+        if i == 0 {
+            res.effective = cfg.opts.read_back(&sock, Side::Client);
+        }
+        if let Some(at) = first_difference(msg, reply) {
+            return Err(mismatch(cfg, i, at));
+        }
+        res.completed += 1;
+        drop(sock);
+    }
+    res.total_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    Ok(res)
+}
+
+fn run_udp(
+    cfg: &PingConfig,
+    stop: &dyn Fn() -> bool,
+    msg: &mut [u8],
+) -> Result<PingResult, NetError> {
+    let mut res = PingResult::new();
+    let sock = Socket::new(
+        Domain::for_address(cfg.to),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )
+    .map_err(|e| NetError::io("socket", e))?;
+    cfg.opts.apply_client(&sock)?;
+    sock.connect(&cfg.to.into())
+        .map_err(|e| connect_error(cfg, 0, e))?;
+    res.effective = cfg.opts.read_back(&sock, Side::Client);
+    let sock: UdpSocket = sock.into();
+    let set_timeout = |d: Duration| {
+        sock.set_read_timeout(Some(d))
+            .map_err(|e| NetError::io("SO_RCVTIMEO", e))
+    };
+    set_timeout(cfg.timeout)?;
+    // One byte more than a reply, so that a longer datagram is seen as such.
+    let mut reply = AlignedBuf::zeroed(cfg.size + 1);
+    let reply = reply.as_mut_slice();
+    let size = cfg.size;
+    let k = size.min(8);
+
+    let t0 = Instant::now();
+    for i in 0..cfg.count {
+        if i % STOP_EVERY == 0 && stop() {
+            return Err(NetError::Interrupted);
+        }
+        stamp(msg, i);
+        let t = Instant::now();
+        let mut tries = 0u32;
+        let answered = loop {
+            loop {
+                match sock.send(msg) {
+                    Ok(_) => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(peer_error(cfg, res.completed, e)),
+                }
+            }
+            let deadline = Instant::now() + cfg.timeout;
+            let mut shortened = false;
+            let answered = loop {
+                let n = match sock.recv(reply) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        break None
+                    }
+                    Err(e) => return Err(peer_error(cfg, res.completed, e)),
+                };
+                let now = Instant::now();
+                if n == size && reply[..n] == *msg {
+                    break Some(now);
+                }
+                if n == size && reply[k..n] == msg[k..] {
+                    // The echo of an earlier message whose try timed out: discard it and wait
+                    // for the rest of this try's time.
+                    res.late += 1;
+                    let left = deadline.saturating_duration_since(now);
+                    if left.is_zero() {
+                        break None;
+                    }
+                    set_timeout(left)?;
+                    shortened = true;
+                    continue;
+                }
+                let at = first_difference(msg, &reply[..n]).unwrap_or(0);
+                return Err(NetError::Protocol {
+                    peer: cfg.to.to_string(),
+                    detail: format!(
+                        "a {n}-byte datagram is not the echo of the {size}-byte message of round trip {} (first difference at byte {at}; is it an echo server?)",
+                        i + 1
+                    ),
+                });
+            };
+            if shortened {
+                set_timeout(cfg.timeout)?;
+            }
+            if answered.is_some() || tries >= cfg.retries {
+                break answered;
+            }
+            tries += 1;
+            res.retries_sent += 1;
+        };
+        match answered {
+            Some(at) => {
+                record(&mut res.rtt_ns, at.duration_since(t));
+                res.completed += 1;
+            }
+            None => res.lost += 1,
+        }
+    }
+    res.total_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_numbers_fill_the_first_bytes() {
+        let mut m = [0u8; 12];
+        stamp(&mut m, 0x0102_0304_0506_0708);
+        assert_eq!(&m[..8], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        let mut short = [0u8; 3];
+        stamp(&mut short, 0x0102_0304_0506_0708);
+        assert_eq!(short, [6, 7, 8]);
+        assert_eq!(first_difference(b"abc", b"abc"), None);
+        assert_eq!(first_difference(b"abc", b"abd"), Some(2));
+        assert_eq!(first_difference(b"abc", b"ab"), Some(2));
+    }
+}

@@ -29,6 +29,16 @@ pub enum Command {
         after_help = "Examples:\n  socklab bulk --to 127.0.0.1:5001 --strategy writev --nbufs 100 --bufsize 15 --iterations 20000\n  socklab bulk --strategy write,writev,single --nbufs 15,30,60,100 --bufsize 100,50,25,15 --reps 10\n  socklab bulk --sweep bufsize=1K..512K --reps 10 --json\n  socklab bulk --strategy single,sendfile,splice,zerocopy --bufsize 128K --duration 5s --reference\n\nLists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )]
     Bulk(Box<BulkArgs>),
+    /// Run an echo server (TCP, or UDP with --udp) for request/response tests.
+    #[command(
+        after_help = "Examples:\n  socklab echo --port 7000\n  socklab echo --port 7000 --udp\n  socklab echo --port 7000 --opts nodelay+quickack     server-side socket options\n\nIt echoes exactly what it receives (one thread per TCP connection). On Ctrl-C it prints `user time = U, sys time = S`."
+    )]
+    Echo(EchoArgs),
+    /// Measure request/response round trips, per socket-option configuration.
+    #[command(
+        after_help = "Examples:\n  socklab pingpong --to 127.0.0.1:7000 --size 64 --count 500 --reps 1000\n  socklab pingpong --opts baseline,nodelay,quickack,keepalive,fastopen,reuseaddr,cork --reps 200\n  socklab pingpong --udp --timeout 50ms --retries 3\n  socklab pingpong --new-connection-per-message --opts baseline,fastopen\n\nOptions: nodelay, quickack, keepalive[=IDLE/INTVL/CNT], fastopen, reuseaddr, reuseport, cork, sndbuf=SIZE, rcvbuf=SIZE, cc=NAME, notsent-lowat=SIZE, busy-poll=USEC, mss=BYTES; combine with + (nodelay+quickack); prefix client: or server: for one side. Each is read back with getsockopt and stored. Without --to an echo server is started per option set.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+    )]
+    Pingpong(Box<PingArgs>),
     /// Run an experiment file (TOML): a matrix, repeated, interleaved, resumable.
     #[command(
         after_help = "Examples:\n  socklab run experiments/writev.toml\n  socklab run experiments/writev.toml --resume           continue a killed run where it stopped\n  socklab run experiments/writev.toml --resume --reps 40  add repetitions to a noisy experiment\n  socklab run experiments/bufsize.toml --quick\n\nThe file format is documented in experiments/writev.toml and docs/experiments.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad file or parameter; 130 interrupted (finished repetitions are kept; --resume continues)."
@@ -194,6 +204,78 @@ pub enum ResultsCommand {
         #[command(flatten)]
         db: DbArg,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct EchoArgs {
+    /// Port to listen on (0: any free port).
+    #[arg(long, short, default_value_t = 7000)]
+    pub port: u16,
+    /// Address to listen on (default: all, IPv4 and IPv6).
+    #[arg(long, default_value = "::")]
+    pub bind: String,
+    /// Echo datagrams instead of TCP streams.
+    #[arg(long)]
+    pub udp: bool,
+    /// Server-side socket options, e.g. nodelay+quickack.
+    #[arg(long, default_value = "baseline")]
+    pub opts: String,
+    /// Drop a TCP connection silent for this long.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub idle_timeout: String,
+    /// Print `LISTENING <addr>` on stdout once listening.
+    #[arg(long)]
+    pub announce: bool,
+    /// Do not log connections on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PingArgs {
+    /// The echo server, HOST:PORT. Default: start one on loopback per option set.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub to: Option<String>,
+    /// Datagrams (UDP) instead of a TCP connection.
+    #[arg(long)]
+    pub udp: bool,
+    /// Bytes per message (list allowed).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    pub size: Vec<String>,
+    /// Round trips per repetition (the seed: 500).
+    #[arg(long, short = 'n', default_value = "500")]
+    pub count: String,
+    /// Socket-option sets to compare, comma-separated; + combines (nodelay+quickack).
+    #[arg(long, value_delimiter = ',', default_value = "baseline")]
+    pub opts: Vec<String>,
+    /// UDP: wait this long for each reply before sending again.
+    #[arg(long, default_value = "200ms")]
+    pub timeout: String,
+    /// UDP: sends again before a message counts as lost.
+    #[arg(long, default_value = "3")]
+    pub retries: String,
+    /// TCP: connect, one round trip and close per message.
+    #[arg(long)]
+    pub new_connection_per_message: bool,
+    /// Measured repetitions per configuration.
+    #[arg(long, short, default_value_t = 10)]
+    pub reps: usize,
+    /// Warm-up repetitions per configuration.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Run order: interleaved, random, sequential.
+    #[arg(long, default_value = "interleaved")]
+    pub order: String,
+    /// Seed of --order random.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Experiment name in the store.
+    #[arg(long, default_value = "pingpong")]
+    pub name: String,
+    #[command(flatten)]
+    pub format: SummaryFormat,
+    #[command(flatten)]
+    pub db: DbArg,
 }
 
 #[derive(Debug, Args)]

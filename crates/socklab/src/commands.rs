@@ -19,7 +19,10 @@ use socklab_net::sink::{Sink, SinkConfig};
 use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 
-use crate::cli::{BulkArgs, LabArgs, ReportArgs, ResultsCommand, RunArgs, SinkArgs, SummaryFormat};
+use crate::cli::{
+    BulkArgs, EchoArgs, LabArgs, PingArgs, ReportArgs, ResultsCommand, RunArgs, SinkArgs,
+    SummaryFormat,
+};
 use crate::progress::Progress;
 
 /// Why a command failed, and with which exit code.
@@ -482,6 +485,128 @@ pub fn results(r: ResultsCommand) -> Result<(), Failure> {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------- echo
+
+pub fn echo(a: EchoArgs) -> Result<(), Failure> {
+    let ip: std::net::IpAddr = a
+        .bind
+        .trim_matches(|c| c == '[' || c == ']')
+        .parse()
+        .map_err(|_| {
+            usage(format!(
+                "--bind '{}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::",
+                a.bind
+            ))
+        })?;
+    let opts: socklab_net::sockopt::OptSet = a
+        .opts
+        .parse()
+        .map_err(|e: String| usage(format!("--opts {e}")))?;
+    opts.validate(a.udp)
+        .map_err(|e| usage(format!("--opts {e}")))?;
+    let idle_timeout =
+        parse_duration(&a.idle_timeout).map_err(|e| usage(format!("--idle-timeout {e}")))?;
+    if idle_timeout.is_zero() {
+        return Err(usage(
+            "--idle-timeout 0s: give the clients some time, e.g. --idle-timeout 30s",
+        ));
+    }
+    let cfg = socklab_net::echo::EchoConfig {
+        bind: SocketAddr::new(ip, a.port),
+        udp: a.udp,
+        opts,
+        idle_timeout,
+        max_message: 64 * 1024,
+    };
+    let server =
+        socklab_net::echo::EchoServer::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
+    let addr = server.local_addr()?;
+    install_interrupt_flag()?;
+    if a.announce {
+        out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
+    }
+    if !a.quiet {
+        eprintln!(
+            "socklab echo listening on {addr} ({}; Ctrl-C stops)",
+            if a.udp { "UDP" } else { "TCP" }
+        );
+    }
+    let quiet = a.quiet;
+    let stats = server
+        .serve(&interrupted, &mut |ev| {
+            if !quiet {
+                eprintln!("{}", ev.line());
+            }
+        })
+        .map_err(|e| Failure::Run(e.to_string()))?;
+    if !quiet {
+        let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
+        eprintln!(
+            "user time = {:.6}, sys time = {:.6}",
+            u.user.as_secs_f64(),
+            u.sys.as_secs_f64()
+        );
+        eprintln!(
+            "connections = {}, messages = {}, bytes = {}",
+            stats.connections, stats.messages, stats.bytes
+        );
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------ pingpong
+
+pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
+    let mut fixed = Params::new();
+    if let Some(to) = &a.to {
+        fixed.set("to", to.clone());
+    }
+    fixed.set("udp", a.udp.to_string());
+    fixed.set("count", a.count.clone());
+    if a.udp {
+        fixed.set("timeout", a.timeout.clone());
+        fixed.set("retries", a.retries.clone());
+    } else {
+        fixed.set("new_connection", a.new_connection_per_message.to_string());
+    }
+    let mut group = Group::new("pingpong", fixed);
+    for (key, vals) in [("opts", &a.opts), ("size", &a.size)] {
+        if vals.len() == 1 {
+            group.fixed.set(key, vals[0].clone());
+        } else {
+            group.axes.push(Axis::single(key, vals.iter().cloned()));
+        }
+    }
+    let order = parse_order(&a.order, a.seed)?;
+    let plan = Plan::build(
+        &a.name,
+        "",
+        &[group],
+        a.reps,
+        a.warmup,
+        order,
+        &command_line(),
+    )?;
+    let mut store = Store::open(&a.db.db)?;
+    install_interrupt_flag()?;
+    let id = match run_one(&plan, &mut store) {
+        Ok(id) => id,
+        Err((Some(id), f @ Failure::Interrupted(_))) => {
+            eprint!("{}", output::human(&experiment_stats(&store, id)?));
+            return Err(f);
+        }
+        Err((_, f)) => return Err(f),
+    };
+    print_stats(&store, id, &a.format)?;
+    if !a.format.json && !a.format.csv {
+        out(&format!(
+            "stored as experiment {id} in {}\n",
+            store.path().display()
+        ))?;
+    }
+    Ok(())
 }
 
 // ----------------------------------------------------------------------------------------- run

@@ -23,6 +23,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sink(a) => commands::sink(a),
         Command::Bulk(a) => commands::bulk(*a),
+        Command::Echo(a) => commands::echo(a),
+        Command::Pingpong(a) => commands::pingpong(*a),
         Command::Run(a) => commands::run(a),
         Command::Report(a) => commands::report(a),
         Command::Results(r) => commands::results(r),

@@ -228,3 +228,133 @@ fn socklab_lab_parse(text: &str, p: &Path) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--reps 0"), "{}: {err}", p.display());
 }
+
+#[test]
+fn pingpong_compares_option_sets_reads_them_back_and_stores_histograms() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    let o = socklab()
+        .args([
+            "pingpong",
+            "--opts",
+            "baseline,nodelay+quickack,server:sndbuf=64K",
+            "--size",
+            "29",
+            "--count",
+            "50",
+            "--reps",
+            "3",
+            "--json",
+            "--db",
+            dbs,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3);
+    assert_eq!(cells[1]["config"]["opts"], "nodelay+quickack");
+    assert_eq!(cells[0]["metrics"]["total_us"]["n"], 3);
+    assert!(cells[0]["metrics"]["rtt_p99_us"]["mean"].as_f64().unwrap() > 0.0);
+    // One echo server per option set, each stopped and accounted by wait4.
+    let facts = v["facts"].as_object().unwrap();
+    assert_eq!(
+        facts.keys().filter(|k| k.ends_with("_exit")).count(),
+        3,
+        "{facts:?}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // The client's options were read back from the kernel and stored with each repetition.
+    let extra: String = conn
+        .query_row("SELECT s.extra_json FROM samples s JOIN cells c ON s.cell_id=c.id WHERE c.label='opts=nodelay+quickack' LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let extra: serde_json::Value = serde_json::from_str(&extra).unwrap();
+    assert_eq!(extra["client_opts"]["nodelay"], "1", "{extra}");
+    // Every repetition stored its round-trip histogram: 50 round trips each.
+    let buckets: String = conn
+        .query_row(
+            "SELECT buckets_json FROM sample_histograms WHERE name='rtt_ns' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let b: Vec<(u64, u64)> = serde_json::from_str(&buckets).unwrap();
+    assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), 50);
+    // The report draws the percentile plot from them.
+    let out = dir.path().join("rep");
+    socklab()
+        .args(["report", "--db", dbs, "--out", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Round-trip time percentiles"));
+    assert!(html.contains("vs baseline"));
+}
+
+#[test]
+fn pingpong_udp_and_bad_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    socklab()
+        .args([
+            "pingpong",
+            "--udp",
+            "--size",
+            "1K",
+            "--count",
+            "20",
+            "--reps",
+            "2",
+            "--timeout",
+            "100ms",
+            "--db",
+            dbs,
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("lost"));
+    let err = |args: &[&str], needle: &str| {
+        let o = socklab().args(args).args(["--db", dbs]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    };
+    err(
+        &["pingpong", "--opts", "nodelayy"],
+        "unknown option 'nodelayy'",
+    );
+    err(&["pingpong", "--opts", "sndbuf=0"], "out of range");
+    err(&["pingpong", "--udp", "--opts", "nodelay"], "TCP only");
+    err(&["pingpong", "--size", "0"], "size");
+    err(
+        &[
+            "pingpong",
+            "--to",
+            "127.0.0.1:9",
+            "--opts",
+            "server:nodelay",
+        ],
+        "self-started echo server",
+    );
+    // An option the kernel refuses: the option and the errno, exit 1.
+    let o = socklab()
+        .args([
+            "pingpong",
+            "--opts",
+            "cc=nosuchcc",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--db",
+            dbs,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cc=nosuchcc refused"));
+}
