@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// The peer could not be reached.
-    #[error("cannot connect to {addr}: {source} (is a `socklab sink` listening there? start one or omit --to)")]
+    #[error("cannot connect to {addr}: {source} (is the socklab server listening there? start it, or omit --to and socklab starts one)")]
     Connect {
         /// Where we tried to connect.
         addr: SocketAddr,

@@ -40,12 +40,12 @@ pub const MAX_TCP_SIZE: usize = 16 << 20;
 /// The seed-001 client's message; payloads repeat it after their sequence number.
 pub const SEED_MESSAGE: &[u8] = b"asdadqwDSDQWD13123ewadSADASDA";
 
-/// `MSG_DONTWAIT` (Linux, every architecture): one non-blocking `send()` on a blocking socket.
-const MSG_DONTWAIT: i32 = 0x40;
+/// `MSG_DONTWAIT`: one non-blocking `send()` on a blocking socket.
+use socklab_sys::msg::MSG_DONTWAIT;
 
-/// `EINPROGRESS` (Linux x86 and arm): a non-blocking Fast Open `send()` whose SYN left without
-/// data (no cookie yet); the data follows once the connection is up.
-const EINPROGRESS: i32 = 115;
+/// `EINPROGRESS`: a non-blocking Fast Open `send()` whose SYN left without data (no cookie
+/// yet); the data follows once the connection is up.
+use socklab_sys::errno::EINPROGRESS;
 
 /// Stop is polled before every 64th round trip.
 const STOP_EVERY: u64 = 64;

@@ -43,7 +43,12 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 /// The `errno` values socklab reacts to, named, so crates above this one need no `libc`.
 pub mod errno {
     pub use libc::{
-        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, EINTR, EMFILE, ENFILE,
-        ENOBUFS, ENOMEM,
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, EINPROGRESS, EINTR, EMFILE,
+        ENFILE, ENOBUFS, ENOMEM,
     };
+}
+
+/// Flags of `send`/`recv` that socklab passes, named, so crates above need no `libc`.
+pub mod msg {
+    pub use libc::{MSG_DONTWAIT, MSG_NOSIGNAL};
 }

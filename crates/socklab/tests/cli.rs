@@ -182,7 +182,7 @@ fn bad_input_is_one_line_naming_the_value_and_the_fix() {
             db,
         ],
         1,
-        &[&format!("cannot connect to {to}"), "socklab sink"],
+        &[&format!("cannot connect to {to}"), "omit --to"],
     );
 
     // A port in use.
