@@ -322,6 +322,26 @@ impl Executor for LiveExecutor {
                     ],
                 })
             }
+            Workload::States(cfg) => {
+                let r = socklab_net::states::run(cfg).map_err(run_err)?;
+                let n = |m: &std::collections::BTreeMap<String, u64>, k: &str| {
+                    m.get(k).copied().unwrap_or(0) as f64
+                };
+                Ok(Sample {
+                    metrics: vec![
+                        ("rebind_ok", f64::from(u8::from(r.rebind_ok))),
+                        ("tw_server", n(&r.server_states, "TIME_WAIT")),
+                        ("tw_client", n(&r.client_states, "TIME_WAIT")),
+                    ],
+                    extra: json!({
+                        "server_states": r.server_states,
+                        "client_states": r.client_states,
+                        "rebind_errno": r.rebind_errno,
+                        "rebind_error": r.rebind_errno.map(|e| std::io::Error::from_raw_os_error(e).to_string()),
+                    }),
+                    histograms: Vec::new(),
+                })
+            }
             Workload::Pipe(spec) => {
                 let r = reference::pipe_bandwidth(spec.size, spec.bytes)
                     .map_err(|e| run_err(socklab_net::NetError::io("pipe reference", e)))?;

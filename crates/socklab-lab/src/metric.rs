@@ -173,6 +173,27 @@ pub const METRICS: &[Metric] = &[
         Better::Lower,
     ),
     m(
+        "rebind_ok",
+        "fraction",
+        "rebind ok",
+        "re-binding the server port right after the close succeeded",
+        Better::Higher,
+    ),
+    m(
+        "tw_server",
+        "sockets",
+        "TW server",
+        "sockets in TIME_WAIT on the server's port",
+        Better::Neither,
+    ),
+    m(
+        "tw_client",
+        "sockets",
+        "TW client",
+        "sockets in TIME_WAIT on the clients' side",
+        Better::Neither,
+    ),
+    m(
         "total_us",
         "us",
         "total us",
@@ -283,6 +304,7 @@ pub const METRICS: &[Metric] = &[
 pub fn primary(workload: &str) -> &'static str {
     match workload {
         "pingpong" => "total_us",
+        "states" => "rebind_ok",
         _ => "gbps",
     }
 }

@@ -27,6 +27,8 @@ const TABLE_METRICS: &[&str] = &[
     "late",
     "connects",
     "tfo_active",
+    "tw_server",
+    "tw_client",
 ];
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,

@@ -73,6 +73,12 @@ pub const SUITES: &[Suite] = &[
         unavailable: None,
     },
     Suite {
+        name: "states",
+        reproduces: "seed 000's socket states: TIME_WAIT lands on the side that closes first; re-binding a port in TIME_WAIT needs SO_REUSEADDR",
+        files: &[("states.toml", include_str!("../../../experiments/states.toml"))],
+        unavailable: None,
+    },
+    Suite {
         name: "designs",
         reproduces: "seed 002 / Stevens fig. 27.1: CPU per connection of every server design",
         files: &[],

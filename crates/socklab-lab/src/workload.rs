@@ -95,6 +95,8 @@ impl PartialEq for PingSpec {
 pub enum Workload {
     /// Request/response round trips against an echo server.
     PingPong(PingSpec),
+    /// TIME_WAIT and SO_REUSEADDR: who holds TIME_WAIT, and whether the port can be re-bound.
+    States(socklab_net::states::StatesConfig),
     /// TCP bulk throughput.
     Bulk(BulkSpec),
     /// Pipe bandwidth between two threads.
@@ -175,6 +177,25 @@ pub const PINGPONG_KEYS: &[KeyDoc] = &[
     ),
 ];
 
+/// The keys of the states workload.
+pub const STATES_KEYS: &[KeyDoc] = &[
+    (
+        "connections",
+        "100",
+        "connections opened and closed per repetition",
+    ),
+    (
+        "closer",
+        "server",
+        "the side that closes first: server or client",
+    ),
+    (
+        "reuseaddr",
+        "false",
+        "SO_REUSEADDR on the listener and on the re-bound listener",
+    ),
+];
+
 /// The keys of the reference workloads.
 pub const REF_KEYS: &[KeyDoc] = &[
     ("size", "128K", "bytes per operation"),
@@ -182,7 +203,7 @@ pub const REF_KEYS: &[KeyDoc] = &[
 ];
 
 /// The workload names.
-pub const KINDS: &[&str] = &["bulk", "pingpong", "pipe", "memcpy"];
+pub const KINDS: &[&str] = &["bulk", "pingpong", "states", "pipe", "memcpy"];
 
 fn check_keys(kind: &str, params: &Params, keys: &[KeyDoc]) -> Result<(), LabError> {
     for k in params.0.keys() {
@@ -295,6 +316,19 @@ impl Workload {
                 }
                 Ok(Workload::PingPong(PingSpec { to, cfg }))
             }
+            "states" => {
+                check_keys(kind, p, STATES_KEYS)?;
+                let cfg = socklab_net::states::StatesConfig {
+                    connections: p.parse_or("connections", 100, |s| match parse_usize(s)? {
+                        n @ 1..=10_000 => Ok(n),
+                        _ => Err("use 1 to 10000".into()),
+                    })?,
+                    closer: p
+                        .parse_or("closer", socklab_net::states::Closer::Server, |s| s.parse())?,
+                    reuseaddr: p.parse_or("reuseaddr", false, parse_bool)?,
+                };
+                Ok(Workload::States(cfg))
+            }
             "pipe" | "memcpy" => {
                 check_keys(kind, p, REF_KEYS)?;
                 let spec = RefSpec {
@@ -322,6 +356,7 @@ impl Workload {
         match self {
             Workload::Bulk(_) => "bulk",
             Workload::PingPong(_) => "pingpong",
+            Workload::States(_) => "states",
             Workload::Pipe(_) => "pipe",
             Workload::Memcpy(_) => "memcpy",
         }
@@ -375,6 +410,11 @@ impl Workload {
                     p.set("new_connection", cfg.new_connection_per_message.to_string());
                 }
             }
+            Workload::States(c) => {
+                p.set("connections", c.connections.to_string());
+                p.set("closer", c.closer.to_string());
+                p.set("reuseaddr", c.reuseaddr.to_string());
+            }
             Workload::Pipe(r) | Workload::Memcpy(r) => {
                 p.set("size", format_size(r.size as u64));
                 p.set("bytes", format_size(r.bytes));
@@ -388,6 +428,7 @@ impl Workload {
         match kind {
             "bulk" => BULK_KEYS,
             "pingpong" => PINGPONG_KEYS,
+            "states" => STATES_KEYS,
             _ => REF_KEYS,
         }
     }

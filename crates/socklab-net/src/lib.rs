@@ -20,6 +20,7 @@ pub mod protocol;
 pub mod reference;
 pub mod sink;
 pub mod sockopt;
+pub mod states;
 pub mod strategy;
 pub mod units;
 
