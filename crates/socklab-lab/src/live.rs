@@ -24,6 +24,9 @@ use crate::LabError;
 pub struct SinkChild {
     child: Option<Child>,
     addr: SocketAddr,
+    /// The `EFFECTIVE k=v …` line a server prints once it has applied its options.
+    effective: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The line a sink started with `--announce` prints first on stdout.
@@ -65,14 +68,26 @@ impl SinkChild {
             .take()
             .ok_or_else(|| LabError::Child("server child has no stdout".into()))?;
         let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
+        let effective = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let eff = effective.clone();
+        let reader = std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let _ = tx.send(first);
+            // Later lines until the child exits: the effective server-side options.
+            for l in lines.map_while(Result::ok) {
+                if let Some(v) = l.strip_prefix("EFFECTIVE ") {
+                    if let Ok(mut g) = eff.lock() {
+                        *g = Some(v.to_string());
+                    }
+                }
+            }
         });
         let mut me = SinkChild {
             child: Some(child),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            effective,
+            reader: Some(reader),
         };
         let line = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
             LabError::Child("the server child did not announce its port within 10 s".into())
@@ -100,18 +115,22 @@ impl SinkChild {
         let child = self
             .child
             .take()
-            .ok_or_else(|| LabError::Child("sink already stopped".into()))?;
+            .ok_or_else(|| LabError::Child("server child already stopped".into()))?;
         let pid = child.id();
         if let Ok(Some((st, _))) = try_wait4(pid) {
             return Err(LabError::Child(format!(
-                "the sink child ended early ({st:?})"
+                "the server child ended early ({st:?})"
             )));
         }
         kill(pid, Signal::Term)
-            .map_err(|e| LabError::Child(format!("cannot stop the sink child: {e}")))?;
+            .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
         let (status, usage) =
-            wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the sink child: {e}")))?;
-        Ok(vec![
+            wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the server child: {e}")))?;
+        // The child is gone, so its stdout reaches end of file: the reader has every line.
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let mut facts = vec![
             (
                 "wait4_user_s".into(),
                 format!("{:.6}", usage.user.as_secs_f64()),
@@ -123,7 +142,11 @@ impl SinkChild {
             ("wait4_nvcsw".into(), usage.nvcsw.to_string()),
             ("wait4_nivcsw".into(), usage.nivcsw.to_string()),
             ("exit".into(), format!("{status:?}")),
-        ])
+        ];
+        if let Some(e) = self.effective.lock().ok().and_then(|g| g.clone()) {
+            facts.push(("effective_opts".into(), e));
+        }
+        Ok(facts)
     }
 }
 

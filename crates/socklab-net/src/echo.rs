@@ -90,6 +90,9 @@ pub enum EchoEvent {
         messages: u64,
         /// How it ended.
         end: ConnEnd,
+        /// The server-side options as the kernel reported them on this connection, read back
+        /// with `getsockopt` right after they were applied.
+        effective: Vec<(String, String)>,
     },
     /// Something went wrong that did not stop the server (a refused socket option on one
     /// connection, a failed accept, an oversized datagram, a failed `send_to`).
@@ -111,6 +114,7 @@ impl EchoEvent {
                 bytes,
                 messages,
                 end,
+                ..
             } => {
                 let how = match end {
                     ConnEnd::Complete => "closed".to_string(),
@@ -425,6 +429,7 @@ fn serve_conn(
             what: format!("{e}: connection closed"),
         };
     }
+    let effective = cfg.opts.read_back(&SockRef::from(&stream), Side::Server);
     let rearm = cfg.opts.rearm_quickack(Side::Server);
     let mut buf = AlignedBuf::zeroed(cfg.max_message);
     let buf = buf.as_mut_slice();
@@ -485,6 +490,7 @@ fn serve_conn(
         bytes,
         messages,
         end,
+        effective,
     }
 }
 

@@ -534,10 +534,21 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
         );
     }
     let quiet = a.quiet;
+    let announce = a.announce;
+    let mut told = false;
     let stats = server
         .serve(&interrupted, &mut |ev| {
             if !quiet {
                 eprintln!("{}", ev.line());
+            }
+            // For the runner: the server-side options as the kernel reported them.
+            if let socklab_net::echo::EchoEvent::Closed { effective, .. } = ev {
+                if announce && !told && !effective.is_empty() {
+                    told = true;
+                    let kv: Vec<String> =
+                        effective.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let _ = out(&format!("EFFECTIVE {}\n", kv.join(" ")));
+                }
             }
         })
         .map_err(|e| Failure::Run(e.to_string()))?;
