@@ -355,8 +355,11 @@ impl Executor for LiveExecutor {
                         ("rebind_ok", f64::from(u8::from(r.rebind_ok))),
                         ("tw_server", n(&r.server_states, "TIME_WAIT")),
                         ("tw_client", n(&r.client_states, "TIME_WAIT")),
+                        ("est_server", n(&r.during_server, "ESTABLISHED")),
                     ],
                     extra: json!({
+                        "during_server": r.during_server,
+                        "during_client": r.during_client,
                         "server_states": r.server_states,
                         "client_states": r.client_states,
                         "rebind_errno": r.rebind_errno,

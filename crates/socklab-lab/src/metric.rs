@@ -180,6 +180,13 @@ pub const METRICS: &[Metric] = &[
         Better::Higher,
     ),
     m(
+        "est_server",
+        "sockets",
+        "EST during",
+        "server sockets ESTABLISHED while every connection is open",
+        Better::Neither,
+    ),
+    m(
         "tw_server",
         "sockets",
         "TW server",

@@ -27,6 +27,7 @@ const TABLE_METRICS: &[&str] = &[
     "late",
     "connects",
     "tfo_active",
+    "est_server",
     "tw_server",
     "tw_client",
 ];

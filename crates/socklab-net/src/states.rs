@@ -58,6 +58,10 @@ pub struct StatesConfig {
 /// What a run saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatesResult {
+    /// Sockets per state on the server's side while every connection is open.
+    pub during_server: BTreeMap<String, u64>,
+    /// Sockets per state on the client side while every connection is open.
+    pub during_client: BTreeMap<String, u64>,
     /// Sockets per state whose local port is the server's port (the server side).
     pub server_states: BTreeMap<String, u64>,
     /// Sockets per state whose remote port is the server's port (the client side).
@@ -161,6 +165,7 @@ pub fn run(cfg: &StatesConfig) -> Result<StatesResult, NetError> {
         s.write_all(b"y").map_err(io("write"))?;
         c.read_exact(&mut b).map_err(io("read"))?;
     }
+    let (during_server, during_client) = count_states(port);
     // The active close, then the passive side sees EOF and closes too.
     for (c, s) in pairs {
         let (first, mut second) = match cfg.closer {
