@@ -186,6 +186,8 @@ pub fn run(cfg: &StatesConfig) -> Result<StatesResult, NetError> {
         Err(e) => (false, e.raw_os_error()),
     };
     Ok(StatesResult {
+        during_server,
+        during_client,
         server_states,
         client_states,
         rebind_ok,
@@ -212,6 +214,9 @@ mod tests {
             reuseaddr: false,
         })
         .unwrap();
+        assert_eq!(r.during_server.get("ESTABLISHED"), Some(&5), "{r:?}");
+        assert_eq!(r.during_server.get("LISTEN"), Some(&1), "{r:?}");
+        assert_eq!(r.during_client.get("ESTABLISHED"), Some(&5), "{r:?}");
         assert_eq!(r.server_states.get("TIME_WAIT"), Some(&5), "{r:?}");
         assert!(!r.rebind_ok);
         assert_eq!(r.rebind_errno, Some(socklab_sys::errno::EADDRINUSE));
