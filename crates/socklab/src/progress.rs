@@ -32,9 +32,18 @@ impl Progress {
 }
 
 fn describe(s: &Sample) -> String {
-    match s.get("gbps") {
-        Some(g) => format!("{} Gbit/s", num(g)),
-        None => String::new(),
+    if let Some(g) = s.get("gbps") {
+        format!("{} Gbit/s", num(g))
+    } else if let Some(t) = s.get("total_us") {
+        format!(
+            "{} us, p50 {} us",
+            num(t),
+            s.get("rtt_p50_us").map(num).unwrap_or_default()
+        )
+    } else if let Some(r) = s.get("rebind_ok") {
+        format!("rebind {}", if r > 0.0 { "ok" } else { "failed" })
+    } else {
+        String::new()
     }
 }
 
