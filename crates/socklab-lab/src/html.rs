@@ -454,7 +454,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     figure(
         out,
         &svg::strip_chart(
-            "Throughput of every repetition (per-run scatter)",
+            &format!("{} of every repetition (per-run scatter)", if primary == "gbps" { "Throughput" } else { "Result" }),
             &rows,
             &format!("{unit} (one dot per measured repetition)"),
         ),
