@@ -159,17 +159,7 @@ pub struct EchoServer {
 
 /// The error of a failed socket/bind/listen, with the same hints as [`crate::sink::listen`].
 fn bind_error(addr: SocketAddr, source: io::Error) -> NetError {
-    let hint = match source.raw_os_error() {
-        Some(errno::EADDRINUSE) => {
-            " (another program holds that port: choose another --port, or 0 for any free port)"
-        }
-        Some(errno::EACCES) => " (ports below 1024 need root: choose --port 1024 or above)",
-        Some(errno::EADDRNOTAVAIL) => {
-            " (that address is not on this machine: use 127.0.0.1, ::1 or ::)"
-        }
-        _ => "",
-    };
-    NetError::Bind { addr, source, hint }
+    NetError::bind(addr, source)
 }
 
 fn open(addr: SocketAddr, cfg: &EchoConfig) -> Result<Listener, NetError> {

@@ -61,6 +61,22 @@ pub enum NetError {
 }
 
 impl NetError {
+    /// A failed socket/bind/listen on `addr`, with a hint for the common causes.
+    pub fn bind(addr: SocketAddr, source: io::Error) -> Self {
+        use socklab_sys::errno;
+        let hint = match source.raw_os_error() {
+            Some(errno::EADDRINUSE) => {
+                " (another program holds that port: choose another --port, or 0 for any free port)"
+            }
+            Some(errno::EACCES) => " (ports below 1024 need root: choose --port 1024 or above)",
+            Some(errno::EADDRNOTAVAIL) => {
+                " (that address is not on this machine: use 127.0.0.1, ::1 or ::)"
+            }
+            _ => "",
+        };
+        NetError::Bind { addr, source, hint }
+    }
+
     /// Wraps an I/O error with what we were doing.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         NetError::Io {

@@ -115,19 +115,7 @@ pub struct Sink {
 
 /// Creates a listening TCP socket: `SO_REUSEADDR`, dual-stack for `[::]`, backlog 1024.
 pub fn listen(addr: SocketAddr) -> Result<TcpListener, NetError> {
-    let err = |source: io::Error| {
-        let hint = match source.raw_os_error() {
-            Some(errno::EADDRINUSE) => {
-                " (another program holds that port: choose another --port, or 0 for any free port)"
-            }
-            Some(errno::EACCES) => " (ports below 1024 need root: choose --port 1024 or above)",
-            Some(errno::EADDRNOTAVAIL) => {
-                " (that address is not on this machine: use 127.0.0.1, ::1 or ::)"
-            }
-            _ => "",
-        };
-        NetError::Bind { addr, source, hint }
-    };
+    let err = |source: io::Error| NetError::bind(addr, source);
     let sock =
         Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(err)?;
     sock.set_reuse_address(true).map_err(err)?;

@@ -377,17 +377,22 @@ pub fn bulk(a: BulkArgs) -> Result<(), Failure> {
     let plan = bulk_plan(&a)?;
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    let id = match run_one(&plan, &mut store) {
+    run_and_print(&plan, &mut store, &a.format)
+}
+
+/// Runs a one-off command's plan and prints its statistics; an interrupted run prints what it
+/// finished on stderr.
+fn run_and_print(plan: &Plan, store: &mut Store, format: &SummaryFormat) -> Result<(), Failure> {
+    let id = match run_one(plan, store) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
-            let st = experiment_stats(&store, id)?;
-            eprint!("{}", output::human(&st));
+            eprint!("{}", output::human(&experiment_stats(store, id)?));
             return Err(f);
         }
         Err((_, f)) => return Err(f),
     };
-    print_stats(&store, id, &a.format)?;
-    if !a.format.json && !a.format.csv {
+    print_stats(store, id, format)?;
+    if !format.json && !format.csv {
         out(&format!(
             "stored as experiment {id} in {}\n",
             store.path().display()
@@ -602,22 +607,7 @@ pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
     )?;
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    let id = match run_one(&plan, &mut store) {
-        Ok(id) => id,
-        Err((Some(id), f @ Failure::Interrupted(_))) => {
-            eprint!("{}", output::human(&experiment_stats(&store, id)?));
-            return Err(f);
-        }
-        Err((_, f)) => return Err(f),
-    };
-    print_stats(&store, id, &a.format)?;
-    if !a.format.json && !a.format.csv {
-        out(&format!(
-            "stored as experiment {id} in {}\n",
-            store.path().display()
-        ))?;
-    }
-    Ok(())
+    run_and_print(&plan, &mut store, &a.format)
 }
 
 // ----------------------------------------------------------------------------------------- run
