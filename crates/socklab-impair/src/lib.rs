@@ -1,0 +1,39 @@
+//! socklab-impair: a pure, sans-IO model of one direction of an impaired
+//! network link with Linux netem's features (delay + jitter with uniform,
+//! normal, pareto and paretonormal distributions and correlation; random,
+//! Gilbert-Elliott and 4-state loss; duplication; corruption; reordering;
+//! rate limiting with packet overhead; a bounded queue), plus socklab's
+//! `fifo` extension (jitter never reorders).
+//!
+//! No I/O and no clock: the caller passes times in nanoseconds. Randomness
+//! comes from the crate's own xoshiro256** ([`rng::Rng`]) seeded through
+//! splitmix64, so a seed reproduces across versions and platforms.
+//!
+//! ```
+//! use socklab_impair::{Emulator, LinkSpec};
+//! let spec: LinkSpec = "delay 50ms 10ms distribution normal loss 5% rate 100mbit".parse().unwrap();
+//! assert_eq!(spec.to_string().parse::<LinkSpec>().unwrap(), spec);
+//! let mut link = Emulator::new(spec, 42);
+//! link.enqueue(0, vec![0u8; 1200]);
+//! while let Some(t) = link.poll_timeout() {
+//!     let _packet = link.poll_transmit(t).unwrap();
+//! }
+//! ```
+//!
+//! Differences from netem, on purpose: the delay distributions are the
+//! continuous ones rather than iproute2's tables (see [`distribution`]);
+//! a duplicated copy is not passed through loss/duplication a second time;
+//! `reorder` is accepted without `delay`; `duplicate` and `corrupt`
+//! correlation are not modelled (rejected when parsing).
+
+pub mod distribution;
+pub mod emulator;
+pub mod loss;
+pub mod rng;
+pub mod spec;
+
+pub use distribution::Distribution;
+pub use emulator::{Emulator, Stats};
+pub use loss::{Loss, LossModel};
+pub use rng::Rng;
+pub use spec::{LinkSpec, ParseSpecError, DEFAULT_LIMIT};

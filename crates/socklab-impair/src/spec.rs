@@ -1,0 +1,640 @@
+//! [`LinkSpec`]: one direction's impairments, in netem's own syntax.
+//!
+//! Grammar (tokens separated by whitespace, in any order, a later keyword
+//! overriding an earlier one):
+//!
+//! ```text
+//! delay TIME [JITTER [CORRELATION]]   distribution {uniform|normal|pareto|paretonormal}
+//! loss [random] PERCENT [CORRELATION] | loss gemodel p [r [1-h [1-k]]]
+//! loss state p13 [p31 [p32 [p23 [p14]]]]
+//! duplicate PERCENT   corrupt PERCENT   reorder PERCENT [CORRELATION] [gap N]
+//! rate RATE [PACKETOVERHEAD]   limit PACKETS   fifo
+//! ```
+//!
+//! Times take `ns`, `us`, `ms` or `s` (a bare number is microseconds, as in
+//! tc); percentages take an optional `%`; rates take tc's units (`bit`,
+//! `kbit`, `mbit`, `gbit`, `tbit`, IEC `kibit`.., and `bps`, `kbps`.. meaning
+//! *bytes* per second; a bare number is bits per second). `fifo` is a socklab
+//! extension: jitter never reorders. netem only honours `reorder` together
+//! with a delay; socklab accepts it alone (then the "immediate" packets are
+//! indistinguishable from the others) rather than rejecting it.
+//! `distribution` without jitter is accepted and has no effect, as in netem.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::distribution::Distribution;
+use crate::loss::Loss;
+
+/// netem's default queue limit in packets.
+pub const DEFAULT_LIMIT: usize = 1000;
+
+/// The impairments of one direction of a link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    /// Base delay.
+    pub delay_ns: u64,
+    /// Jitter scale (σ for normal, half-width for uniform).
+    pub jitter_ns: u64,
+    /// Correlation of successive delay random values, `0..=1`.
+    pub delay_correlation: f64,
+    /// Shape of the jitter.
+    pub distribution: Distribution,
+    /// Loss model.
+    pub loss: Loss,
+    /// Probability of sending an extra copy.
+    pub duplicate: f64,
+    /// Probability of flipping one random bit.
+    pub corrupt: f64,
+    /// `(probability, gap)`: netem reordering (gap defaults to 1).
+    pub reorder: Option<(f64, u32)>,
+    /// Correlation of the reorder random values (netem `reorder P CORR`);
+    /// only meaningful with `reorder`.
+    pub reorder_correlation: f64,
+    /// Serialisation rate in bits per second.
+    pub rate_bps: Option<u64>,
+    /// Bytes added to (or, negative, removed from) each packet's length for
+    /// the rate computation.
+    pub overhead_bytes: i32,
+    /// Queue limit in packets.
+    pub limit: usize,
+    /// `fifo`: jitter never reorders packets.
+    pub keep_order: bool,
+}
+
+impl Default for LinkSpec {
+    fn default() -> LinkSpec {
+        LinkSpec {
+            delay_ns: 0,
+            jitter_ns: 0,
+            delay_correlation: 0.0,
+            distribution: Distribution::Uniform,
+            loss: Loss::None,
+            duplicate: 0.0,
+            corrupt: 0.0,
+            reorder: None,
+            reorder_correlation: 0.0,
+            rate_bps: None,
+            overhead_bytes: 0,
+            limit: DEFAULT_LIMIT,
+            keep_order: false,
+        }
+    }
+}
+
+/// A one-line description of what is wrong with a spec and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseSpecError {
+    message: String,
+}
+
+impl ParseSpecError {
+    fn new(message: String) -> ParseSpecError {
+        ParseSpecError { message }
+    }
+
+    /// The message (same as `Display`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ParseSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ParseSpecError {}
+
+const KEYWORDS: &[&str] = &[
+    "delay",
+    "distribution",
+    "loss",
+    "duplicate",
+    "corrupt",
+    "reorder",
+    "gap",
+    "rate",
+    "limit",
+    "fifo",
+];
+
+const KEYWORD_LIST: &str =
+    "delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo";
+
+struct Tokens<'a> {
+    toks: Vec<&'a str>,
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn next(&mut self) -> Option<&'a str> {
+        let t = self.toks.get(self.pos).copied();
+        if t.is_some() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    /// The next token if it looks like a value (not a keyword).
+    fn next_value(&mut self) -> Option<&'a str> {
+        let t = *self.toks.get(self.pos)?;
+        let looks_numeric = t
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
+        if looks_numeric && !KEYWORDS.contains(&t) {
+            self.pos += 1;
+            Some(t)
+        } else {
+            None
+        }
+    }
+
+    /// A required value after `ctx`.
+    fn value(&mut self, ctx: &str, what: &str, example: &str) -> Result<&'a str, ParseSpecError> {
+        let next = self.toks.get(self.pos).copied();
+        if let Some(t) = next.filter(|t| !KEYWORDS.contains(&t.to_ascii_lowercase().as_str())) {
+            self.pos += 1;
+            return Ok(t);
+        }
+        Err(ParseSpecError::new(format!(
+            "{ctx}: expected {what} after it, e.g. {example}"
+        )))
+    }
+}
+
+fn split_number(tok: &str) -> (&str, &str) {
+    let end = tok
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(tok.len());
+    tok.split_at(end)
+}
+
+fn err(ctx: &str, tok: &str, reason: &str) -> ParseSpecError {
+    ParseSpecError::new(format!("{ctx} {tok}: {reason}"))
+}
+
+fn parse_time(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
+    let (num, unit) = split_number(tok);
+    let v: f64 = num.parse().map_err(|_| {
+        err(
+            ctx,
+            tok,
+            "not a time; write a number with ns, us, ms or s, e.g. 50ms",
+        )
+    })?;
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "ns" | "nsec" | "nsecs" => 1.0,
+        "" | "us" | "usec" | "usecs" => 1e3,
+        "ms" | "msec" | "msecs" => 1e6,
+        "s" | "sec" | "secs" => 1e9,
+        _ => {
+            return Err(err(
+                ctx,
+                tok,
+                "unknown time unit; use ns, us, ms or s, e.g. 50ms",
+            ))
+        }
+    };
+    if !v.is_finite() {
+        return Err(err(ctx, tok, "not a finite time; write e.g. 50ms"));
+    }
+    if v < 0.0 {
+        return Err(err(
+            ctx,
+            tok,
+            &format!(
+                "a time must not be negative; write e.g. {ctx} {}",
+                &tok[1..]
+            ),
+        ));
+    }
+    let ns = (v * scale).round();
+    if ns >= u64::MAX as f64 {
+        return Err(err(ctx, tok, "time too large"));
+    }
+    Ok(ns as u64)
+}
+
+fn parse_fraction(ctx: &str, tok: &str, what: &str) -> Result<f64, ParseSpecError> {
+    let num = tok.strip_suffix('%').unwrap_or(tok);
+    let v: f64 = num.parse().map_err(|_| {
+        err(
+            ctx,
+            tok,
+            &format!("not a percentage; a {what} is written like 5% (0% to 100%)"),
+        )
+    })?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(err(ctx, tok, &format!("a {what} must be 0% to 100%")));
+    }
+    // Divide by 100 by moving the decimal point, so that every f64 printed
+    // by `pct` parses back to exactly itself.
+    Ok(shift_left2(num)
+        .and_then(|d| d.parse::<f64>().ok())
+        .unwrap_or(v / 100.0))
+}
+
+/// "12.5" -> "0.125" (plain decimals only; `None` for exponents etc.).
+fn shift_left2(num: &str) -> Option<String> {
+    let num = num.strip_prefix('+').unwrap_or(num);
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let int = format!("{int:0>3}");
+    let (hi, lo) = int.split_at(int.len() - 2);
+    Some(format!("{hi}.{lo}{frac}"))
+}
+
+/// "0.125" -> "12.5": the inverse of `shift_left2`.
+fn shift_right2(num: &str) -> String {
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let frac = format!("{frac:0<2}");
+    let (hi, lo) = frac.split_at(2);
+    let int = format!("{int}{hi}");
+    let int = int.trim_start_matches('0');
+    let int = if int.is_empty() { "0" } else { int };
+    let lo = lo.trim_end_matches('0');
+    if lo.is_empty() {
+        int.to_string()
+    } else {
+        format!("{int}.{lo}")
+    }
+}
+
+fn parse_prob(ctx: &str, tok: &str) -> Result<f64, ParseSpecError> {
+    parse_fraction(ctx, tok, "probability")
+}
+
+fn parse_corr(ctx: &str, tok: &str) -> Result<f64, ParseSpecError> {
+    parse_fraction(ctx, tok, "correlation")
+}
+
+fn parse_rate(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
+    let (num, unit) = split_number(tok);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| err(ctx, tok, "not a rate; write e.g. 100mbit, 1gbit or 500kbps"))?;
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "" | "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        "tbit" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1024.0 * 1024.0,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        "tibit" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "bps" => 8.0,
+        "kbps" => 8e3,
+        "mbps" => 8e6,
+        "gbps" => 8e9,
+        "tbps" => 8e12,
+        "kibps" => 8.0 * 1024.0,
+        "mibps" => 8.0 * 1024.0 * 1024.0,
+        "gibps" => 8.0 * 1024.0 * 1024.0 * 1024.0,
+        "tibps" => 8.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(err(
+            ctx,
+            tok,
+            "unknown rate unit; use bit, kbit, mbit, gbit (bits/s) or bps, kbps, mbps (bytes/s)",
+        )),
+    };
+    let bits = (v * scale).round();
+    if !bits.is_finite() || bits < 1.0 || bits >= u64::MAX as f64 {
+        return Err(err(
+            ctx,
+            tok,
+            "a rate must be positive; omit rate for an unlimited link",
+        ));
+    }
+    Ok(bits as u64)
+}
+
+impl FromStr for LinkSpec {
+    type Err = ParseSpecError;
+
+    fn from_str(s: &str) -> Result<LinkSpec, ParseSpecError> {
+        let mut spec = LinkSpec::default();
+        let mut t = Tokens {
+            toks: s.split_whitespace().collect(),
+            pos: 0,
+        };
+        let mut gap: Option<u32> = None;
+        while let Some(kw) = t.next() {
+            match kw.to_ascii_lowercase().as_str() {
+                "delay" => {
+                    let v = t.value("delay", "a time", "delay 50ms")?;
+                    spec.delay_ns = parse_time("delay", v)?;
+                    spec.jitter_ns = 0;
+                    spec.delay_correlation = 0.0;
+                    if let Some(j) = t.next_value() {
+                        spec.jitter_ns = parse_time("delay jitter", j)?;
+                        if let Some(c) = t.next_value() {
+                            spec.delay_correlation = parse_corr("delay correlation", c)?;
+                        }
+                    }
+                }
+                "distribution" => {
+                    let v = t.next().ok_or_else(|| {
+                        ParseSpecError::new(
+                            "distribution: expected uniform, normal, pareto or paretonormal after it"
+                                .to_string(),
+                        )
+                    })?;
+                    spec.distribution = Distribution::from_name(v).ok_or_else(|| {
+                        err(
+                            "distribution",
+                            v,
+                            "unknown distribution; use uniform, normal, pareto or paretonormal",
+                        )
+                    })?;
+                }
+                "loss" => spec.loss = parse_loss(&mut t)?,
+                "duplicate" => {
+                    let v = t.value("duplicate", "a percentage", "duplicate 1%")?;
+                    spec.duplicate = parse_prob("duplicate", v)?;
+                    if let Some(c) = t.next_value() {
+                        return Err(err(
+                            "duplicate",
+                            c,
+                            "socklab does not model duplicate correlation; remove it",
+                        ));
+                    }
+                }
+                "corrupt" => {
+                    let v = t.value("corrupt", "a percentage", "corrupt 1%")?;
+                    spec.corrupt = parse_prob("corrupt", v)?;
+                    if let Some(c) = t.next_value() {
+                        return Err(err(
+                            "corrupt",
+                            c,
+                            "socklab does not model corrupt correlation; remove it",
+                        ));
+                    }
+                }
+                "reorder" => {
+                    let v = t.value("reorder", "a percentage", "reorder 25%")?;
+                    let p = parse_prob("reorder", v)?;
+                    spec.reorder_correlation = 0.0;
+                    if let Some(c) = t.next_value() {
+                        spec.reorder_correlation = parse_corr("reorder correlation", c)?;
+                    }
+                    spec.reorder = Some((p, 1));
+                }
+                "gap" => {
+                    let v = t.value("gap", "a packet count", "reorder 25% gap 5")?;
+                    let g: u32 = v.parse().ok().filter(|&g| g > 0).ok_or_else(|| {
+                        err("gap", v, "a gap must be a whole number >= 1, e.g. gap 5")
+                    })?;
+                    gap = Some(g);
+                }
+                "rate" => {
+                    let v = t.value("rate", "a rate", "rate 100mbit")?;
+                    spec.rate_bps = Some(parse_rate("rate", v)?);
+                    spec.overhead_bytes = 0;
+                    if let Some(o) = t.next_value() {
+                        spec.overhead_bytes = o.parse().map_err(|_| {
+                            err(
+                                "rate packetoverhead",
+                                o,
+                                "a packet overhead must be a whole number of bytes, e.g. rate 100mbit 20",
+                            )
+                        })?;
+                    }
+                }
+                "limit" => {
+                    let v = t.value("limit", "a packet count", "limit 1000")?;
+                    spec.limit = v.parse().map_err(|_| {
+                        err(
+                            "limit",
+                            v,
+                            "a limit must be a whole number of packets, e.g. limit 1000",
+                        )
+                    })?;
+                }
+                "fifo" => spec.keep_order = true,
+                _ => {
+                    return Err(ParseSpecError::new(format!(
+                        "unknown keyword '{kw}': expected {KEYWORD_LIST}"
+                    )))
+                }
+            }
+        }
+        if let Some(g) = gap {
+            match spec.reorder.as_mut() {
+                Some(r) => r.1 = g,
+                None => {
+                    return Err(ParseSpecError::new(format!(
+                        "gap {g}: gap needs reorder, e.g. reorder 25% gap {g}"
+                    )))
+                }
+            }
+        }
+        Ok(spec)
+    }
+}
+
+fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, ParseSpecError> {
+    let first = t.next().ok_or_else(|| {
+        ParseSpecError::new(
+            "loss: expected a percentage, gemodel or state after it, e.g. loss 5%".to_string(),
+        )
+    })?;
+    let mut probs = |ctx: &str, max: usize| -> Result<Vec<f64>, ParseSpecError> {
+        let mut v = Vec::new();
+        while v.len() < max {
+            match t.next_value() {
+                Some(tok) => v.push(parse_prob(ctx, tok)?),
+                None => break,
+            }
+        }
+        Ok(v)
+    };
+    match first.to_ascii_lowercase().as_str() {
+        "gemodel" | "gilbert-elliott" => {
+            let v = probs("loss gemodel", 4)?;
+            let Some(&p) = v.first() else {
+                return Err(ParseSpecError::new(
+                    "loss gemodel: expected p [r [1-h [1-k]]], e.g. loss gemodel 1% 10% 70% 0.1%"
+                        .to_string(),
+                ));
+            };
+            Ok(Loss::GilbertElliott {
+                p,
+                r: v.get(1).copied().unwrap_or(1.0 - p),
+                one_minus_h: v.get(2).copied().unwrap_or(1.0),
+                one_minus_k: v.get(3).copied().unwrap_or(0.0),
+            })
+        }
+        "state" => {
+            let v = probs("loss state", 5)?;
+            let Some(&p13) = v.first() else {
+                return Err(ParseSpecError::new(
+                    "loss state: expected p13 [p31 [p32 [p23 [p14]]]], e.g. loss state 1% 10% 5% 20% 0.1%"
+                        .to_string(),
+                ));
+            };
+            let g = |i: usize, d: f64| v.get(i).copied().unwrap_or(d);
+            let (p31, p32, p23, p14) = (g(1, 1.0 - p13), g(2, 0.0), g(3, 0.0), g(4, 0.0));
+            if p13 + p14 > 1.0 + 1e-12 || p31 + p32 > 1.0 + 1e-12 {
+                return Err(ParseSpecError::new(format!(
+                    "loss state: p13 + p14 and p31 + p32 must each be at most 100% (got {}% and {}%)",
+                    (p13 + p14) * 100.0,
+                    (p31 + p32) * 100.0
+                )));
+            }
+            Ok(Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            })
+        }
+        "random" => {
+            let v = t.value("loss random", "a percentage", "loss random 5%")?;
+            random_loss(t, v)
+        }
+        _ => {
+            if KEYWORDS.contains(&first) {
+                return Err(ParseSpecError::new(format!(
+                    "loss: expected a percentage, gemodel or state before '{first}', e.g. loss 5%"
+                )));
+            }
+            random_loss(t, first)
+        }
+    }
+}
+
+fn random_loss(t: &mut Tokens<'_>, tok: &str) -> Result<Loss, ParseSpecError> {
+    let p = parse_prob("loss", tok)?;
+    let correlation = match t.next_value() {
+        Some(c) => parse_corr("loss correlation", c)?,
+        None => 0.0,
+    };
+    Ok(Loss::Random { p, correlation })
+}
+
+/// The shortest percentage text that parses back to exactly `p` (Rust's
+/// shortest round-trip decimal of `p`, with the point moved two places).
+fn pct(p: f64) -> String {
+    format!("{}%", shift_right2(&format!("{p}")))
+}
+
+fn time(ns: u64) -> String {
+    if ns == 0 {
+        "0us".to_string()
+    } else if ns.is_multiple_of(1_000_000_000) {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn rate(bits: u64) -> String {
+    for (unit, scale) in [
+        ("tbit", 1_000_000_000_000u64),
+        ("gbit", 1_000_000_000),
+        ("mbit", 1_000_000),
+        ("kbit", 1_000),
+    ] {
+        if bits.is_multiple_of(scale) {
+            return format!("{}{unit}", bits / scale);
+        }
+    }
+    format!("{bits}bit")
+}
+
+impl fmt::Display for LinkSpec {
+    /// Canonical netem text (defaults omitted; the default spec prints as "").
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if self.delay_ns != 0 || self.jitter_ns != 0 || self.delay_correlation != 0.0 {
+            let mut s = format!("delay {}", time(self.delay_ns));
+            if self.jitter_ns != 0 || self.delay_correlation != 0.0 {
+                s += &format!(" {}", time(self.jitter_ns));
+                if self.delay_correlation != 0.0 {
+                    s += &format!(" {}", pct(self.delay_correlation));
+                }
+            }
+            parts.push(s);
+        }
+        if self.distribution != Distribution::Uniform {
+            parts.push(format!("distribution {}", self.distribution));
+        }
+        match self.loss {
+            Loss::None => {}
+            Loss::Random { p, correlation } => {
+                let mut s = format!("loss {}", pct(p));
+                if correlation != 0.0 {
+                    s += &format!(" {}", pct(correlation));
+                }
+                parts.push(s);
+            }
+            Loss::GilbertElliott {
+                p,
+                r,
+                one_minus_h,
+                one_minus_k,
+            } => parts.push(format!(
+                "loss gemodel {} {} {} {}",
+                pct(p),
+                pct(r),
+                pct(one_minus_h),
+                pct(one_minus_k)
+            )),
+            Loss::FourState {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            } => parts.push(format!(
+                "loss state {} {} {} {} {}",
+                pct(p13),
+                pct(p31),
+                pct(p32),
+                pct(p23),
+                pct(p14)
+            )),
+        }
+        if self.duplicate != 0.0 {
+            parts.push(format!("duplicate {}", pct(self.duplicate)));
+        }
+        if self.corrupt != 0.0 {
+            parts.push(format!("corrupt {}", pct(self.corrupt)));
+        }
+        if let Some((p, gap)) = self.reorder {
+            let mut s = format!("reorder {}", pct(p));
+            if self.reorder_correlation != 0.0 {
+                s += &format!(" {}", pct(self.reorder_correlation));
+            }
+            if gap != 1 {
+                s += &format!(" gap {gap}");
+            }
+            parts.push(s);
+        }
+        if let Some(r) = self.rate_bps {
+            let mut s = format!("rate {}", rate(r));
+            if self.overhead_bytes != 0 {
+                s += &format!(" {}", self.overhead_bytes);
+            }
+            parts.push(s);
+        }
+        if self.limit != DEFAULT_LIMIT {
+            parts.push(format!("limit {}", self.limit));
+        }
+        if self.keep_order {
+            parts.push("fifo".to_string());
+        }
+        f.write_str(&parts.join(" "))
+    }
+}
