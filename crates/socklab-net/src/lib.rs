@@ -22,6 +22,7 @@ pub mod sink;
 pub mod sockopt;
 pub mod states;
 pub mod strategy;
+pub mod udpproxy;
 pub mod units;
 
 pub use error::NetError;

@@ -157,6 +157,38 @@ pub fn poll_one(
     }
 }
 
+/// Waits until either descriptor is readable, or `timeout_ms` passes (-1: forever). Returns
+/// whether each is readable (or has an error or hang-up to report).
+pub fn poll_two_readable(
+    a: BorrowedFd<'_>,
+    b: BorrowedFd<'_>,
+    timeout_ms: i32,
+) -> io::Result<(bool, bool)> {
+    let mut p = [
+        libc::pollfd {
+            fd: a.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: p is an array of two valid pollfds, and its length is passed.
+        let r = unsafe { libc::poll(p.as_mut_ptr(), 2, timeout_ms) };
+        if r >= 0 {
+            return Ok((p[0].revents != 0, p[1].revents != 0));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Poll flags re-exported for callers of [`poll_one`].
 pub mod poll_flags {
     /// Readable.
