@@ -104,26 +104,33 @@ fn command_line() -> String {
 
 // ---------------------------------------------------------------------------------------- sink
 
-pub fn sink(a: SinkArgs) -> Result<(), Failure> {
-    let ip: std::net::IpAddr = a
-        .bind
-        .trim_matches(|c| c == '[' || c == ']')
+/// `--bind`: an IP address, brackets allowed for IPv6.
+fn parse_bind(bind: &str) -> Result<std::net::IpAddr, Failure> {
+    bind.trim_matches(|c| c == '[' || c == ']')
         .parse()
         .map_err(|_| {
             usage(format!(
-                "--bind '{}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::",
-                a.bind
+                "--bind '{bind}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::"
             ))
-        })?;
-    let read_size =
-        parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? as usize;
-    let idle_timeout =
-        parse_duration(&a.idle_timeout).map_err(|e| usage(format!("--idle-timeout {e}")))?;
-    if idle_timeout.is_zero() {
+        })
+}
+
+/// `--idle-timeout`: a positive duration.
+fn parse_idle_timeout(text: &str) -> Result<std::time::Duration, Failure> {
+    let d = parse_duration(text).map_err(|e| usage(format!("--idle-timeout {e}")))?;
+    if d.is_zero() {
         return Err(usage(
             "--idle-timeout 0s: give the clients some time, e.g. --idle-timeout 30s",
         ));
     }
+    Ok(d)
+}
+
+pub fn sink(a: SinkArgs) -> Result<(), Failure> {
+    let ip = parse_bind(&a.bind)?;
+    let read_size =
+        parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? as usize;
+    let idle_timeout = parse_idle_timeout(&a.idle_timeout)?;
     let cfg = SinkConfig {
         bind: SocketAddr::new(ip, a.port),
         read_size,
@@ -495,29 +502,14 @@ pub fn results(r: ResultsCommand) -> Result<(), Failure> {
 // ---------------------------------------------------------------------------------------- echo
 
 pub fn echo(a: EchoArgs) -> Result<(), Failure> {
-    let ip: std::net::IpAddr = a
-        .bind
-        .trim_matches(|c| c == '[' || c == ']')
-        .parse()
-        .map_err(|_| {
-            usage(format!(
-                "--bind '{}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::",
-                a.bind
-            ))
-        })?;
+    let ip = parse_bind(&a.bind)?;
     let opts: socklab_net::sockopt::OptSet = a
         .opts
         .parse()
         .map_err(|e: String| usage(format!("--opts {e}")))?;
     opts.validate(a.udp)
         .map_err(|e| usage(format!("--opts {e}")))?;
-    let idle_timeout =
-        parse_duration(&a.idle_timeout).map_err(|e| usage(format!("--idle-timeout {e}")))?;
-    if idle_timeout.is_zero() {
-        return Err(usage(
-            "--idle-timeout 0s: give the clients some time, e.g. --idle-timeout 30s",
-        ));
-    }
+    let idle_timeout = parse_idle_timeout(&a.idle_timeout)?;
     let cfg = socklab_net::echo::EchoConfig {
         bind: SocketAddr::new(ip, a.port),
         udp: a.udp,
