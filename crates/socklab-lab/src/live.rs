@@ -21,7 +21,7 @@ use crate::LabError;
 
 /// A server child process (`socklab sink` or `socklab echo`, re-executed).
 #[derive(Debug)]
-pub struct SinkChild {
+pub struct ServerChild {
     child: Option<Child>,
     addr: SocketAddr,
     /// The `EFFECTIVE k=v …` line a server prints once it has applied its options.
@@ -32,16 +32,16 @@ pub struct SinkChild {
 /// The line a sink started with `--announce` prints first on stdout.
 pub const ANNOUNCE_PREFIX: &str = "LISTENING ";
 
-impl SinkChild {
+impl ServerChild {
     /// Starts `exe sink --bind 127.0.0.1 --port 0 --announce --quiet` and waits (at most 10 s)
     /// for the address it announces.
-    pub fn spawn(exe: &PathBuf) -> Result<SinkChild, LabError> {
+    pub fn spawn(exe: &PathBuf) -> Result<ServerChild, LabError> {
         Self::spawn_server(exe, &["sink"])
     }
 
     /// Starts `exe <args> --bind 127.0.0.1 --port 0 --announce --quiet` (a server subcommand)
     /// and waits (at most 10 s) for the address it announces.
-    pub fn spawn_server(exe: &PathBuf, args: &[&str]) -> Result<SinkChild, LabError> {
+    pub fn spawn_server(exe: &PathBuf, args: &[&str]) -> Result<ServerChild, LabError> {
         let mut cmd = Command::new(exe);
         cmd.args(args)
             .args([
@@ -83,7 +83,7 @@ impl SinkChild {
                 }
             }
         });
-        let mut me = SinkChild {
+        let mut me = ServerChild {
             child: Some(child),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             effective,
@@ -150,7 +150,7 @@ impl SinkChild {
     }
 }
 
-impl Drop for SinkChild {
+impl Drop for ServerChild {
     fn drop(&mut self) {
         if let Some(c) = self.child.take() {
             let _ = kill(c.id(), Signal::Kill);
@@ -163,9 +163,9 @@ impl Drop for SinkChild {
 #[derive(Debug)]
 pub struct LiveExecutor {
     exe: PathBuf,
-    sink: Option<SinkChild>,
+    sink: Option<ServerChild>,
     /// Echo servers by (udp, server options): each option set needs its own server.
-    echoes: Vec<((bool, String), SinkChild)>,
+    echoes: Vec<((bool, String), ServerChild)>,
 }
 
 impl LiveExecutor {
@@ -180,9 +180,9 @@ impl LiveExecutor {
 
     fn sink_addr(&mut self) -> Result<SocketAddr, LabError> {
         if self.sink.is_none() {
-            self.sink = Some(SinkChild::spawn(&self.exe)?);
+            self.sink = Some(ServerChild::spawn(&self.exe)?);
         }
-        Ok(self.sink.as_ref().map(SinkChild::addr).expect("just set"))
+        Ok(self.sink.as_ref().map(ServerChild::addr).expect("just set"))
     }
 }
 
@@ -200,7 +200,7 @@ impl LiveExecutor {
         if udp {
             args.push("--udp");
         }
-        let child = SinkChild::spawn_server(&self.exe, &args)?;
+        let child = ServerChild::spawn_server(&self.exe, &args)?;
         let addr = child.addr();
         self.echoes.push((key, child));
         Ok(addr)

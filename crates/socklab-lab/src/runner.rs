@@ -231,6 +231,16 @@ mod tests {
         finished: bool,
     }
 
+    impl Mock {
+        fn new(fail_at: Option<usize>) -> Mock {
+            Mock {
+                calls: vec![],
+                fail_at,
+                finished: false,
+            }
+        }
+    }
+
     impl Executor for Mock {
         fn run(&mut self, cell: &Cell, _stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
             let n = self.calls.len();
@@ -267,11 +277,7 @@ mod tests {
     fn runs_interleaved_and_stores_every_sample() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-        let mut m = Mock {
-            calls: vec![],
-            fail_at: None,
-            finished: false,
-        };
+        let mut m = Mock::new(None);
         let s = run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &|| false).unwrap();
         assert_eq!(s.done, 12);
         assert!(m.finished);
@@ -297,11 +303,7 @@ mod tests {
     fn a_failure_keeps_what_finished_and_marks_the_experiment() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-        let mut m = Mock {
-            calls: vec![],
-            fail_at: Some(5),
-            finished: false,
-        };
+        let mut m = Mock::new(Some(5));
         let e = run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &|| false).unwrap_err();
         assert!(e.to_string().contains("mock failure"));
         assert!(m.finished, "servers are stopped after a failure too");
@@ -314,22 +316,14 @@ mod tests {
     fn resume_runs_exactly_the_missing_repetitions() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-        let mut m = Mock {
-            calls: vec![],
-            fail_at: None,
-            finished: false,
-        };
+        let mut m = Mock::new(None);
         let count = StdCell::new(0);
         let stop = || {
             count.set(count.get() + 1);
             count.get() > 7
         };
         assert!(run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &stop).is_err());
-        let mut m2 = Mock {
-            calls: vec![],
-            fail_at: None,
-            finished: false,
-        };
+        let mut m2 = Mock::new(None);
         let (r, s) = resume_plan(&plan(), &mut store, &host(), &mut m2, &mut Silent, &|| {
             false
         })
@@ -351,11 +345,7 @@ mod tests {
         );
         assert_eq!(store.experiment(s.experiment).unwrap().status, "done");
         // Nothing left: a second resume runs nothing. More repetitions: runs just those.
-        let mut m3 = Mock {
-            calls: vec![],
-            fail_at: None,
-            finished: false,
-        };
+        let mut m3 = Mock::new(None);
         resume_plan(&plan(), &mut store, &host(), &mut m3, &mut Silent, &|| {
             false
         })
@@ -386,11 +376,7 @@ mod tests {
     fn stop_interrupts_between_repetitions() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-        let mut m = Mock {
-            calls: vec![],
-            fail_at: None,
-            finished: false,
-        };
+        let mut m = Mock::new(None);
         let count = StdCell::new(0);
         let stop = || {
             count.set(count.get() + 1);

@@ -25,6 +25,15 @@ pub enum Target {
     Addr(SocketAddr),
 }
 
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::SelfSink => f.write_str("self"),
+            Target::Addr(a) => write!(f, "{a}"),
+        }
+    }
+}
+
 /// Parses `self` or `host:port`.
 pub fn parse_target(s: &str) -> Result<Target, String> {
     let t = s.trim();
@@ -367,13 +376,7 @@ impl Workload {
         let mut p = Params::new();
         match self {
             Workload::Bulk(BulkSpec { to, cfg: b }) => {
-                p.set(
-                    "to",
-                    match to {
-                        Target::SelfSink => "self".to_string(),
-                        Target::Addr(a) => a.to_string(),
-                    },
-                );
+                p.set("to", to.to_string());
                 p.set("strategy", b.strategy.as_str());
                 p.set("nbufs", b.nbufs.to_string());
                 p.set("bufsize", format_size(b.bufsize as u64));
@@ -392,13 +395,7 @@ impl Workload {
                 p.set("seed", b.seed.to_string());
             }
             Workload::PingPong(PingSpec { to, cfg }) => {
-                p.set(
-                    "to",
-                    match to {
-                        Target::SelfSink => "self".to_string(),
-                        Target::Addr(a) => a.to_string(),
-                    },
-                );
+                p.set("to", to.to_string());
                 p.set("udp", cfg.udp.to_string());
                 p.set("size", format_size(cfg.size as u64));
                 p.set("count", cfg.count.to_string());

@@ -17,6 +17,7 @@ use socklab_sys::tcp::{tcp_info, TcpInfo};
 use socklab_sys::usage::{getrusage, Usage, Who};
 use socklab_sys::zerocopy::{self, Completions};
 
+use crate::error::is_timeout;
 use crate::partial::{send_range_with, write_all_vectored_with, write_all_with};
 use crate::payload::Payload;
 use crate::protocol::{Hello, Ready, SinkResult, MAX_LINE};
@@ -230,12 +231,7 @@ fn read_line(stream: &mut TcpStream, what: &str) -> Result<String, NetError> {
         let n = match stream.read(&mut buf[..MAX_LINE - line.len()]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
+            Err(e) if is_timeout(&e) => {
                 return Err(NetError::Protocol {
                     peer,
                     detail: format!("no {what} line in time: is it a `socklab sink`?"),

@@ -23,6 +23,7 @@ use socklab_sys::errno;
 use socklab_sys::io::{poll_flags, poll_one};
 
 use crate::aligned::AlignedBuf;
+use crate::error::{is_timeout, is_transient_accept_error};
 use crate::sockopt::{self, OptSet, Side};
 use crate::NetError;
 
@@ -482,25 +483,4 @@ fn serve_conn(
         end,
         effective,
     }
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
-}
-
-fn is_transient_accept_error(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(
-            errno::ENFILE
-                | errno::EMFILE
-                | errno::ECONNABORTED
-                | errno::ENOBUFS
-                | errno::ENOMEM
-                | errno::EINTR
-        )
-    )
 }

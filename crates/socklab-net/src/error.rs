@@ -60,6 +60,31 @@ pub enum NetError {
     Interrupted,
 }
 
+/// True for the errors a socket timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO`) produces.
+pub fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// True for `accept()` errors a server should survive: out of descriptors or memory, a client
+/// that left before it was accepted, a signal.
+pub fn is_transient_accept_error(e: &io::Error) -> bool {
+    use socklab_sys::errno;
+    matches!(
+        e.raw_os_error(),
+        Some(
+            errno::ENFILE
+                | errno::EMFILE
+                | errno::ECONNABORTED
+                | errno::ENOBUFS
+                | errno::ENOMEM
+                | errno::EINTR
+        )
+    )
+}
+
 impl NetError {
     /// A failed socket/bind/listen on `addr`, with a hint for the common causes.
     pub fn bind(addr: SocketAddr, source: io::Error) -> Self {

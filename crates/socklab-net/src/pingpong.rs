@@ -27,6 +27,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use socklab_sys::io::{poll_flags, poll_one};
 
 use crate::aligned::AlignedBuf;
+use crate::error::is_timeout;
 use crate::sockopt::{self, OptSet, Side};
 use crate::units::format_duration;
 use crate::NetError;
@@ -352,14 +353,7 @@ fn round_trip(
             Ok(0) => return Err(TripError::Closed { got: *got }),
             Ok(n) => *got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(TripError::Timeout)
-            }
+            Err(e) if is_timeout(&e) => return Err(TripError::Timeout),
             Err(e) => return Err(TripError::Io(e)),
         }
         if rearm {
@@ -535,14 +529,7 @@ fn run_udp(
                 let n = match sock.recv(reply) {
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        break None
-                    }
+                    Err(e) if is_timeout(&e) => break None,
                     Err(e) => return Err(peer_error(cfg, res.completed, e)),
                 };
                 let now = Instant::now();

@@ -15,6 +15,7 @@ use socklab_sys::errno;
 use socklab_sys::usage::{getrusage, Who};
 
 use crate::aligned::AlignedBuf;
+use crate::error::{is_timeout, is_transient_accept_error};
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
 
@@ -342,22 +343,9 @@ impl Sink {
 }
 
 fn conn_error(e: &io::Error) -> Outcome {
-    match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Outcome::IdleTimeout,
-        _ => Outcome::Aborted(e.to_string()),
+    if is_timeout(e) {
+        Outcome::IdleTimeout
+    } else {
+        Outcome::Aborted(e.to_string())
     }
-}
-
-fn is_transient_accept_error(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(
-            errno::ENFILE
-                | errno::EMFILE
-                | errno::ECONNABORTED
-                | errno::ENOBUFS
-                | errno::ENOMEM
-                | errno::EINTR
-        )
-    )
 }

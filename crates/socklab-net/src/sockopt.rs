@@ -445,11 +445,6 @@ impl OptSet {
         self.on(side).any(|o| *o == SockOpt::QuickAck)
     }
 
-    /// Whether TCP Fast Open is asked on `side`.
-    pub fn fastopen(&self, side: Side) -> bool {
-        self.on(side).any(|o| *o == SockOpt::FastOpen)
-    }
-
     /// The effective values of `side`'s options, as the kernel reports them.
     pub fn read_back(&self, s: &Socket, side: Side) -> Vec<(String, String)> {
         self.on(side)

@@ -55,19 +55,6 @@ impl Strategy {
             Strategy::Writev | Strategy::Sendmsg | Strategy::Zerocopy
         )
     }
-
-    /// One line for `--help` and the docs.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Strategy::Write => "one write() per buffer (seed 003 type 1)",
-            Strategy::Writev => "one writev() of nbufs iovecs (type 2)",
-            Strategy::Single => "one write() of a contiguous nbufs*bufsize buffer (type 3)",
-            Strategy::Sendmsg => "one sendmsg() of nbufs iovecs",
-            Strategy::Sendfile => "sendfile() from a file in the page cache",
-            Strategy::Splice => "vmsplice() into a pipe, splice() to the socket",
-            Strategy::Zerocopy => "sendmsg(MSG_ZEROCOPY), completions reaped from the error queue",
-        }
-    }
 }
 
 impl fmt::Display for Strategy {

@@ -3,9 +3,8 @@
 //! Each function issues exactly one system call and returns what it returned; loops over
 //! partial writes live above this crate (in `socklab-net`), where they are tested with mocks.
 
-use std::fs::File;
 use std::io::{self, IoSlice};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use crate::{cvt, cvt_size};
 
@@ -199,19 +198,4 @@ pub mod poll_flags {
     pub const ERR: libc::c_short = libc::POLLERR;
     /// Hung up.
     pub const HUP: libc::c_short = libc::POLLHUP;
-}
-
-/// Reads the file's size via `fstat`.
-pub fn file_len(file: &File) -> io::Result<u64> {
-    Ok(file.metadata()?.len())
-}
-
-/// Convenience: the borrowed descriptor of anything that has one.
-pub fn fd_of<T: AsFd>(t: &T) -> BorrowedFd<'_> {
-    t.as_fd()
-}
-
-/// Number of open file descriptors of this process (entries of `/proc/self/fd`).
-pub fn open_fd_count() -> io::Result<usize> {
-    Ok(std::fs::read_dir("/proc/self/fd")?.count())
 }

@@ -89,18 +89,3 @@ pub fn install_interrupt_flag() -> io::Result<()> {
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
-
-/// The process's current soft limit on open files.
-pub fn nofile_limit() -> io::Result<u64> {
-    // SAFETY: rlimit is plain old data.
-    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: rl is a valid writable rlimit.
-    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) })?;
-    Ok(rl.rlim_cur)
-}
-
-/// True when running as root (effective uid 0).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}

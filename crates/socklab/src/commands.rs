@@ -104,6 +104,26 @@ fn command_line() -> String {
 
 // ---------------------------------------------------------------------------------------- sink
 
+/// A server is listening: catch Ctrl-C/SIGTERM (to stop cleanly and report), and with
+/// `--announce` print `LISTENING <addr>` for the runner that started it.
+fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Failure> {
+    install_interrupt_flag()?;
+    if announce {
+        out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
+    }
+    Ok(())
+}
+
+/// The classic servers' last words: the process's CPU time.
+fn print_server_cpu() {
+    let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
+    eprintln!(
+        "user time = {:.6}, sys time = {:.6}",
+        u.user.as_secs_f64(),
+        u.sys.as_secs_f64()
+    );
+}
+
 /// `--bind`: an IP address, brackets allowed for IPv6.
 fn parse_bind(bind: &str) -> Result<std::net::IpAddr, Failure> {
     bind.trim_matches(|c| c == '[' || c == ']')
@@ -141,10 +161,7 @@ pub fn sink(a: SinkArgs) -> Result<(), Failure> {
         other => Failure::Run(other.to_string()),
     })?;
     let addr = sink.local_addr()?;
-    install_interrupt_flag()?;
-    if a.announce {
-        out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
-    }
+    server_started(addr, a.announce)?;
     if !a.quiet {
         eprintln!(
             "socklab sink listening on {addr} (raw clients read {} bytes at a time; Ctrl-C stops)",
@@ -161,12 +178,7 @@ pub fn sink(a: SinkArgs) -> Result<(), Failure> {
     })
     .map_err(|e| Failure::Run(e.to_string()))?;
     if !quiet {
-        let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
-        eprintln!(
-            "user time = {:.6}, sys time = {:.6}",
-            u.user.as_secs_f64(),
-            u.sys.as_secs_f64()
-        );
+        print_server_cpu();
         eprintln!("connections served = {served}");
     }
     Ok(())
@@ -520,10 +532,7 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
     let server =
         socklab_net::echo::EchoServer::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
     let addr = server.local_addr()?;
-    install_interrupt_flag()?;
-    if a.announce {
-        out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
-    }
+    server_started(addr, a.announce)?;
     if !a.quiet {
         eprintln!(
             "socklab echo listening on {addr} ({}; Ctrl-C stops)",
@@ -550,12 +559,7 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
         })
         .map_err(|e| Failure::Run(e.to_string()))?;
     if !quiet {
-        let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
-        eprintln!(
-            "user time = {:.6}, sys time = {:.6}",
-            u.user.as_secs_f64(),
-            u.sys.as_secs_f64()
-        );
+        print_server_cpu();
         eprintln!(
             "connections = {}, messages = {}, bytes = {}",
             stats.connections, stats.messages, stats.bytes
