@@ -106,10 +106,22 @@ impl Emulator {
             }
         }
         if chance(self.corrupt_p, self.rng.next_u32()) && !packet.is_empty() {
-            let byte = self.rng.below(packet.len() as u64) as usize;
-            let bit = self.rng.below(8) as u32;
-            packet[byte] ^= 1u8 << bit;
-            self.stats.corrupted += 1;
+            if self.spec.fix_checksum {
+                // Only the transport payload, then a valid checksum: the damage reaches the
+                // application. Packets without payload (pure ACKs) stay intact.
+                if let Some(range) = crate::packet::payload_range(&packet) {
+                    let byte = range.start + self.rng.below(range.len() as u64) as usize;
+                    let bit = self.rng.below(8) as u32;
+                    packet[byte] ^= 1u8 << bit;
+                    crate::packet::fix_transport_checksum(&mut packet);
+                    self.stats.corrupted += 1;
+                }
+            } else {
+                let byte = self.rng.below(packet.len() as u64) as usize;
+                let bit = self.rng.below(8) as u32;
+                packet[byte] ^= 1u8 << bit;
+                self.stats.corrupted += 1;
+            }
         }
         self.insert(now_ns, packet);
         if let Some(c) = copy {
@@ -118,8 +130,7 @@ impl Emulator {
     }
 
     fn insert(&mut self, now: u64, packet: Vec<u8>) {
-        let waiting = self.queue.range((now.saturating_add(1), 0, 0)..).count();
-        if waiting >= self.spec.limit {
+        if self.waiting(now) >= self.spec.limit {
             self.stats.queue_dropped += 1;
             return;
         }
@@ -155,6 +166,25 @@ impl Emulator {
         self.last_release = self.last_release.max(release);
         self.reorder_counter += 1;
         self.queue.insert((release, 1, self.seq), packet);
+    }
+
+    /// Packets whose release time is after `now`: counted from whichever end of the queue is
+    /// shorter (due packets or waiting ones), so a driver that polls promptly pays for the few
+    /// due packets, not for the whole queue.
+    fn waiting(&self, now: u64) -> usize {
+        let mut due = self.queue.range(..=(now, u8::MAX, u64::MAX));
+        let mut later = self.queue.range((now.saturating_add(1), 0, 0)..);
+        let (mut n_due, mut n_later) = (0usize, 0usize);
+        loop {
+            if due.next().is_none() {
+                return self.queue.len() - n_due;
+            }
+            n_due += 1;
+            if later.next().is_none() {
+                return n_later;
+            }
+            n_later += 1;
+        }
     }
 
     /// The next packet whose release time is `<= now_ns`, in release order.

@@ -3,7 +3,8 @@
 //! normal, pareto and paretonormal distributions and correlation; random,
 //! Gilbert-Elliott and 4-state loss; duplication; corruption; reordering;
 //! rate limiting with packet overhead; a bounded queue), plus socklab's
-//! `fifo` extension (jitter never reorders).
+//! `fifo` (jitter never reorders) and `fixcsum` (corruption that reaches the
+//! application: [`packet`] fixes the TCP/UDP checksum) extensions.
 //!
 //! No I/O and no clock: the caller passes times in nanoseconds. Randomness
 //! comes from the crate's own xoshiro256** ([`rng::Rng`]) seeded through
@@ -29,6 +30,7 @@
 pub mod distribution;
 pub mod emulator;
 pub mod loss;
+pub mod packet;
 pub mod rng;
 pub mod spec;
 

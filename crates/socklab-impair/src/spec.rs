@@ -8,14 +8,15 @@
 //! loss [random] PERCENT [CORRELATION] | loss gemodel p [r [1-h [1-k]]]
 //! loss state p13 [p31 [p32 [p23 [p14]]]]
 //! duplicate PERCENT   corrupt PERCENT   reorder PERCENT [CORRELATION] [gap N]
-//! rate RATE [PACKETOVERHEAD]   limit PACKETS   fifo
+//! rate RATE [PACKETOVERHEAD]   limit PACKETS   fifo   fixcsum
 //! ```
 //!
 //! Times take `ns`, `us`, `ms` or `s` (a bare number is microseconds, as in
 //! tc); percentages take an optional `%`; rates take tc's units (`bit`,
 //! `kbit`, `mbit`, `gbit`, `tbit`, IEC `kibit`.., and `bps`, `kbps`.. meaning
 //! *bytes* per second; a bare number is bits per second). `fifo` is a socklab
-//! extension: jitter never reorders. netem only honours `reorder` together
+//! extension: jitter never reorders; so is `fixcsum`: corruption hits an IP packet's transport
+//! payload and the TCP/UDP checksum is fixed, so the damage reaches the application. netem only honours `reorder` together
 //! with a delay; socklab accepts it alone (then the "immediate" packets are
 //! indistinguishable from the others) rather than rejecting it.
 //! `distribution` without jitter is accepted and has no effect, as in netem.
@@ -60,6 +61,10 @@ pub struct LinkSpec {
     pub limit: usize,
     /// `fifo`: jitter never reorders packets.
     pub keep_order: bool,
+    /// `fixcsum`: corruption flips a bit of an IP packet's transport payload and fixes the
+    /// TCP/UDP checksum, so the corrupted bytes reach the application (netem's corruption
+    /// leaves the checksum wrong, so the receiving kernel drops the packet).
+    pub fix_checksum: bool,
 }
 
 impl Default for LinkSpec {
@@ -78,6 +83,7 @@ impl Default for LinkSpec {
             overhead_bytes: 0,
             limit: DEFAULT_LIMIT,
             keep_order: false,
+            fix_checksum: false,
         }
     }
 }
@@ -118,10 +124,11 @@ const KEYWORDS: &[&str] = &[
     "rate",
     "limit",
     "fifo",
+    "fixcsum",
 ];
 
 const KEYWORD_LIST: &str =
-    "delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo";
+    "delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo, fixcsum";
 
 struct Tokens<'a> {
     toks: Vec<&'a str>,
@@ -417,6 +424,7 @@ impl FromStr for LinkSpec {
                     })?;
                 }
                 "fifo" => spec.keep_order = true,
+                "fixcsum" => spec.fix_checksum = true,
                 _ => {
                     return Err(ParseSpecError::new(format!(
                         "unknown keyword '{kw}': expected {KEYWORD_LIST}"
@@ -634,6 +642,9 @@ impl fmt::Display for LinkSpec {
         }
         if self.keep_order {
             parts.push("fifo".to_string());
+        }
+        if self.fix_checksum {
+            parts.push("fixcsum".to_string());
         }
         f.write_str(&parts.join(" "))
     }

@@ -129,7 +129,7 @@ fn errors_name_the_word_and_the_fix() {
     assert!(e.contains("negative"), "{e}");
     assert_eq!(
         error("jitter 5ms"),
-        "unknown keyword 'jitter': expected delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo"
+        "unknown keyword 'jitter': expected delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo, fixcsum"
     );
     for (input, word) in [
         ("delay", "delay"),
@@ -243,6 +243,7 @@ fn spec() -> impl Strategy<Value = LinkSpec> {
                     overhead_bytes: if rate.is_some() { ovh } else { 0 },
                     limit,
                     keep_order: fifo,
+                    fix_checksum: limit % 2 == 1,
                 }
             },
         )

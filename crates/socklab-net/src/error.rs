@@ -55,6 +55,9 @@ pub enum NetError {
         /// The error.
         source: io::Error,
     },
+    /// An emulated link could not be set up, used or removed.
+    #[error("{0}")]
+    Link(String),
     /// The run was interrupted (Ctrl-C) before it finished.
     #[error("interrupted")]
     Interrupted,

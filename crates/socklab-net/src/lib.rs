@@ -7,12 +7,15 @@
 //! - [`protocol`] — the sink's control lines (documented in `docs/sink-protocol.md`);
 //! - [`sink`] — the receiving server (`socklab sink`);
 //! - [`bulk`] — the sending client (`socklab bulk`);
-//! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows.
+//! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
+//! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
+//! - [`udpproxy`] — the no-root `udp-proxy` emulator driver.
 
 pub mod aligned;
 pub mod bulk;
 pub mod echo;
 pub mod error;
+pub mod link;
 pub mod partial;
 pub mod payload;
 pub mod pingpong;

@@ -12,10 +12,12 @@
 //! - [`tcp`] — `TCP_INFO`;
 //! - [`usage`] — `getrusage` and `wait4`;
 //! - [`process`] — parent-death signal, signals to children, a Ctrl-C flag;
-//! - [`host`] — facts about the machine (kernel, CPU, congestion control).
+//! - [`host`] — facts about the machine (kernel, CPU, congestion control);
+//! - [`netns`] — network namespaces, TUN devices, per-thread CPU time.
 
 pub mod host;
 pub mod io;
+pub mod netns;
 pub mod process;
 pub mod sockopt;
 pub mod tcp;
@@ -44,7 +46,7 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 pub mod errno {
     pub use libc::{
         EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, EINPROGRESS, EINTR, EMFILE,
-        ENFILE, ENOBUFS, ENOMEM,
+        ENFILE, ENOBUFS, ENOMEM, EPERM,
     };
 }
 

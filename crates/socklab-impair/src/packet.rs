@@ -1,0 +1,243 @@
+//! Just enough of IPv4/IPv6 + TCP/UDP to find a packet's transport payload and to recompute
+//! its transport checksum (for `corrupt … fixcsum`). Pure functions over bytes; anything that
+//! is not a well-formed IPv4/IPv6 TCP or UDP packet is left alone (`None`).
+
+use std::ops::Range;
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+/// Where the transport header and payload start, the protocol, and the IP pseudo-header sum.
+struct Layout {
+    proto: u8,
+    l4: usize,
+    end: usize,
+    pseudo: u32,
+}
+
+fn sum16(bytes: &[u8], mut acc: u32) -> u32 {
+    let mut chunks = bytes.chunks_exact(2);
+    for c in &mut chunks {
+        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        acc += u32::from(*last) << 8;
+    }
+    acc
+}
+
+fn fold(mut acc: u32) -> u16 {
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    !(acc as u16)
+}
+
+fn layout(p: &[u8]) -> Option<Layout> {
+    match p.first()? >> 4 {
+        4 => {
+            let ihl = usize::from(p[0] & 0x0f) * 4;
+            let total = usize::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?]));
+            // Fragments carry no complete transport segment.
+            let frag = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]);
+            if ihl < 20 || total < ihl || total > p.len() || frag & 0x3fff != 0 {
+                return None;
+            }
+            let proto = p[9];
+            let len = (total - ihl) as u32;
+            let pseudo = sum16(&p[12..20], 0) + u32::from(proto) + len;
+            Some(Layout {
+                proto,
+                l4: ihl,
+                end: total,
+                pseudo,
+            })
+        }
+        6 => {
+            if p.len() < 40 {
+                return None;
+            }
+            let plen = usize::from(u16::from_be_bytes([p[4], p[5]]));
+            let end = 40 + plen;
+            // Extension headers are not followed: only TCP or UDP directly after the header.
+            if end > p.len() {
+                return None;
+            }
+            let proto = p[6];
+            let pseudo = sum16(&p[8..40], 0) + plen as u32 + u32::from(proto);
+            Some(Layout {
+                proto,
+                l4: 40,
+                end,
+                pseudo,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn header_len(p: &[u8], l: &Layout) -> Option<usize> {
+    match l.proto {
+        TCP => {
+            let off = usize::from(*p.get(l.l4 + 12)? >> 4) * 4;
+            (off >= 20 && l.l4 + off <= l.end).then_some(off)
+        }
+        UDP => (l.l4 + 8 <= l.end).then_some(8),
+        _ => None,
+    }
+}
+
+/// The byte range of a TCP or UDP packet's payload, if it has one.
+pub fn payload_range(p: &[u8]) -> Option<Range<usize>> {
+    let l = layout(p)?;
+    let h = header_len(p, &l)?;
+    let start = l.l4 + h;
+    (start < l.end).then_some(start..l.end)
+}
+
+/// The checksum field's offset for the packet's transport protocol.
+fn csum_offset(l: &Layout) -> usize {
+    l.l4 + if l.proto == TCP { 16 } else { 6 }
+}
+
+/// Recomputes the TCP or UDP checksum (a UDP/IPv4 checksum of zero, meaning "none", stays
+/// zero). Returns whether the packet was one it knows.
+pub fn fix_transport_checksum(p: &mut [u8]) -> bool {
+    let Some(l) = layout(p) else { return false };
+    if header_len(p, &l).is_none() {
+        return false;
+    }
+    let at = csum_offset(&l);
+    let old = u16::from_be_bytes([p[at], p[at + 1]]);
+    if l.proto == UDP && old == 0 && p[0] >> 4 == 4 {
+        return true;
+    }
+    p[at] = 0;
+    p[at + 1] = 0;
+    let mut c = fold(sum16(&p[l.l4..l.end], l.pseudo));
+    if l.proto == UDP && c == 0 {
+        c = 0xffff;
+    }
+    p[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// Whether the packet's transport checksum is valid (`None` when it is not TCP/UDP over IP).
+pub fn transport_checksum_ok(p: &[u8]) -> Option<bool> {
+    let l = layout(p)?;
+    header_len(p, &l)?;
+    let at = csum_offset(&l);
+    if l.proto == UDP && p[at] == 0 && p[at + 1] == 0 && p[0] >> 4 == 4 {
+        return Some(true);
+    }
+    Some(fold(sum16(&p[l.l4..l.end], l.pseudo)) == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 UDP packet 10.0.0.1:1000 -> 10.0.0.2:2000 with a valid checksum.
+    pub(crate) fn udp4(payload: &[u8]) -> Vec<u8> {
+        let total = 20 + 8 + payload.len();
+        let mut p = vec![0u8; total];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        p[8] = 64;
+        p[9] = UDP;
+        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        p[20..22].copy_from_slice(&1000u16.to_be_bytes());
+        p[22..24].copy_from_slice(&2000u16.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        p[28..].copy_from_slice(payload);
+        p[26] = 0xde; // any non-zero value, fixed below
+        assert!(fix_transport_checksum(&mut p));
+        p
+    }
+
+    fn tcp6(payload: &[u8]) -> Vec<u8> {
+        let mut p = vec![0u8; 40 + 20 + payload.len()];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&((20 + payload.len()) as u16).to_be_bytes());
+        p[6] = TCP;
+        p[7] = 64;
+        p[23] = 1; // ::1
+        p[39] = 1;
+        p[52] = 5 << 4;
+        p[60..].copy_from_slice(payload);
+        assert!(fix_transport_checksum(&mut p));
+        p
+    }
+
+    #[test]
+    fn known_udp_checksum() {
+        // Computed independently (RFC 768 one's complement sum) for this exact packet.
+        let p = udp4(b"abc");
+        assert_eq!(transport_checksum_ok(&p), Some(true));
+        let mut q = p.clone();
+        q[29] ^= 0x10;
+        assert_eq!(transport_checksum_ok(&q), Some(false));
+        assert!(fix_transport_checksum(&mut q));
+        assert_eq!(transport_checksum_ok(&q), Some(true));
+        assert_ne!(p, q);
+    }
+
+    #[test]
+    fn payload_ranges() {
+        assert_eq!(payload_range(&udp4(b"hello")), Some(28..33));
+        assert_eq!(payload_range(&udp4(b"")), None);
+        assert_eq!(payload_range(&tcp6(b"xy")), Some(60..62));
+        assert_eq!(payload_range(&tcp6(b"")), None);
+        assert_eq!(payload_range(b"\x45garbage"), None);
+        assert_eq!(payload_range(&[]), None);
+    }
+
+    #[test]
+    fn tcp6_checksum_round_trip() {
+        let mut p = tcp6(b"payload!");
+        assert_eq!(transport_checksum_ok(&p), Some(true));
+        p[61] ^= 1;
+        assert_eq!(transport_checksum_ok(&p), Some(false));
+        fix_transport_checksum(&mut p);
+        assert_eq!(transport_checksum_ok(&p), Some(true));
+    }
+
+    #[test]
+    fn fixcsum_corruption_keeps_packets_valid_and_changes_only_payload() {
+        let spec: crate::LinkSpec = "corrupt 100% fixcsum".parse().unwrap();
+        let mut e = crate::Emulator::new(spec, 7);
+        let orig = udp4(&[0x55; 100]);
+        for i in 0..200 {
+            e.enqueue(i, orig.clone());
+        }
+        let mut n = 0;
+        while let Some(p) = e.poll_transmit(u64::MAX) {
+            assert_eq!(transport_checksum_ok(&p), Some(true));
+            assert_eq!(p[..28], orig[..26].iter().chain(&p[26..28]).copied().collect::<Vec<_>>()[..]);
+            let diff: u32 = p[28..].iter().zip(&orig[28..]).map(|(a, b)| (a ^ b).count_ones()).sum();
+            assert_eq!(diff, 1);
+            n += 1;
+        }
+        assert_eq!(n, 200);
+        assert_eq!(e.stats().corrupted, 200);
+        // Without payload there is nothing to corrupt in this mode.
+        let mut e = crate::Emulator::new("corrupt 100% fixcsum".parse().unwrap(), 7);
+        e.enqueue(0, udp4(b""));
+        assert_eq!(e.stats().corrupted, 0);
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut rng = crate::Rng::new(3);
+        for len in 0..200 {
+            let mut p: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
+            if len > 0 {
+                p[0] = if rng.next_u32() % 2 == 0 { 0x45 } else { 0x60 };
+            }
+            let _ = payload_range(&p);
+            let _ = transport_checksum_ok(&p);
+            let _ = fix_transport_checksum(&mut p);
+        }
+    }
+}

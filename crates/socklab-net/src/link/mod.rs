@@ -1,0 +1,515 @@
+//! Emulated links: two network namespaces (`sl-<tag>-c`, `sl-<tag>-s`) joined by a link with
+//! netem's impairments, made by one of the drivers:
+//!
+//! - `tun` ([`tun::TunLink`], the default): a TUN device in each namespace; socklab's own
+//!   forwarding threads carry packets through the [`socklab_impair`] model. Works on kernels
+//!   without `sch_netem`.
+//! - `netem` ([`netem`]): a veth pair and the kernel's `tc netem`, where a probe shows the
+//!   kernel has it (`--driver auto` picks it then).
+//! - `udp-proxy` ([`crate::udpproxy`]): no namespaces, no root; UDP only.
+//!
+//! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
+
+pub mod check;
+pub mod netem;
+pub mod ns;
+pub mod tun;
+
+use socklab_impair::{LinkSpec, Stats};
+
+pub use ns::{Namespaces, Side, CLIENT_ADDR, SERVER_ADDR};
+
+use crate::NetError;
+
+/// The impairments of both directions.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LinkPair {
+    /// Client → server.
+    pub forward: LinkSpec,
+    /// Server → client.
+    pub backward: LinkSpec,
+}
+
+impl LinkPair {
+    /// `link` for both directions, or `link` forward and `back` backward.
+    pub fn parse(link: &str, back: Option<&str>) -> Result<LinkPair, NetError> {
+        let parse = |flag: &str, s: &str| {
+            s.parse::<LinkSpec>()
+                .map_err(|e| NetError::Invalid(format!("bad {flag} \"{s}\": {e}")))
+        };
+        let forward = parse("--link", link)?;
+        let backward = match back {
+            Some(b) => parse("--link-back", b)?,
+            None => forward.clone(),
+        };
+        Ok(LinkPair { forward, backward })
+    }
+
+    /// Both directions as text: `SPEC` when they are equal, else `SPEC / back: SPEC`.
+    pub fn describe(&self) -> String {
+        let show = |s: &LinkSpec| {
+            let t = s.to_string();
+            if t.is_empty() {
+                "none".to_string()
+            } else {
+                t
+            }
+        };
+        if self.forward == self.backward {
+            show(&self.forward)
+        } else {
+            format!(
+                "{} / back: {}",
+                show(&self.forward),
+                show(&self.backward)
+            )
+        }
+    }
+}
+
+/// Which driver makes the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Driver {
+    /// `netem` where the kernel has it, else `tun`.
+    #[default]
+    Auto,
+    /// socklab's own emulator between TUN devices.
+    Tun,
+    /// The kernel's netem on a veth pair.
+    Netem,
+    /// An impairing UDP relay on loopback (no namespaces).
+    UdpProxy,
+}
+
+impl Driver {
+    /// The name users type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Driver::Auto => "auto",
+            Driver::Tun => "tun",
+            Driver::Netem => "netem",
+            Driver::UdpProxy => "udp-proxy",
+        }
+    }
+}
+
+impl std::str::FromStr for Driver {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Driver, String> {
+        match s.trim() {
+            "auto" => Ok(Driver::Auto),
+            "tun" => Ok(Driver::Tun),
+            "netem" => Ok(Driver::Netem),
+            "udp-proxy" | "udpproxy" => Ok(Driver::UdpProxy),
+            other => Err(format!(
+                "unknown driver '{other}': use auto, tun, netem or udp-proxy"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One direction's accounting.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirReport {
+    /// The model's counters.
+    pub stats: Stats,
+    /// Packets released more than [`tun::LAG_TOLERANCE`] after their scheduled time.
+    pub late: u64,
+    /// Worst release lag, ns.
+    pub max_lag_ns: u64,
+    /// Sum of release lags, ns (mean = sum / delivered).
+    pub lag_sum_ns: u64,
+    /// Writes into the far device that failed.
+    pub write_errors: u64,
+    /// Packets the kernel dropped because the emulator did not read them in time (the TUN
+    /// device's queue overflowed), or netem's own drops with the netem driver.
+    pub kernel_drops: u64,
+    /// Times the forwarding thread woke up.
+    pub wakeups: u64,
+    /// CPU time of the forwarding thread, ns.
+    pub cpu_ns: u64,
+}
+
+impl DirReport {
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &DirReport) -> DirReport {
+        let s = &self.stats;
+        let e = &earlier.stats;
+        DirReport {
+            stats: Stats {
+                packets_in: s.packets_in.saturating_sub(e.packets_in),
+                dropped: s.dropped.saturating_sub(e.dropped),
+                duplicated: s.duplicated.saturating_sub(e.duplicated),
+                corrupted: s.corrupted.saturating_sub(e.corrupted),
+                reordered: s.reordered.saturating_sub(e.reordered),
+                queue_dropped: s.queue_dropped.saturating_sub(e.queue_dropped),
+                delivered: s.delivered.saturating_sub(e.delivered),
+                bytes_in: s.bytes_in.saturating_sub(e.bytes_in),
+                bytes_out: s.bytes_out.saturating_sub(e.bytes_out),
+            },
+            late: self.late.saturating_sub(earlier.late),
+            // A maximum cannot be differenced: keep the lifetime one.
+            max_lag_ns: self.max_lag_ns,
+            lag_sum_ns: self.lag_sum_ns.saturating_sub(earlier.lag_sum_ns),
+            write_errors: self.write_errors.saturating_sub(earlier.write_errors),
+            kernel_drops: self.kernel_drops.saturating_sub(earlier.kernel_drops),
+            wakeups: self.wakeups.saturating_sub(earlier.wakeups),
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+        }
+    }
+
+    /// Fraction of delivered packets that were late.
+    pub fn late_fraction(&self) -> f64 {
+        if self.stats.delivered == 0 {
+            0.0
+        } else {
+            self.late as f64 / self.stats.delivered as f64
+        }
+    }
+
+    /// Fraction of arriving packets the kernel dropped before the emulator read them.
+    pub fn kernel_drop_fraction(&self) -> f64 {
+        let total = self.stats.packets_in + self.kernel_drops;
+        if total == 0 {
+            0.0
+        } else {
+            self.kernel_drops as f64 / total as f64
+        }
+    }
+
+    /// Mean release lag, µs.
+    pub fn mean_lag_us(&self) -> f64 {
+        if self.stats.delivered == 0 {
+            0.0
+        } else {
+            self.lag_sum_ns as f64 / self.stats.delivered as f64 / 1000.0
+        }
+    }
+}
+
+/// Both directions' accounting.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkReport {
+    /// Client → server.
+    pub forward: DirReport,
+    /// Server → client.
+    pub backward: DirReport,
+}
+
+/// More than this fraction of late packets, or of packets the kernel dropped in front of the
+/// emulator, makes a run invalid: the emulator could not keep up with what was asked of it.
+pub const INVALID_FRACTION: f64 = 0.01;
+
+impl LinkReport {
+    /// What happened between `earlier` and `self`.
+    pub fn since(&self, earlier: &LinkReport) -> LinkReport {
+        LinkReport {
+            forward: self.forward.since(&earlier.forward),
+            backward: self.backward.since(&earlier.backward),
+        }
+    }
+
+    /// `None` when the emulator kept up; else why the run is invalid.
+    pub fn invalid_reason(&self) -> Option<String> {
+        let mut why = Vec::new();
+        for (name, d) in [("forward", &self.forward), ("backward", &self.backward)] {
+            if d.late_fraction() > INVALID_FRACTION {
+                why.push(format!(
+                    "{name}: {:.1} % of packets left more than {} ms late (max {:.1} ms)",
+                    100.0 * d.late_fraction(),
+                    tun::LAG_TOLERANCE.as_millis(),
+                    d.max_lag_ns as f64 / 1e6
+                ));
+            }
+            if d.kernel_drop_fraction() > INVALID_FRACTION {
+                why.push(format!(
+                    "{name}: the kernel dropped {:.1} % of packets before the emulator read them",
+                    100.0 * d.kernel_drop_fraction()
+                ));
+            }
+        }
+        if why.is_empty() {
+            None
+        } else {
+            Some(format!(
+                "the emulator could not keep up ({}); ask less of it: set a 'rate' below what it can carry (see bench/netem-throughput)",
+                why.join("; ")
+            ))
+        }
+    }
+
+    /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … and `emu_cpu_s`,
+    /// `emu_max_lag_us`, `emu_late`, `emu_valid`.
+    pub fn metrics(&self) -> Vec<(&'static str, f64)> {
+        let f = &self.forward;
+        let b = &self.backward;
+        vec![
+            ("link_fwd_in", f.stats.packets_in as f64),
+            ("link_fwd_dropped", f.stats.dropped as f64),
+            ("link_fwd_duplicated", f.stats.duplicated as f64),
+            ("link_fwd_corrupted", f.stats.corrupted as f64),
+            ("link_fwd_reordered", f.stats.reordered as f64),
+            ("link_fwd_queue_dropped", f.stats.queue_dropped as f64),
+            ("link_fwd_kernel_drops", f.kernel_drops as f64),
+            ("link_back_in", b.stats.packets_in as f64),
+            ("link_back_dropped", b.stats.dropped as f64),
+            ("link_back_duplicated", b.stats.duplicated as f64),
+            ("link_back_corrupted", b.stats.corrupted as f64),
+            ("link_back_reordered", b.stats.reordered as f64),
+            ("link_back_queue_dropped", b.stats.queue_dropped as f64),
+            ("link_back_kernel_drops", b.kernel_drops as f64),
+            ("emu_cpu_s", (f.cpu_ns + b.cpu_ns) as f64 / 1e9),
+            (
+                "emu_max_lag_us",
+                f.max_lag_ns.max(b.max_lag_ns) as f64 / 1000.0,
+            ),
+            ("emu_late", (f.late + b.late) as f64),
+            (
+                "emu_valid",
+                f64::from(u8::from(self.invalid_reason().is_none())),
+            ),
+        ]
+    }
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// Namespace tag (`None`: a fresh `<pid>-<n>`).
+    pub tag: Option<String>,
+    /// Driver (`udp-proxy` is not a namespace driver and is refused here).
+    pub driver: Driver,
+    /// Impairments.
+    pub pair: LinkPair,
+    /// Seed of the model (`tun`).
+    pub seed: u64,
+    /// MTU of the link.
+    pub mtu: u32,
+}
+
+impl Default for LinkConfig {
+    fn default() -> LinkConfig {
+        LinkConfig {
+            tag: None,
+            driver: Driver::Auto,
+            pair: LinkPair::default(),
+            seed: 1,
+            mtu: tun::DEFAULT_MTU,
+        }
+    }
+}
+
+enum Engine {
+    Tun(tun::TunLink),
+    Netem(netem::NetemLink),
+}
+
+/// A running emulated link between two namespaces. Dropping it stops the emulator and removes
+/// the namespaces (with whatever still runs inside).
+pub struct EmulatedLink {
+    engine: Option<Engine>,
+    ns: Namespaces,
+    driver: Driver,
+    pair: LinkPair,
+    seed: u64,
+}
+
+impl std::fmt::Debug for EmulatedLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmulatedLink")
+            .field("ns", &self.ns)
+            .field("driver", &self.driver)
+            .field("pair", &self.pair.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmulatedLink {
+    /// Creates the namespaces and starts the driver (`auto`: netem if the kernel has it).
+    pub fn start(cfg: &LinkConfig) -> Result<EmulatedLink, NetError> {
+        ns::require_root("an emulated link (--driver tun or netem)")?;
+        let driver = match cfg.driver {
+            Driver::Auto => {
+                if netem::kernel_has_netem() && netem::expressible(&cfg.pair).is_ok() {
+                    Driver::Netem
+                } else {
+                    Driver::Tun
+                }
+            }
+            Driver::UdpProxy => {
+                return Err(NetError::Invalid(
+                    "the udp-proxy driver makes no namespaces: it relays UDP on loopback (use it with UDP workloads)".into(),
+                ))
+            }
+            d => d,
+        };
+        if driver == Driver::Netem {
+            netem::expressible(&cfg.pair)?;
+            if !netem::kernel_has_netem() {
+                return Err(NetError::Link(
+                    "this kernel has no sch_netem ('tc qdisc add … netem' fails): use --driver tun (socklab's own emulator) or auto".into(),
+                ));
+            }
+        }
+        let tag = cfg.tag.clone().unwrap_or_else(ns::fresh_tag);
+        let ns = Namespaces::create(&tag)?;
+        let engine = match driver {
+            Driver::Netem => Engine::Netem(netem::NetemLink::start(&ns, &cfg.pair, cfg.mtu)?),
+            _ => Engine::Tun(tun::TunLink::start(
+                &ns,
+                cfg.pair.forward.clone(),
+                cfg.pair.backward.clone(),
+                cfg.seed,
+                cfg.mtu,
+            )?),
+        };
+        Ok(EmulatedLink {
+            engine: Some(engine),
+            ns,
+            driver,
+            pair: cfg.pair.clone(),
+            seed: cfg.seed,
+        })
+    }
+
+    /// The namespaces.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.ns
+    }
+
+    /// Mutable access (to keep them).
+    pub fn namespaces_mut(&mut self) -> &mut Namespaces {
+        &mut self.ns
+    }
+
+    /// The driver that runs (never `auto`).
+    pub fn driver(&self) -> Driver {
+        self.driver
+    }
+
+    /// The impairments now in force.
+    pub fn pair(&self) -> &LinkPair {
+        &self.pair
+    }
+
+    /// Changes the impairments (no-op when unchanged).
+    pub fn set(&mut self, pair: &LinkPair) -> Result<(), NetError> {
+        if *pair == self.pair {
+            return Ok(());
+        }
+        match &mut self.engine {
+            Some(Engine::Tun(t)) => t.set(pair.forward.clone(), pair.backward.clone(), self.seed),
+            Some(Engine::Netem(n)) => n.set(&self.ns, pair)?,
+            None => {}
+        }
+        self.pair = pair.clone();
+        Ok(())
+    }
+
+    /// Cumulative accounting so far (diff two with [`LinkReport::since`]).
+    pub fn report(&self) -> LinkReport {
+        let mut r = match &self.engine {
+            Some(Engine::Tun(t)) => t.report(),
+            Some(Engine::Netem(n)) => n.report(&self.ns),
+            None => LinkReport::default(),
+        };
+        if matches!(self.engine, Some(Engine::Tun(_))) {
+            r.forward.kernel_drops = tun_kernel_drops(&self.ns, Side::Client);
+            r.backward.kernel_drops = tun_kernel_drops(&self.ns, Side::Server);
+        }
+        r
+    }
+
+    /// Stops the emulator, removes the namespaces, returns the final accounting.
+    pub fn stop(mut self) -> Result<LinkReport, NetError> {
+        let r = self.report();
+        self.engine = None;
+        self.ns.remove()?;
+        Ok(r)
+    }
+}
+
+/// Packets the kernel could not queue to the emulator on `side`'s TUN device (its transmit
+/// drops), read with `ip -s`.
+fn tun_kernel_drops(ns: &Namespaces, side: Side) -> u64 {
+    let name = ns.name(side);
+    ns::ip(&["-j", "-s", "-n", &name, "link", "show", "dev", tun::TUN_NAME])
+        .ok()
+        .and_then(|out| tx_dropped(&out))
+        .unwrap_or(0)
+}
+
+/// `stats64.tx.dropped` of the first interface in `ip -j -s link show` output.
+pub fn tx_dropped(json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v.get(0)?.get("stats64")?.get("tx")?.get("dropped")?.as_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_parse_and_describe() {
+        let p = LinkPair::parse("loss 5%", None).unwrap();
+        assert_eq!(p.forward, p.backward);
+        assert_eq!(p.describe(), "loss 5%");
+        let p = LinkPair::parse("delay 10ms", Some("")).unwrap();
+        assert_eq!(p.describe(), "delay 10ms / back: none");
+        let e = LinkPair::parse("loss 150%", None).unwrap_err().to_string();
+        assert!(e.starts_with("bad --link \"loss 150%\": loss 150%"), "{e}");
+        let e = LinkPair::parse("", Some("jitter 3")).unwrap_err().to_string();
+        assert!(e.contains("--link-back") && e.contains("jitter"), "{e}");
+    }
+
+    #[test]
+    fn drivers_parse() {
+        for d in [Driver::Auto, Driver::Tun, Driver::Netem, Driver::UdpProxy] {
+            assert_eq!(d.as_str().parse::<Driver>().unwrap(), d);
+        }
+        assert!("ovs".parse::<Driver>().unwrap_err().contains("tun"));
+    }
+
+    #[test]
+    fn reports_difference_and_validity() {
+        let mut a = LinkReport::default();
+        a.forward.stats.delivered = 1000;
+        a.forward.late = 5;
+        a.forward.cpu_ns = 10;
+        let mut b = a.clone();
+        b.forward.stats.delivered = 3000;
+        b.forward.late = 105;
+        b.forward.cpu_ns = 30;
+        let d = b.since(&a);
+        assert_eq!(d.forward.stats.delivered, 2000);
+        assert_eq!(d.forward.late, 100);
+        assert_eq!(d.forward.cpu_ns, 20);
+        // 100 of 2000 late = 5 % > 1 %: invalid, and the reason says so.
+        let why = d.invalid_reason().unwrap();
+        assert!(why.contains("5.0 %") && why.contains("forward"), "{why}");
+        assert_eq!(
+            d.metrics().iter().find(|(k, _)| *k == "emu_valid").unwrap().1,
+            0.0
+        );
+        let mut ok = d.clone();
+        ok.forward.late = 10;
+        assert!(ok.invalid_reason().is_none());
+        ok.backward.kernel_drops = 50;
+        ok.backward.stats.packets_in = 950;
+        assert!(ok.invalid_reason().unwrap().contains("kernel dropped 5.0 %"));
+    }
+
+    #[test]
+    fn tx_dropped_reads_ip_json() {
+        let j = r#"[{"ifname":"sl-tun","stats64":{"rx":{"dropped":1},"tx":{"bytes":0,"dropped":42}}}]"#;
+        assert_eq!(tx_dropped(j), Some(42));
+        assert_eq!(tx_dropped("[]"), None);
+        assert_eq!(tx_dropped("garbage"), None);
+    }
+}

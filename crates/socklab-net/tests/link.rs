@@ -1,0 +1,161 @@
+//! Emulated links over real namespaces and TUN devices. Root only: without root every test
+//! prints why it skips and passes (CI runs as root, so there they run).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use socklab_net::link::check::{compare, probe, CheckConfig, Endpoints};
+use socklab_net::link::{ns, Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
+
+fn root_or_skip(test: &str) -> bool {
+    if socklab_sys::netns::is_root() {
+        true
+    } else {
+        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
+        false
+    }
+}
+
+fn tun_link(spec: &str) -> EmulatedLink {
+    EmulatedLink::start(&LinkConfig {
+        driver: Driver::Tun,
+        pair: LinkPair::parse(spec, None).unwrap(),
+        seed: 7,
+        ..LinkConfig::default()
+    })
+    .unwrap()
+}
+
+fn exists(name: &str) -> bool {
+    Path::new(ns::NETNS_DIR).join(name).exists()
+}
+
+#[test]
+fn tcp_crosses_the_tun_link_byte_exact_and_everything_is_removed() {
+    if !root_or_skip("tcp_crosses_the_tun_link") {
+        return;
+    }
+    let link = tun_link("delay 1ms loss 1%");
+    let (c, s) = (
+        link.namespaces().name(Side::Client),
+        link.namespaces().name(Side::Server),
+    );
+    assert!(exists(&c) && exists(&s));
+    let listener = {
+        let _g = link.namespaces().enter(Side::Server).unwrap();
+        TcpListener::bind(SocketAddr::from((SERVER_ADDR, 0))).unwrap()
+    };
+    let port = listener.local_addr().unwrap().port();
+    let data: Vec<u8> = (0..2_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        conn.read_to_end(&mut got).unwrap();
+        got
+    });
+    {
+        let _g = link.namespaces().enter(Side::Client).unwrap();
+        let mut conn = TcpStream::connect_timeout(
+            &SocketAddr::from((SERVER_ADDR, port)),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        conn.write_all(&data).unwrap();
+    }
+    let got = server.join().unwrap();
+    assert_eq!(blake3::hash(&got), blake3::hash(&data));
+    let r = link.report();
+    assert!(r.forward.stats.packets_in > 1000, "{r:?}");
+    // 1 % loss over > 1000 packets: the model dropped some, and TCP recovered them.
+    assert!(r.forward.stats.dropped > 0, "{r:?}");
+    assert!(r.forward.cpu_ns > 0, "{r:?}");
+    link.stop().unwrap();
+    assert!(!exists(&c) && !exists(&s), "namespaces left behind");
+    assert!(!Path::new(ns::ETC_NETNS_DIR).join(&c).exists());
+}
+
+#[test]
+fn check_measures_loss_duplication_and_delay_within_tolerance() {
+    if !root_or_skip("check_measures_loss") {
+        return;
+    }
+    let spec = "delay 5ms loss 10% duplicate 5%";
+    let link = tun_link(spec);
+    let ends = Endpoints {
+        sender_ns: Some(link.namespaces().path(Side::Client)),
+        receiver_ns: Some(link.namespaces().path(Side::Server)),
+        receiver_bind: SERVER_ADDR,
+        via: None,
+    };
+    let cfg = CheckConfig {
+        packets: 5000,
+        size: 100,
+    };
+    let r = probe(&ends, &link.pair().forward, &cfg, &|| false).unwrap();
+    assert_eq!(r.sent, 5000);
+    let rows = compare(&link.pair().forward, &r);
+    for row in &rows {
+        assert_ne!(row.ok, Some(false), "{row:?}\n{rows:#?}");
+    }
+    let mean_ms = r.delays_ns.iter().sum::<u64>() as f64 / r.delays_ns.len() as f64 / 1e6;
+    assert!((5.0..6.0).contains(&mean_ms), "{mean_ms}");
+    let rep = link.stop().unwrap();
+    assert_eq!(rep.forward.stats.packets_in, 5000, "{rep:?}");
+}
+
+#[test]
+fn corrupt_with_fixcsum_reaches_the_application_and_without_it_does_not() {
+    if !root_or_skip("corrupt_with_fixcsum") {
+        return;
+    }
+    for (spec, reach) in [("corrupt 20% fixcsum", true), ("corrupt 20%", false)] {
+        let link = tun_link(spec);
+        let ends = Endpoints {
+            sender_ns: Some(link.namespaces().path(Side::Client)),
+            receiver_ns: Some(link.namespaces().path(Side::Server)),
+            receiver_bind: SERVER_ADDR,
+            via: None,
+        };
+        let cfg = CheckConfig {
+            packets: 2000,
+            size: 100,
+        };
+        let r = probe(&ends, &link.pair().forward, &cfg, &|| false).unwrap();
+        let rows = compare(&link.pair().forward, &r);
+        for row in &rows {
+            assert_ne!(row.ok, Some(false), "{spec}: {row:?}");
+        }
+        assert_eq!(r.corrupted > 0, reach, "{spec}: {r:?}");
+        link.stop().unwrap();
+    }
+}
+
+#[test]
+fn cleanup_removes_leftovers_of_a_dead_owner_and_spares_others() {
+    if !root_or_skip("cleanup_removes_leftovers") {
+        return;
+    }
+    // A leftover as a SIGKILLed run leaves it: owner pid that no longer exists.
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let tag = format!("{pid}-99");
+    let mut left = ns::Namespaces::create(&tag).unwrap();
+    left.keep();
+    drop(left);
+    let name = ns::ns_name(&tag, Side::Client);
+    assert!(exists(&name));
+    // Someone else's namespace (not sl-) must survive.
+    let _ = ns::ip(&["netns", "del", "other-ns-socklab-test"]);
+    ns::ip(&["netns", "add", "other-ns-socklab-test"]).unwrap();
+    let live = tun_link("");
+    let done = ns::cleanup(false).unwrap();
+    assert!(done.removed.contains(&name), "{done:?}");
+    assert!(!exists(&name));
+    assert!(exists("other-ns-socklab-test"));
+    assert!(exists(&live.namespaces().name(Side::Client)), "a live link was removed");
+    ns::ip(&["netns", "del", "other-ns-socklab-test"]).unwrap();
+    live.stop().unwrap();
+}

@@ -1,0 +1,203 @@
+//! Network namespaces and TUN devices: the raw calls of socklab's emulated links.
+//!
+//! A thread can move itself into another network namespace with [`enter`]; sockets it creates
+//! afterwards (and threads it spawns) belong to that namespace. A TUN descriptor opened while
+//! in a namespace stays bound to the device in that namespace, whichever namespace the thread
+//! moves to later, so one process can drive TUN devices in two namespaces.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use crate::{cvt, cvt_size};
+
+/// True when the effective user is root (namespaces and TUN need `CAP_NET_ADMIN`; socklab asks
+/// for root rather than probing capabilities one by one).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The calling thread's kernel id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// Moves the calling thread into the network namespace `ns` (a descriptor of
+/// `/run/netns/NAME` or `/proc/…/ns/net`).
+pub fn setns_net(ns: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: setns takes a descriptor and a flag; an unsuitable descriptor is an error return.
+    cvt(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
+}
+
+/// The calling thread's current network namespace, to come back to later.
+pub fn current_net() -> io::Result<File> {
+    File::open("/proc/thread-self/ns/net")
+}
+
+/// Moves the calling thread into the namespace at `path` until the guard drops, then back.
+pub fn enter(path: &std::path::Path) -> io::Result<NetnsGuard> {
+    let home = current_net()?;
+    let target = File::open(path)?;
+    setns_net(std::os::fd::AsFd::as_fd(&target))?;
+    Ok(NetnsGuard { home })
+}
+
+/// Returns its thread to the namespace it came from when dropped.
+#[derive(Debug)]
+pub struct NetnsGuard {
+    home: File,
+}
+
+impl Drop for NetnsGuard {
+    fn drop(&mut self) {
+        // Failing to come back would leave the thread in a namespace that is about to go;
+        // there is nothing better to do than report it.
+        if let Err(e) = setns_net(std::os::fd::AsFd::as_fd(&self.home)) {
+            eprintln!("socklab: cannot return to the original network namespace: {e}");
+        }
+    }
+}
+
+#[repr(C)]
+struct IfReq {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Creates (or attaches to) the TUN device `name` in the calling thread's network namespace:
+/// layer 3 (`IFF_TUN`), no packet-information header (`IFF_NO_PI`), non-blocking. The device
+/// lives as long as the descriptor.
+pub fn open_tun(name: &str) -> io::Result<File> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name '{name}': 1 to 15 bytes"),
+        ));
+    }
+    // SAFETY: the path is a valid NUL-terminated string; open returns a new descriptor or -1.
+    let fd = cvt(unsafe {
+        libc::open(
+            c"/dev/net/tun".as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    })?;
+    // SAFETY: fd was just returned by open and is owned by nobody else.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+        _pad: [0; 22],
+    };
+    for (d, s) in req.name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: TUNSETIFF reads a struct ifreq; IfReq has its layout (16-byte name, flags,
+    // padding to the union's 24 bytes) and lives across the call.
+    cvt(unsafe { libc::ioctl(owned.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) })?;
+    Ok(File::from(owned))
+}
+
+/// Reads one packet into the spare capacity of `buf` (after its current length), without
+/// initialising that memory first; the packet's bytes are appended. `Ok(0)` is end of file.
+pub fn read_append(fd: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let spare = buf.capacity() - buf.len();
+    // SAFETY: the pointer and length describe the vector's spare capacity, which is writable
+    // memory owned by `buf`; read writes at most `spare` bytes there.
+    let n = cvt_size(unsafe {
+        libc::read(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().add(buf.len()).cast(),
+            spare,
+        )
+    })?;
+    // SAFETY: read initialised exactly n <= spare bytes after the old length.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// Waits until `fd` is readable or `timeout` passes (`None`: forever), with nanosecond
+/// resolution (`ppoll`). Returns whether it is readable. `EINTR` counts as a timeout.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(d.subsec_nanos() as i32),
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: pfd is one valid pollfd; tsp is null or points to a timespec alive for the call;
+    // a null signal mask keeps the current one.
+    let r = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
+    if r == -1 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r > 0 && pfd.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+}
+
+/// CPU time (user + system) a thread of this process has used so far, from
+/// `/proc/self/task/TID/schedstat` (nanoseconds); `None` if the thread is gone.
+pub fn thread_cpu(tid: u32) -> Option<Duration> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_tun_names_are_refused_before_any_syscall() {
+        for n in ["", "sixteen-chars-xx", "a\0b"] {
+            let e = open_tun(n).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{n:?}");
+        }
+    }
+
+    #[test]
+    fn this_threads_cpu_time_is_readable_and_grows() {
+        let tid = gettid();
+        let a = thread_cpu(tid).expect("schedstat");
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = thread_cpu(tid).expect("schedstat");
+        assert!(b > a, "{a:?} -> {b:?}");
+    }
+
+    #[test]
+    fn read_append_appends_what_was_read() {
+        let (r, w) = crate::io::pipe().unwrap();
+        crate::io::write(std::os::fd::AsFd::as_fd(&w), b"hello").unwrap();
+        let mut buf = Vec::with_capacity(16);
+        buf.extend_from_slice(b">");
+        let n = read_append(std::os::fd::AsFd::as_fd(&r), &mut buf).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(buf, b">hello");
+    }
+
+    #[test]
+    fn wait_readable_times_out_then_sees_data() {
+        let (r, w) = crate::io::pipe().unwrap();
+        let rf = std::os::fd::AsFd::as_fd(&r);
+        assert!(!wait_readable(rf, Some(Duration::from_millis(1))).unwrap());
+        crate::io::write(std::os::fd::AsFd::as_fd(&w), b"x").unwrap();
+        assert!(wait_readable(rf, Some(Duration::from_millis(1))).unwrap());
+    }
+}
