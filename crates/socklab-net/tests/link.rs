@@ -87,6 +87,7 @@ fn check_measures_loss_duplication_and_delay_within_tolerance() {
         sender_ns: Some(link.namespaces().path(Side::Client)),
         receiver_ns: Some(link.namespaces().path(Side::Server)),
         receiver_bind: SERVER_ADDR,
+        receiver_port: 0,
         via: None,
     };
     let cfg = CheckConfig {
@@ -116,6 +117,8 @@ fn corrupt_with_fixcsum_reaches_the_application_and_without_it_does_not() {
             sender_ns: Some(link.namespaces().path(Side::Client)),
             receiver_ns: Some(link.namespaces().path(Side::Server)),
             receiver_bind: SERVER_ADDR,
+            receiver_port: 0,
+        receiver_port: 0,
             via: None,
         };
         let cfg = CheckConfig {

@@ -57,6 +57,104 @@ pub enum Command {
         after_help = "Examples:\n  socklab lab --quick            every suite, short (a few minutes), then a Markdown report\n  socklab lab --suite writev     one suite, full length\n  socklab lab --list             the suites and what each reproduces"
     )]
     Lab(LabArgs),
+    /// Emulate an impaired link (delay, jitter, loss, duplication, corruption, reordering,
+    /// rate) between two network namespaces, and run commands across it.
+    #[command(
+        after_help = "Examples:\n  socklab netem --link \"delay 50ms 10ms distribution normal loss 5%\" --server 'socklab sink --port 5001' -- socklab bulk --to server:5001\n  socklab netem up --link \"loss 10%\" --name lab1       a lasting link; then: socklab netem exec lab1 server -- CMD\n  socklab netem down lab1\n  socklab netem check --link \"loss 5% delay 20ms\"     configured vs measured\n  socklab netem cleanup                                remove leftovers of killed runs (everything named sl-)\n\nThe spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
+    )]
+    Netem(Box<NetemArgs>),
+}
+
+/// The emulated link shared by `netem` and the measuring commands.
+#[derive(Debug, Args, Clone)]
+pub struct LinkArgs {
+    /// Impairments in netem syntax, both directions (client → server and back), e.g.
+    /// "delay 50ms 10ms distribution normal loss 5% rate 100mbit".
+    #[arg(long, value_name = "SPEC")]
+    pub link: Option<String>,
+    /// Impairments of the server → client direction, if different ("" for none).
+    #[arg(long, value_name = "SPEC", requires = "link")]
+    pub link_back: Option<String>,
+    /// auto (netem where the kernel has it, else tun), tun, netem, udp-proxy.
+    #[arg(long, default_value = "auto")]
+    pub driver: String,
+    /// Seed of the emulator's random decisions (the same seed repeats the same decisions).
+    #[arg(long = "link-seed", default_value_t = 1, value_name = "N")]
+    pub link_seed: u64,
+    /// MTU of the emulated link.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct NetemArgs {
+    #[command(subcommand)]
+    pub action: Option<NetemCommand>,
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// A shell command to start in the server namespace first (stopped at the end), e.g.
+    /// 'socklab sink --port 5001'; socklab waits until it listens.
+    #[arg(long, value_name = "CMD")]
+    pub server: Option<String>,
+    /// The command to run in the client namespace.
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NetemCommand {
+    /// Create a lasting link named NAME (namespaces sl-NAME-c, sl-NAME-s) and return.
+    Up {
+        /// The link's name: a letter, then letters, digits or dashes.
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        link: LinkArgs,
+    },
+    /// Remove a lasting link.
+    Down {
+        /// The link's name.
+        name: String,
+    },
+    /// Run a command in one end of a lasting link.
+    Exec {
+        /// The link's name.
+        name: String,
+        /// client or server.
+        side: String,
+        /// The command.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// List links and namespaces socklab created.
+    List,
+    /// Build a link, measure it, and print configured against measured values.
+    Check {
+        #[command(flatten)]
+        link: LinkArgs,
+        /// Datagrams per direction.
+        #[arg(long, default_value_t = 10_000)]
+        packets: u64,
+        /// Datagram payload size in bytes.
+        #[arg(long, default_value_t = 200)]
+        size: usize,
+    },
+    /// Remove everything named sl- that socklab left (namespaces of dead runs, their files,
+    /// sl- interfaces); --all also stops running links.
+    Cleanup {
+        /// Also remove the links of running socklab processes.
+        #[arg(long)]
+        all: bool,
+    },
+    /// (internal) The process that keeps a lasting link.
+    #[command(hide = true)]
+    Daemon {
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        link: LinkArgs,
+    },
 }
 
 #[derive(Debug, Args)]

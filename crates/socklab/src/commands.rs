@@ -36,13 +36,15 @@ pub enum Failure {
     Interrupted(String),
     /// stdout closed (e.g. `| head`): not an error.
     BrokenPipe,
+    /// Exit with this code, saying nothing (a wrapped command's own exit code).
+    Exit(u8),
 }
 
 impl Failure {
     pub fn message(&self) -> String {
         match self {
             Failure::Usage(m) | Failure::Run(m) | Failure::Interrupted(m) => m.clone(),
-            Failure::BrokenPipe => String::new(),
+            Failure::BrokenPipe | Failure::Exit(_) => String::new(),
         }
     }
     pub fn code(&self) -> u8 {
@@ -51,6 +53,7 @@ impl Failure {
             Failure::Run(_) => 1,
             Failure::Interrupted(_) => 130,
             Failure::BrokenPipe => 0,
+            Failure::Exit(c) => *c,
         }
     }
 }
@@ -78,11 +81,11 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-fn usage(m: impl Into<String>) -> Failure {
+pub fn usage(m: impl Into<String>) -> Failure {
     Failure::Usage(m.into())
 }
 
-fn out(s: &str) -> Result<(), Failure> {
+pub fn out(s: &str) -> Result<(), Failure> {
     let mut o = std::io::stdout().lock();
     o.write_all(s.as_bytes())?;
     o.flush()?;

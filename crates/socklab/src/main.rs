@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod netem;
 mod progress;
 
 use std::process::ExitCode;
@@ -29,10 +30,12 @@ fn main() -> ExitCode {
         Command::Report(a) => commands::report(a),
         Command::Results(r) => commands::results(r),
         Command::Lab(a) => commands::lab(a),
+        Command::Netem(a) => netem::netem(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Exit(code)) => ExitCode::from(code),
         Err(f) => {
             eprintln!("socklab: error: {}", f.message());
             ExitCode::from(f.code())

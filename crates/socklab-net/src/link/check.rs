@@ -41,8 +41,10 @@ pub struct Endpoints {
     pub sender_ns: Option<PathBuf>,
     /// Namespace of the receiver (`None`: this one).
     pub receiver_ns: Option<PathBuf>,
-    /// Address the receiver binds (port 0).
+    /// Address the receiver binds.
     pub receiver_bind: Ipv4Addr,
+    /// Port the receiver binds (0: any free one).
+    pub receiver_port: u16,
     /// Maps the receiver's bound address to where the sender sends (e.g. a proxy in front).
     pub via: Option<SocketAddr>,
 }
@@ -162,7 +164,7 @@ pub fn probe(
                 Some(p) => Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?),
                 None => None,
             };
-            let sock = match UdpSocket::bind(SocketAddr::from((ends.receiver_bind, 0))) {
+            let sock = match UdpSocket::bind(SocketAddr::from((ends.receiver_bind, ends.receiver_port))) {
                 Ok(s) => s,
                 Err(e) => {
                     let _ = tx_addr.send(Err(err("bind probe receiver", e)));
