@@ -214,8 +214,19 @@ mod tests {
         let mut n = 0;
         while let Some(p) = e.poll_transmit(u64::MAX) {
             assert_eq!(transport_checksum_ok(&p), Some(true));
-            assert_eq!(p[..28], orig[..26].iter().chain(&p[26..28]).copied().collect::<Vec<_>>()[..]);
-            let diff: u32 = p[28..].iter().zip(&orig[28..]).map(|(a, b)| (a ^ b).count_ones()).sum();
+            assert_eq!(
+                p[..28],
+                orig[..26]
+                    .iter()
+                    .chain(&p[26..28])
+                    .copied()
+                    .collect::<Vec<_>>()[..]
+            );
+            let diff: u32 = p[28..]
+                .iter()
+                .zip(&orig[28..])
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum();
             assert_eq!(diff, 1);
             n += 1;
         }

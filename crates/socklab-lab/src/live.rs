@@ -14,9 +14,11 @@ use socklab_net::reference;
 use socklab_sys::process::{child_dies_with_parent, kill, Signal};
 use socklab_sys::usage::{try_wait4, wait4};
 
+use socklab_net::link::{Driver, EmulatedLink, LinkConfig, Namespaces, Side, SERVER_ADDR};
+
 use crate::plan::Cell;
 use crate::runner::{Executor, Sample};
-use crate::workload::{Target, Workload};
+use crate::workload::{LinkParams, Target, Workload};
 use crate::LabError;
 
 /// A server child process (`socklab sink` or `socklab echo`, re-executed).
@@ -42,11 +44,27 @@ impl ServerChild {
     /// Starts `exe <args> --bind 127.0.0.1 --port 0 --announce --quiet` (a server subcommand)
     /// and waits (at most 10 s) for the address it announces.
     pub fn spawn_server(exe: &PathBuf, args: &[&str]) -> Result<ServerChild, LabError> {
-        let mut cmd = Command::new(exe);
+        Self::spawn_server_in(exe, args, None)
+    }
+
+    /// Like [`ServerChild::spawn_server`]; with `ns`, inside the server namespace of an
+    /// emulated link, listening on the link's server address.
+    pub fn spawn_server_in(
+        exe: &PathBuf,
+        args: &[&str],
+        ns: Option<&Namespaces>,
+    ) -> Result<ServerChild, LabError> {
+        let (mut cmd, bind) = match ns {
+            Some(n) => (
+                n.command(Side::Server, &exe.to_string_lossy()),
+                SERVER_ADDR.to_string(),
+            ),
+            None => (Command::new(exe), "127.0.0.1".to_string()),
+        };
         cmd.args(args)
             .args([
                 "--bind",
-                "127.0.0.1",
+                bind.as_str(),
                 "--port",
                 "0",
                 "--announce",
@@ -163,9 +181,15 @@ impl Drop for ServerChild {
 #[derive(Debug)]
 pub struct LiveExecutor {
     exe: PathBuf,
-    sink: Option<ServerChild>,
-    /// Echo servers by (udp, server options): each option set needs its own server.
-    echoes: Vec<((bool, String), ServerChild)>,
+    /// Sinks: on loopback (`false`) and in the link's server namespace (`true`).
+    sinks: Vec<(bool, ServerChild)>,
+    /// Echo servers by (in the link's namespace, udp, server options).
+    echoes: Vec<((bool, bool, String), ServerChild)>,
+    /// The emulated link (namespace drivers), kept across cells; rebuilt when the driver or
+    /// MTU changes, re-specified when only the impairments change.
+    link: Option<((Driver, u32), EmulatedLink)>,
+    /// Emulated-link facts of links already stopped.
+    link_facts: Vec<(String, String)>,
 }
 
 impl LiveExecutor {
@@ -173,37 +197,115 @@ impl LiveExecutor {
     pub fn new(exe: PathBuf) -> LiveExecutor {
         LiveExecutor {
             exe,
-            sink: None,
+            sinks: Vec::new(),
             echoes: Vec::new(),
+            link: None,
+            link_facts: Vec::new(),
         }
     }
 
-    fn sink_addr(&mut self) -> Result<SocketAddr, LabError> {
-        if self.sink.is_none() {
-            self.sink = Some(ServerChild::spawn(&self.exe)?);
+    fn ns(&self, in_link: bool) -> Option<&Namespaces> {
+        if in_link {
+            self.link.as_ref().map(|(_, l)| l.namespaces())
+        } else {
+            None
         }
-        Ok(self.sink.as_ref().map(ServerChild::addr).expect("just set"))
     }
-}
 
-impl LiveExecutor {
+    fn sink_addr(&mut self, in_link: bool) -> Result<SocketAddr, LabError> {
+        if let Some((_, c)) = self.sinks.iter().find(|(k, _)| *k == in_link) {
+            return Ok(c.addr());
+        }
+        let child = ServerChild::spawn_server_in(&self.exe, &["sink"], self.ns(in_link))?;
+        let addr = child.addr();
+        self.sinks.push((in_link, child));
+        Ok(addr)
+    }
+
     fn echo_addr(
         &mut self,
+        in_link: bool,
         udp: bool,
         opts: &socklab_net::sockopt::OptSet,
     ) -> Result<SocketAddr, LabError> {
-        let key = (udp, opts.to_string());
+        let key = (in_link, udp, opts.to_string());
         if let Some((_, c)) = self.echoes.iter().find(|(k, _)| *k == key) {
             return Ok(c.addr());
         }
-        let mut args = vec!["echo", "--opts", key.1.as_str()];
+        let mut args = vec!["echo", "--opts", key.2.as_str()];
         if udp {
             args.push("--udp");
         }
-        let child = ServerChild::spawn_server(&self.exe, &args)?;
+        let child = ServerChild::spawn_server_in(&self.exe, &args, self.ns(in_link))?;
         let addr = child.addr();
         self.echoes.push((key, child));
         Ok(addr)
+    }
+
+    /// Makes the namespace link match `l` (start, rebuild or re-specify it). Servers inside a
+    /// rebuilt link die with its namespaces, so they are forgotten.
+    fn ensure_link(&mut self, l: &LinkParams) -> Result<(), LabError> {
+        let key = (l.driver, l.mtu);
+        if let Some((k, link)) = &mut self.link {
+            if *k == key || (l.driver == Driver::Auto && link.driver() == k.0) {
+                return link
+                    .set(&l.pair)
+                    .map_err(|e| LabError::Child(e.to_string()));
+            }
+        }
+        self.stop_link()?;
+        let link = EmulatedLink::start(&LinkConfig {
+            tag: None,
+            driver: l.driver,
+            pair: l.pair.clone(),
+            seed: l.seed,
+            mtu: l.mtu,
+        })
+        .map_err(|e| LabError::Child(e.to_string()))?;
+        self.link = Some((key, link));
+        Ok(())
+    }
+
+    fn stop_link(&mut self) -> Result<(), LabError> {
+        // Servers inside the link's namespaces go with them.
+        self.sinks.retain(|(k, _)| !*k);
+        self.echoes.retain(|(k, _)| !k.0);
+        if let Some((_, link)) = self.link.take() {
+            let driver = link.driver();
+            let r = link.stop().map_err(|e| LabError::Child(e.to_string()))?;
+            self.link_facts
+                .push(("link_driver".into(), driver.to_string()));
+            self.link_facts.push((
+                "link_emulator_cpu_s".into(),
+                format!("{:.3}", (r.forward.cpu_ns + r.backward.cpu_ns) as f64 / 1e9),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the calling thread in the link's client namespace (if `in_link`), and
+    /// returns its result with the link's accounting for the run as metrics.
+    fn in_client<T>(
+        &self,
+        in_link: bool,
+        f: impl FnOnce() -> T,
+    ) -> Result<(T, Vec<(&'static str, f64)>, Option<String>), LabError> {
+        let Some((_, link)) = self.link.as_ref().filter(|_| in_link) else {
+            return Ok((f(), Vec::new(), None));
+        };
+        let before = link.report();
+        let guard = link
+            .namespaces()
+            .enter(Side::Client)
+            .map_err(|e| LabError::Child(e.to_string()))?;
+        let out = f();
+        drop(guard);
+        let r = link.report().since(&before);
+        let why = r.invalid_reason();
+        if let Some(w) = &why {
+            eprintln!("socklab: warning: this repetition is marked invalid (emu_valid = 0): {w}");
+        }
+        Ok((out, r.metrics(), Some(link.pair().describe())))
     }
 }
 
@@ -230,11 +332,18 @@ impl Executor for LiveExecutor {
         };
         match &cell.workload {
             Workload::Bulk(spec) => {
+                let in_link = spec.link.is_some();
+                if let Some(l) = &spec.link {
+                    self.ensure_link(l)?;
+                }
                 let to = match spec.to {
-                    Target::SelfSink => self.sink_addr()?,
+                    Target::SelfSink => self.sink_addr(in_link)?,
                     Target::Addr(a) => a,
                 };
-                let r = socklab_net::bulk::run(&spec.net_config(to), stop).map_err(run_err)?;
+                let (r, link_metrics, link_desc) = self.in_client(in_link, || {
+                    socklab_net::bulk::run(&spec.net_config(to), stop)
+                })?;
+                let r = r.map_err(run_err)?;
                 if r.verified == Some(false) {
                     return Err(LabError::Run {
                         cell: cell.label.clone(),
@@ -275,9 +384,11 @@ impl Executor for LiveExecutor {
                     metrics.push(("zc_completions", zc.completed as f64));
                     metrics.push(("zc_copied", zc.copied as f64));
                 }
+                metrics.extend(link_metrics);
                 Ok(Sample {
                     metrics,
                     extra: json!({
+                        "link": link_desc,
                         "to": to.to_string(),
                         "cc": r.cc,
                         "sndbuf": r.sndbuf,
@@ -292,12 +403,49 @@ impl Executor for LiveExecutor {
             }
             Workload::PingPong(spec) => {
                 let mut cfg = spec.cfg.clone();
+                let proxy = spec.link.as_ref().filter(|l| l.driver == Driver::UdpProxy);
+                let in_link = spec.link.is_some() && proxy.is_none();
+                if let (Some(l), false) = (&spec.link, proxy.is_some()) {
+                    self.ensure_link(l)?;
+                }
                 cfg.to = match spec.to {
-                    Target::SelfSink => self.echo_addr(cfg.udp, &cfg.opts)?,
+                    Target::SelfSink => self.echo_addr(in_link, cfg.udp, &cfg.opts)?,
                     Target::Addr(a) => a,
                 };
+                // udp-proxy: a relay on loopback in front of the echo server, for this cell.
+                let relay = match proxy {
+                    Some(l) => {
+                        let (addr, h) = socklab_net::udpproxy::spawn(
+                            cfg.to,
+                            l.pair.forward.clone(),
+                            l.pair.backward.clone(),
+                            l.seed,
+                        )
+                        .map_err(run_err)?;
+                        cfg.to = addr;
+                        Some(h)
+                    }
+                    None => None,
+                };
                 let tfo0 = socklab_net::sockopt::tfo_counters();
-                let r = socklab_net::pingpong::run(&cfg, stop).map_err(run_err)?;
+                let (r, mut link_metrics, mut link_desc) =
+                    self.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
+                if let (Some(h), Some(l)) = (relay, proxy) {
+                    let st = h.stop().map_err(run_err)?;
+                    link_desc = Some(l.pair.describe());
+                    link_metrics = socklab_net::link::LinkReport {
+                        forward: socklab_net::link::DirReport {
+                            stats: st.forward,
+                            ..Default::default()
+                        },
+                        backward: socklab_net::link::DirReport {
+                            stats: st.backward,
+                            ..Default::default()
+                        },
+                    }
+                    .metrics();
+                }
+                let r = r.map_err(run_err)?;
                 let tfo1 = socklab_net::sockopt::tfo_counters();
                 let us = |ns: u64| ns as f64 / 1000.0;
                 let h = &r.rtt_ns;
@@ -331,6 +479,7 @@ impl Executor for LiveExecutor {
                 if !r.connect_ns.is_empty() {
                     metrics.push(("connect_mean_us", r.connect_ns.mean() / 1000.0));
                 }
+                metrics.extend(link_metrics);
                 let effective: serde_json::Map<String, serde_json::Value> = r
                     .effective
                     .iter()
@@ -338,7 +487,7 @@ impl Executor for LiveExecutor {
                     .collect();
                 Ok(Sample {
                     metrics,
-                    extra: json!({ "to": cfg.to.to_string(), "completed": r.completed, "client_opts": effective }),
+                    extra: json!({ "to": cfg.to.to_string(), "completed": r.completed, "client_opts": effective, "link": link_desc }),
                     histograms: vec![
                         ("rtt_ns", hist_buckets(&r.rtt_ns)),
                         ("connect_ns", hist_buckets(&r.connect_ns)),
@@ -381,11 +530,20 @@ impl Executor for LiveExecutor {
 
     fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
         let mut facts = Vec::new();
-        if let Some(s) = self.sink.take() {
-            facts.extend(s.stop()?.into_iter().map(|(k, v)| (format!("sink_{k}"), v)));
+        for (in_link, s) in self.sinks.drain(..) {
+            let prefix = if in_link { "sink[link]_" } else { "sink_" };
+            facts.extend(
+                s.stop()?
+                    .into_iter()
+                    .map(|(k, v)| (format!("{prefix}{k}"), v)),
+            );
         }
-        for ((udp, opts), child) in self.echoes.drain(..) {
-            let prefix = format!("echo[{}{opts}]_", if udp { "udp " } else { "" });
+        for ((in_link, udp, opts), child) in self.echoes.drain(..) {
+            let prefix = format!(
+                "echo[{}{}{opts}]_",
+                if in_link { "link " } else { "" },
+                if udp { "udp " } else { "" }
+            );
             facts.extend(
                 child
                     .stop()?
@@ -393,6 +551,8 @@ impl Executor for LiveExecutor {
                     .map(|(k, v)| (format!("{prefix}{k}"), v)),
             );
         }
+        self.stop_link()?;
+        facts.append(&mut self.link_facts);
         Ok(facts)
     }
 }

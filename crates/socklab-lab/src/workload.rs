@@ -15,6 +15,7 @@ use socklab_net::Strategy;
 
 use crate::params::{parse_bool, parse_count, parse_usize, Params};
 use crate::LabError;
+use socklab_net::link::{Driver, LinkPair};
 
 /// Where a bulk test sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,8 @@ pub struct BulkSpec {
     pub to: Target,
     /// Everything else (strategy, sizes, limit, options).
     pub cfg: BulkConfig,
+    /// The emulated link between client and sink, if any.
+    pub link: Option<LinkParams>,
 }
 
 impl PartialEq for BulkSpec {
@@ -91,12 +94,121 @@ pub struct PingSpec {
     pub to: Target,
     /// Everything else (size, count, options, UDP timeout and retries).
     pub cfg: socklab_net::pingpong::PingConfig,
+    /// The emulated link between client and echo server, if any.
+    pub link: Option<LinkParams>,
 }
 
 impl PartialEq for PingSpec {
     fn eq(&self, o: &Self) -> bool {
         Workload::PingPong(self.clone()).params() == Workload::PingPong(o.clone()).params()
     }
+}
+
+/// An emulated link under a workload: the client runs in the client namespace, the
+/// self-started server in the server namespace (or, with `udp-proxy`, behind a relay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkParams {
+    /// Impairments per direction.
+    pub pair: LinkPair,
+    /// Which driver.
+    pub driver: Driver,
+    /// Link MTU.
+    pub mtu: u32,
+    /// Seed of the model.
+    pub seed: u64,
+}
+
+/// The keys of an emulated link (bulk and pingpong).
+pub const LINK_KEYS: &[KeyDoc] = &[
+    (
+        "link",
+        "(none)",
+        "impairments in netem syntax, both directions, e.g. 'delay 50ms loss 5%' ('none': the emulated link without impairment)",
+    ),
+    (
+        "link_back",
+        "= link",
+        "impairments of the server -> client direction, if different",
+    ),
+    (
+        "link_driver",
+        "auto",
+        "auto, tun, netem or udp-proxy (UDP only)",
+    ),
+    ("link_mtu", "1500", "MTU of the emulated link"),
+    ("link_seed", "1", "seed of the emulator's random decisions"),
+];
+
+fn parse_spec_text(s: &str) -> Result<socklab_impair::LinkSpec, String> {
+    let t = s.trim();
+    if t.is_empty() || t == "none" {
+        return Ok(socklab_impair::LinkSpec::default());
+    }
+    t.parse()
+        .map_err(|e: socklab_impair::ParseSpecError| e.to_string())
+}
+
+fn spec_text(s: &socklab_impair::LinkSpec) -> String {
+    let t = s.to_string();
+    if t.is_empty() {
+        "none".into()
+    } else {
+        t
+    }
+}
+
+/// Reads the link keys; `None` when `link` is absent (then the others must be too).
+fn parse_link(p: &Params) -> Result<Option<LinkParams>, LabError> {
+    let Some(forward) = p.parse_opt("link", parse_spec_text)? else {
+        if let Some(k) = LINK_KEYS[1..].iter().find(|(k, _, _)| p.get(k).is_some()) {
+            return Err(LabError::Plan(format!(
+                "{} needs link: add link = \"…\" (netem syntax, or none)",
+                k.0
+            )));
+        }
+        return Ok(None);
+    };
+    let backward = p.parse_or("link_back", forward.clone(), parse_spec_text)?;
+    let driver = p.parse_or("link_driver", Driver::Auto, |s| s.parse())?;
+    let mtu = p.parse_or("link_mtu", 1500u32, |s| match s.trim().parse::<u32>() {
+        Ok(m @ 576..=65535) => Ok(m),
+        _ => Err("use 576 to 65535 (1500 is Ethernet's)".into()),
+    })?;
+    let seed = p.parse_or("link_seed", 1, parse_count)?;
+    Ok(Some(LinkParams {
+        pair: LinkPair { forward, backward },
+        driver,
+        mtu,
+        seed,
+    }))
+}
+
+fn set_link(p: &mut Params, link: &Option<LinkParams>) {
+    if let Some(l) = link {
+        p.set("link", spec_text(&l.pair.forward));
+        if l.pair.backward != l.pair.forward {
+            p.set("link_back", spec_text(&l.pair.backward));
+        }
+        p.set("link_driver", l.driver.as_str());
+        p.set("link_mtu", l.mtu.to_string());
+        p.set("link_seed", l.seed.to_string());
+    }
+}
+
+/// A link needs the server started by socklab (it runs in the server namespace).
+fn check_link_target(link: &Option<LinkParams>, to: &Target, udp: bool) -> Result<(), LabError> {
+    let Some(l) = link else { return Ok(()) };
+    if matches!(to, Target::Addr(_)) {
+        return Err(LabError::Plan(
+            "link needs to = self: socklab starts the server in the emulated link's server namespace".into(),
+        ));
+    }
+    if l.driver == Driver::UdpProxy && !udp {
+        return Err(LabError::Plan(
+            "link_driver udp-proxy relays UDP only; TCP needs tun or netem (root): a TCP proxy would hide loss from TCP".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// What a cell runs.
@@ -214,7 +326,8 @@ pub const REF_KEYS: &[KeyDoc] = &[
 /// The workload names.
 pub const KINDS: &[&str] = &["bulk", "pingpong", "states", "pipe", "memcpy"];
 
-fn check_keys(kind: &str, params: &Params, keys: &[KeyDoc]) -> Result<(), LabError> {
+fn check_keys(kind: &str, params: &Params) -> Result<(), LabError> {
+    let keys = Workload::keys(kind);
     for k in params.0.keys() {
         if !keys.iter().any(|(name, _, _)| name == k) {
             return Err(LabError::UnknownKey {
@@ -243,7 +356,7 @@ impl Workload {
     pub fn from_params(kind: &str, p: &Params) -> Result<Workload, LabError> {
         match kind {
             "bulk" => {
-                check_keys(kind, p, BULK_KEYS)?;
+                check_keys(kind, p)?;
                 let limits = ["iterations", "duration", "bytes"]
                     .iter()
                     .filter(|k| p.get(k).is_some())
@@ -264,7 +377,9 @@ impl Workload {
                         parse_duration,
                     )?)
                 };
+                let link = parse_link(p)?;
                 let spec = BulkSpec {
+                    link,
                     to: p.parse_or("to", Target::SelfSink, parse_target)?,
                     cfg: BulkConfig {
                         to: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -282,13 +397,14 @@ impl Workload {
                     },
                 };
                 // Check the combination now, before anything runs.
+                check_link_target(&spec.link, &spec.to, false)?;
                 spec.cfg
                     .validate()
                     .map_err(|e| LabError::Plan(e.to_string()))?;
                 Ok(Workload::Bulk(spec))
             }
             "pingpong" => {
-                check_keys(kind, p, PINGPONG_KEYS)?;
+                check_keys(kind, p)?;
                 let to = p.parse_or("to", Target::SelfSink, parse_target)?;
                 let cfg = socklab_net::pingpong::PingConfig {
                     to: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -323,10 +439,12 @@ impl Workload {
                         cfg.opts
                     )));
                 }
-                Ok(Workload::PingPong(PingSpec { to, cfg }))
+                let link = parse_link(p)?;
+                check_link_target(&link, &to, cfg.udp)?;
+                Ok(Workload::PingPong(PingSpec { to, cfg, link }))
             }
             "states" => {
-                check_keys(kind, p, STATES_KEYS)?;
+                check_keys(kind, p)?;
                 let cfg = socklab_net::states::StatesConfig {
                     connections: p.parse_or("connections", 100, |s| match parse_usize(s)? {
                         n @ 1..=10_000 => Ok(n),
@@ -339,7 +457,7 @@ impl Workload {
                 Ok(Workload::States(cfg))
             }
             "pipe" | "memcpy" => {
-                check_keys(kind, p, REF_KEYS)?;
+                check_keys(kind, p)?;
                 let spec = RefSpec {
                     size: p.parse_or("size", 128 * 1024, nonzero_usize)?,
                     bytes: p.parse_or("bytes", 1 << 30, |s| match parse_size(s)? {
@@ -375,7 +493,8 @@ impl Workload {
     pub fn params(&self) -> Params {
         let mut p = Params::new();
         match self {
-            Workload::Bulk(BulkSpec { to, cfg: b }) => {
+            Workload::Bulk(BulkSpec { to, cfg: b, link }) => {
+                set_link(&mut p, link);
                 p.set("to", to.to_string());
                 p.set("strategy", b.strategy.as_str());
                 p.set("nbufs", b.nbufs.to_string());
@@ -394,7 +513,8 @@ impl Workload {
                 p.set("verify", b.verify.to_string());
                 p.set("seed", b.seed.to_string());
             }
-            Workload::PingPong(PingSpec { to, cfg }) => {
+            Workload::PingPong(PingSpec { to, cfg, link }) => {
+                set_link(&mut p, link);
                 p.set("to", to.to_string());
                 p.set("udp", cfg.udp.to_string());
                 p.set("size", format_size(cfg.size as u64));
@@ -421,13 +541,14 @@ impl Workload {
     }
 
     /// Documentation of the keys of `kind`.
-    pub fn keys(kind: &str) -> &'static [KeyDoc] {
-        match kind {
-            "bulk" => BULK_KEYS,
-            "pingpong" => PINGPONG_KEYS,
-            "states" => STATES_KEYS,
-            _ => REF_KEYS,
-        }
+    pub fn keys(kind: &str) -> Vec<KeyDoc> {
+        let (own, link): (&[KeyDoc], &[KeyDoc]) = match kind {
+            "bulk" => (BULK_KEYS, LINK_KEYS),
+            "pingpong" => (PINGPONG_KEYS, LINK_KEYS),
+            "states" => (STATES_KEYS, &[]),
+            _ => (REF_KEYS, &[]),
+        };
+        own.iter().chain(link).copied().collect()
     }
 }
 

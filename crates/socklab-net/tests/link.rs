@@ -118,7 +118,7 @@ fn corrupt_with_fixcsum_reaches_the_application_and_without_it_does_not() {
             receiver_ns: Some(link.namespaces().path(Side::Server)),
             receiver_bind: SERVER_ADDR,
             receiver_port: 0,
-        receiver_port: 0,
+            receiver_port: 0,
             via: None,
         };
         let cfg = CheckConfig {
@@ -158,7 +158,10 @@ fn cleanup_removes_leftovers_of_a_dead_owner_and_spares_others() {
     assert!(done.removed.contains(&name), "{done:?}");
     assert!(!exists(&name));
     assert!(exists("other-ns-socklab-test"));
-    assert!(exists(&live.namespaces().name(Side::Client)), "a live link was removed");
+    assert!(
+        exists(&live.namespaces().name(Side::Client)),
+        "a live link was removed"
+    );
     ns::ip(&["netns", "del", "other-ns-socklab-test"]).unwrap();
     live.stop().unwrap();
 }

@@ -199,6 +199,9 @@ pub struct SinkArgs {
 
 #[derive(Debug, Args)]
 pub struct BulkArgs {
+    /// An emulated link between client and server (see `socklab netem --help`).
+    #[command(flatten)]
+    pub link: LinkArgs,
     /// The sink, HOST:PORT. Default: start one on loopback as a child process.
     #[arg(long, value_name = "HOST:PORT")]
     pub to: Option<String>,
@@ -331,6 +334,9 @@ pub struct EchoArgs {
 
 #[derive(Debug, Args)]
 pub struct PingArgs {
+    /// An emulated link between client and server (see `socklab netem --help`).
+    #[command(flatten)]
+    pub link: LinkArgs,
     /// The echo server, HOST:PORT. Default: start one on loopback per option set.
     #[arg(long, value_name = "HOST:PORT")]
     pub to: Option<String>,

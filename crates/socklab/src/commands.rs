@@ -327,6 +327,7 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     }
     let mut group = Group::new("bulk", fixed);
     group.axes = axes;
+    a.link.add_to(&mut group);
     let order = parse_order(&a.order, a.seed)?;
     let mut groups = vec![group];
     let plan = Plan::build(
@@ -594,6 +595,7 @@ pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
             group.axes.push(Axis::single(key, vals.iter().cloned()));
         }
     }
+    a.link.add_to(&mut group);
     let order = parse_order(&a.order, a.seed)?;
     let plan = Plan::build(
         &a.name,

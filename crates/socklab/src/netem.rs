@@ -11,7 +11,9 @@ use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints}
 use socklab_net::link::ns::{self, Side};
 use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkPair, LinkReport};
 use socklab_net::NetError;
-use socklab_sys::process::{child_dies_with_parent, install_interrupt_flag, interrupted, kill, Signal};
+use socklab_sys::process::{
+    child_dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
+};
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
 use crate::commands::{out, usage, Failure};
@@ -36,7 +38,10 @@ impl LinkArgs {
 
     /// The link configuration (`tag`: a lasting link's name).
     pub fn config(&self, tag: Option<String>) -> Result<LinkConfig, Failure> {
-        let pair = LinkPair::parse(self.link.as_deref().unwrap_or(""), self.link_back.as_deref())?;
+        let pair = LinkPair::parse(
+            self.link.as_deref().unwrap_or(""),
+            self.link_back.as_deref(),
+        )?;
         if !(576..=65535).contains(&self.mtu) {
             return Err(usage(format!(
                 "--mtu {}: use 576 to 65535 (1500 is Ethernet's)",
@@ -50,6 +55,26 @@ impl LinkArgs {
             seed: self.link_seed,
             mtu: self.mtu,
         })
+    }
+
+    /// Adds the link keys to a workload group: one value fixed, a comma-separated list as an
+    /// axis (`--link "loss 0%,loss 5%,loss 10%"`).
+    pub fn add_to(&self, group: &mut socklab_lab::plan::Group) {
+        let Some(link) = &self.link else { return };
+        let vals: Vec<String> = link.split(',').map(|v| v.trim().to_string()).collect();
+        if vals.len() == 1 {
+            group.fixed.set("link", vals[0].clone());
+        } else {
+            group
+                .axes
+                .push(socklab_lab::plan::Axis::single("link", vals));
+        }
+        if let Some(b) = &self.link_back {
+            group.fixed.set("link_back", b.clone());
+        }
+        group.fixed.set("link_driver", self.driver.clone());
+        group.fixed.set("link_mtu", self.mtu.to_string());
+        group.fixed.set("link_seed", self.link_seed.to_string());
     }
 
     /// The same flags as text, to pass to a child socklab.
@@ -75,7 +100,7 @@ impl LinkArgs {
 fn describe(link: &EmulatedLink) -> String {
     let n = link.namespaces();
     format!(
-        "link {} <-> {} (driver {}): {}; client {} , server {}",
+        "link {} <-> {} (driver {}): {}; client {}, server {}",
         n.name(Side::Client),
         n.name(Side::Server),
         link.driver(),
@@ -88,7 +113,10 @@ fn describe(link: &EmulatedLink) -> String {
 /// The emulator's accounting as a few lines for stderr.
 pub fn accounting(r: &LinkReport) -> String {
     let mut s = String::new();
-    for (name, d) in [("client->server", &r.forward), ("server->client", &r.backward)] {
+    for (name, d) in [
+        ("client->server", &r.forward),
+        ("server->client", &r.backward),
+    ] {
         let st = &d.stats;
         s += &format!(
             "  {name}: {} packets in, {} dropped, {} duplicated, {} corrupted, {} reordered, {} queue-dropped, {} delivered; kernel drops {}; lag mean {:.1} us max {:.1} us, {} late; emulator CPU {:.3} s\n",
@@ -135,8 +163,11 @@ fn wait_listening(pid: u32, limit: Duration) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
         let tcp_listen = ["tcp", "tcp6"].iter().any(|f| {
-            std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
-                .is_ok_and(|t| t.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some("0A")))
+            std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+                t.lines()
+                    .skip(1)
+                    .any(|l| l.split_whitespace().nth(3) == Some("0A"))
+            })
         });
         let udp = ["udp", "udp6"].iter().any(|f| {
             std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
@@ -216,7 +247,10 @@ fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Res
     }
     let report = link.report().since(&before);
     link.stop()?;
-    eprint!("socklab netem: emulator accounting\n{}", accounting(&report));
+    eprint!(
+        "socklab netem: emulator accounting\n{}",
+        accounting(&report)
+    );
     match status {
         None => Err(Failure::Interrupted(
             "interrupted; the link and its namespaces were removed".into(),
@@ -237,7 +271,8 @@ fn up(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
         return Err(usage("a lasting link needs --driver tun, netem or auto"));
     }
     ns::require_root("socklab netem up")?;
-    if let Some(pid) = ns::read_pid_file(name).filter(|p| Path::new(&format!("/proc/{p}")).exists()) {
+    if let Some(pid) = ns::read_pid_file(name).filter(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
         return Err(Failure::Run(format!(
             "the link {name} is already up (pid {pid}): 'socklab netem down {name}' first"
         )));
@@ -309,7 +344,9 @@ fn down(name: &str) -> Result<(), Failure> {
             found = true;
             kill(pid, Signal::Term)?;
             let t0 = Instant::now();
-            while Path::new(&format!("/proc/{pid}")).exists() && t0.elapsed() < Duration::from_secs(5) {
+            while Path::new(&format!("/proc/{pid}")).exists()
+                && t0.elapsed() < Duration::from_secs(5)
+            {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -361,7 +398,11 @@ fn list() -> Result<(), Failure> {
         s += &format!(
             "{n}\towner {}\t{}\t{}\n",
             owner.map_or("?".into(), |p| p.to_string()),
-            if alive { "running" } else { "LEFTOVER (socklab netem cleanup)" },
+            if alive {
+                "running"
+            } else {
+                "LEFTOVER (socklab netem cleanup)"
+            },
             spec.trim()
         );
     }
@@ -394,9 +435,22 @@ fn cleanup(all: bool) -> Result<(), Failure> {
 
 fn print_rows(title: &str, rows: &[CheckRow]) -> String {
     let w = rows.iter().map(|r| r.what.len()).max().unwrap_or(0);
-    let wc = rows.iter().map(|r| r.configured.len()).max().unwrap_or(0).max(10);
-    let wm = rows.iter().map(|r| r.measured.len()).max().unwrap_or(0).max(8);
-    let mut s = format!("{title}\n  {:w$}  {:wc$}  {:wm$}  verdict\n", "", "configured", "measured");
+    let wc = rows
+        .iter()
+        .map(|r| r.configured.len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    let wm = rows
+        .iter()
+        .map(|r| r.measured.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let mut s = format!(
+        "{title}\n  {:w$}  {:wc$}  {:wm$}  verdict\n",
+        "", "configured", "measured"
+    );
     for r in rows {
         s += &format!(
             "  {:w$}  {:wc$}  {:wm$}  {}\n",
@@ -467,8 +521,18 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
         eprintln!("socklab netem check: {}", describe(&link));
         let n = link.namespaces();
         for (title, from, to, spec) in [
-            ("client -> server", Side::Client, Side::Server, &link.pair().forward),
-            ("server -> client", Side::Server, Side::Client, &link.pair().backward),
+            (
+                "client -> server",
+                Side::Client,
+                Side::Server,
+                &link.pair().forward,
+            ),
+            (
+                "server -> client",
+                Side::Server,
+                Side::Client,
+                &link.pair().backward,
+            ),
         ] {
             let ends = Endpoints {
                 sender_ns: Some(n.path(from)),
@@ -480,14 +544,20 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
             let before = link.report();
             let r = probe(&ends, spec, &ccfg, &stop)?;
             if interrupted() {
-                return Err(Failure::Interrupted("interrupted; the link was removed".into()));
+                return Err(Failure::Interrupted(
+                    "interrupted; the link was removed".into(),
+                ));
             }
             let rows = compare(spec, &r);
             all_ok &= rows.iter().all(|r| r.ok != Some(false));
             text += &print_rows(
                 &format!(
                     "{title} ({}), {} datagrams of {size} B sent",
-                    if spec.to_string().is_empty() { "no impairment".to_string() } else { spec.to_string() },
+                    if spec.to_string().is_empty() {
+                        "no impairment".to_string()
+                    } else {
+                        spec.to_string()
+                    },
                     r.sent
                 ),
                 &rows,

@@ -150,7 +150,8 @@ pub fn probe(
     }
     let epoch = Instant::now();
     let gap = pacing_gap(spec, size);
-    let drain = Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns) + Duration::from_millis(300);
+    let drain =
+        Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns) + Duration::from_millis(300);
     let burst = if spec.rate_bps.is_some() {
         (spec.limit / 2).clamp(2, 500) as u64
     } else {
@@ -161,16 +162,19 @@ pub fn probe(
     std::thread::scope(|s| {
         let receiver = s.spawn(move || -> Result<ProbeResult, NetError> {
             let _g = match &ends.receiver_ns {
-                Some(p) => Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?),
+                Some(p) => {
+                    Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?)
+                }
                 None => None,
             };
-            let sock = match UdpSocket::bind(SocketAddr::from((ends.receiver_bind, ends.receiver_port))) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = tx_addr.send(Err(err("bind probe receiver", e)));
-                    return Ok(ProbeResult::default());
-                }
-            };
+            let sock =
+                match UdpSocket::bind(SocketAddr::from((ends.receiver_bind, ends.receiver_port))) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx_addr.send(Err(err("bind probe receiver", e)));
+                        return Ok(ProbeResult::default());
+                    }
+                };
             let _ = socket2::SockRef::from(&sock).set_recv_buffer_size(8 << 20);
             sock.set_read_timeout(Some(Duration::from_millis(20)))
                 .map_err(|e| err("SO_RCVTIMEO", e))?;
@@ -185,7 +189,10 @@ pub fn probe(
             loop {
                 // Done when the sender says so, or when it is gone (it failed).
                 if done_at.is_none()
-                    && !matches!(rx_done.try_recv(), Err(std::sync::mpsc::TryRecvError::Empty))
+                    && !matches!(
+                        rx_done.try_recv(),
+                        Err(std::sync::mpsc::TryRecvError::Empty)
+                    )
                 {
                     done_at = Some(Instant::now());
                 }
@@ -240,12 +247,15 @@ pub fn probe(
                 .map_err(|_| NetError::Link("the probe receiver did not start".into()))??;
             let to = ends.via.unwrap_or(to);
             let _g = match &ends.sender_ns {
-                Some(p) => Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?),
+                Some(p) => {
+                    Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?)
+                }
                 None => None,
             };
             let sock = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], 0)))
                 .map_err(|e| err("bind probe sender", e))?;
-            sock.connect(to).map_err(|e| err("connect probe sender", e))?;
+            sock.connect(to)
+                .map_err(|e| err("connect probe sender", e))?;
             let mut buf = vec![0u8; size];
             let start = Instant::now();
             let mut sent = 0;
@@ -265,7 +275,10 @@ pub fn probe(
             }
             if burst > 0 {
                 // Let the paced phase drain, then send back-to-back.
-                std::thread::sleep(Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns) + Duration::from_millis(50));
+                std::thread::sleep(
+                    Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns)
+                        + Duration::from_millis(50),
+                );
                 for seq in cfg.packets..cfg.packets + burst {
                     fill(&mut buf, seq, epoch.elapsed().as_nanos() as u64);
                     let _ = sock.send(&buf);
@@ -316,7 +329,14 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
     let c = spec.corrupt;
     let expect_missing = ((1.0 - d) * p_loss) + (1.0 - (1.0 - d) * p_loss) * c;
     let missing = 1.0 - r.unique.min(r.sent) as f64 / sent;
-    let correlated = !matches!(spec.loss, socklab_impair::Loss::None | socklab_impair::Loss::Random { correlation: 0.0, .. });
+    let correlated = !matches!(
+        spec.loss,
+        socklab_impair::Loss::None
+            | socklab_impair::Loss::Random {
+                correlation: 0.0,
+                ..
+            }
+    );
     let mut rows = vec![rate_row(
         if c > 0.0 {
             "not received intact (loss + corrupt)"
@@ -329,9 +349,21 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
         !correlated,
     )];
     let expect_dup = d * (1.0 - p_loss) * (1.0 - c);
-    rows.push(rate_row("duplicated", expect_dup, r.duplicates as f64 / sent, sent, true));
+    rows.push(rate_row(
+        "duplicated",
+        expect_dup,
+        r.duplicates as f64 / sent,
+        sent,
+        true,
+    ));
     if spec.fix_checksum {
-        rows.push(rate_row("corrupted (reached us)", spec.corrupt, r.corrupted as f64 / sent, sent, true));
+        rows.push(rate_row(
+            "corrupted (reached us)",
+            spec.corrupt,
+            r.corrupted as f64 / sent,
+            sent,
+            true,
+        ));
     } else {
         rows.push(CheckRow {
             what: "corrupted (reached us)".into(),
@@ -343,9 +375,17 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
     let reorder_expected = spec.reorder.is_some() || spec.jitter_ns > 0 && !spec.keep_order;
     rows.push(CheckRow {
         what: "reordered arrivals".into(),
-        configured: if reorder_expected { "some".into() } else { "none".into() },
+        configured: if reorder_expected {
+            "some".into()
+        } else {
+            "none".into()
+        },
         measured: pct(r.reordered as f64 / r.unique.max(1) as f64),
-        ok: if reorder_expected { None } else { Some(r.reordered == 0) },
+        ok: if reorder_expected {
+            None
+        } else {
+            Some(r.reordered == 0)
+        },
     });
     if !r.delays_ns.is_empty() {
         let mut v = r.delays_ns.clone();
@@ -356,13 +396,13 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
         let q = |p: f64| v[((n - 1.0) * p).round() as usize] as f64 / 1e6;
         let ms = |x: f64| format!("{:.3} ms", x / 1e6);
         // The stack adds tens of µs; allow 0.5 ms + 5 % (more with a rate: queueing).
-        let tol = 0.5e6 + 0.05 * spec.delay_ns as f64 + if spec.rate_bps.is_some() { 1e6 } else { 0.0 };
+        let tol =
+            0.5e6 + 0.05 * spec.delay_ns as f64 + if spec.rate_bps.is_some() { 1e6 } else { 0.0 };
         rows.push(CheckRow {
             what: "one-way delay mean".into(),
             configured: ms(spec.delay_ns as f64),
             measured: ms(mean),
-            ok: (spec.distribution == socklab_impair::Distribution::Uniform
-                || spec.jitter_ns == 0)
+            ok: (spec.distribution == socklab_impair::Distribution::Uniform || spec.jitter_ns == 0)
                 .then_some((mean - spec.delay_ns as f64).abs() <= tol),
         });
         rows.push(CheckRow {
@@ -417,7 +457,10 @@ mod tests {
         let s: LinkSpec = "rate 1mbit".parse().unwrap();
         // 228 bytes at 1 Mbit/s = 1.824 ms, × 1.25.
         assert_eq!(pacing_gap(&s, 200), Duration::from_nanos(2_280_000));
-        assert_eq!(pacing_gap(&LinkSpec::default(), 200), Duration::from_micros(100));
+        assert_eq!(
+            pacing_gap(&LinkSpec::default(), 200),
+            Duration::from_micros(100)
+        );
     }
 
     #[test]
@@ -436,6 +479,12 @@ mod tests {
         // No jitter, no reorder: any reordering is a failure.
         r.reordered = 3;
         let rows = compare(&spec, &r);
-        assert_eq!(rows.iter().find(|x| x.what == "reordered arrivals").unwrap().ok, Some(false));
+        assert_eq!(
+            rows.iter()
+                .find(|x| x.what == "reordered arrivals")
+                .unwrap()
+                .ok,
+            Some(false)
+        );
     }
 }

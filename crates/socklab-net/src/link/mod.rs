@@ -58,11 +58,7 @@ impl LinkPair {
         if self.forward == self.backward {
             show(&self.forward)
         } else {
-            format!(
-                "{} / back: {}",
-                show(&self.forward),
-                show(&self.backward)
-            )
+            format!("{} / back: {}", show(&self.forward), show(&self.backward))
         }
     }
 }
@@ -439,16 +435,29 @@ impl EmulatedLink {
 /// drops), read with `ip -s`.
 fn tun_kernel_drops(ns: &Namespaces, side: Side) -> u64 {
     let name = ns.name(side);
-    ns::ip(&["-j", "-s", "-n", &name, "link", "show", "dev", tun::TUN_NAME])
-        .ok()
-        .and_then(|out| tx_dropped(&out))
-        .unwrap_or(0)
+    ns::ip(&[
+        "-j",
+        "-s",
+        "-n",
+        &name,
+        "link",
+        "show",
+        "dev",
+        tun::TUN_NAME,
+    ])
+    .ok()
+    .and_then(|out| tx_dropped(&out))
+    .unwrap_or(0)
 }
 
 /// `stats64.tx.dropped` of the first interface in `ip -j -s link show` output.
 pub fn tx_dropped(json: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    v.get(0)?.get("stats64")?.get("tx")?.get("dropped")?.as_u64()
+    v.get(0)?
+        .get("stats64")?
+        .get("tx")?
+        .get("dropped")?
+        .as_u64()
 }
 
 #[cfg(test)]
@@ -464,7 +473,9 @@ mod tests {
         assert_eq!(p.describe(), "delay 10ms / back: none");
         let e = LinkPair::parse("loss 150%", None).unwrap_err().to_string();
         assert!(e.starts_with("bad --link \"loss 150%\": loss 150%"), "{e}");
-        let e = LinkPair::parse("", Some("jitter 3")).unwrap_err().to_string();
+        let e = LinkPair::parse("", Some("jitter 3"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--link-back") && e.contains("jitter"), "{e}");
     }
 
@@ -494,7 +505,11 @@ mod tests {
         let why = d.invalid_reason().unwrap();
         assert!(why.contains("5.0 %") && why.contains("forward"), "{why}");
         assert_eq!(
-            d.metrics().iter().find(|(k, _)| *k == "emu_valid").unwrap().1,
+            d.metrics()
+                .iter()
+                .find(|(k, _)| *k == "emu_valid")
+                .unwrap()
+                .1,
             0.0
         );
         let mut ok = d.clone();
@@ -502,12 +517,16 @@ mod tests {
         assert!(ok.invalid_reason().is_none());
         ok.backward.kernel_drops = 50;
         ok.backward.stats.packets_in = 950;
-        assert!(ok.invalid_reason().unwrap().contains("kernel dropped 5.0 %"));
+        assert!(ok
+            .invalid_reason()
+            .unwrap()
+            .contains("kernel dropped 5.0 %"));
     }
 
     #[test]
     fn tx_dropped_reads_ip_json() {
-        let j = r#"[{"ifname":"sl-tun","stats64":{"rx":{"dropped":1},"tx":{"bytes":0,"dropped":42}}}]"#;
+        let j =
+            r#"[{"ifname":"sl-tun","stats64":{"rx":{"dropped":1},"tx":{"bytes":0,"dropped":42}}}]"#;
         assert_eq!(tx_dropped(j), Some(42));
         assert_eq!(tx_dropped("[]"), None);
         assert_eq!(tx_dropped("garbage"), None);

@@ -54,12 +54,10 @@ pub fn expressible(pair: &LinkPair) -> Result<(), NetError> {
 
 /// The `tc` arguments that put `spec` on `dev` in namespace `ns` (`verb`: add or change).
 pub fn tc_args(ns: &str, verb: &str, spec: &socklab_impair::LinkSpec) -> Vec<String> {
-    let mut v: Vec<String> = [
-        "-n", ns, "qdisc", verb, "dev", VETH_NAME, "root", "netem",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut v: Vec<String> = ["-n", ns, "qdisc", verb, "dev", VETH_NAME, "root", "netem"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let text = spec.to_string();
     v.extend(text.split_whitespace().map(str::to_string));
     // netem's default limit is socklab's default too, but say it so `change` resets it.
@@ -80,8 +78,8 @@ impl NetemLink {
         let c = ns.name(Side::Client);
         let s = ns.name(Side::Server);
         ip(&[
-            "-n", &c, "link", "add", VETH_NAME, "type", "veth", "peer", "name", VETH_NAME,
-            "netns", &s,
+            "-n", &c, "link", "add", VETH_NAME, "type", "veth", "peer", "name", VETH_NAME, "netns",
+            &s,
         ])?;
         for side in [Side::Client, Side::Server] {
             let n = ns.name(side);
@@ -96,7 +94,10 @@ impl NetemLink {
     }
 
     fn apply(&self, ns: &Namespaces, pair: &LinkPair, verb: &str) -> Result<(), NetError> {
-        for (side, spec) in [(Side::Client, &pair.forward), (Side::Server, &pair.backward)] {
+        for (side, spec) in [
+            (Side::Client, &pair.forward),
+            (Side::Server, &pair.backward),
+        ] {
             let args = tc_args(&ns.name(side), verb, spec);
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             run_tool("tc", &refs)?;
@@ -165,7 +166,10 @@ mod tests {
     #[test]
     fn socklab_extensions_are_refused_for_netem() {
         let p = LinkPair::parse("delay 10ms 5ms fifo", None).unwrap();
-        assert!(expressible(&p).unwrap_err().to_string().contains("--driver tun"));
+        assert!(expressible(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("--driver tun"));
         let p = LinkPair::parse("corrupt 1%", Some("corrupt 1% fixcsum")).unwrap();
         assert!(expressible(&p).is_err());
         expressible(&LinkPair::parse("loss 1%", None).unwrap()).unwrap();
@@ -175,6 +179,9 @@ mod tests {
     fn qdisc_counts_read_tc_json() {
         let j = r#"[{"kind":"netem","handle":"8001:","bytes":1000,"packets":10,"drops":2}]"#;
         assert_eq!(qdisc_counts(j), Some((10, 2)));
-        assert_eq!(qdisc_counts(r#"[{"kind":"tbf","packets":1,"drops":0}]"#), None);
+        assert_eq!(
+            qdisc_counts(r#"[{"kind":"tbf","packets":1,"drops":0}]"#),
+            None
+        );
     }
 }

@@ -198,7 +198,10 @@ impl Namespaces {
     /// Moves the calling thread into a side's namespace until the guard drops.
     pub fn enter(&self, side: Side) -> Result<socklab_sys::netns::NetnsGuard, NetError> {
         socklab_sys::netns::enter(&self.path(side)).map_err(|e| {
-            NetError::Link(format!("cannot enter the namespace {}: {e}", self.name(side)))
+            NetError::Link(format!(
+                "cannot enter the namespace {}: {e}",
+                self.name(side)
+            ))
         })
     }
 
@@ -259,7 +262,10 @@ pub fn remove_namespace(name: &str) -> Result<(), NetError> {
     }
     if Path::new(NETNS_DIR).join(name).exists() {
         if let Ok(pids) = ip(&["netns", "pids", name]) {
-            for pid in pids.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+            for pid in pids
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+            {
                 if pid != std::process::id() {
                     let _ = socklab_sys::process::kill(pid, socklab_sys::process::Signal::Kill);
                 }
@@ -422,6 +428,9 @@ mod tests {
     fn sides_parse() {
         assert_eq!("server".parse::<Side>().unwrap(), Side::Server);
         assert_eq!("c".parse::<Side>().unwrap(), Side::Client);
-        assert!("middle".parse::<Side>().unwrap_err().contains("client or server"));
+        assert!("middle"
+            .parse::<Side>()
+            .unwrap_err()
+            .contains("client or server"));
     }
 }

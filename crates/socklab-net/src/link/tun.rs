@@ -120,7 +120,10 @@ impl TunLink {
             .try_clone()
             .map_err(|e| NetError::io("dup TUN descriptor", e))?;
         let mut threads = Vec::new();
-        for (i, (rx, tx)) in [(client, server), (server2, client2)].into_iter().enumerate() {
+        for (i, (rx, tx)) in [(client, server), (server2, client2)]
+            .into_iter()
+            .enumerate()
+        {
             let dir = dirs[i].clone();
             let stop = stop.clone();
             let name = if i == 0 { "sl-link-c2s" } else { "sl-link-s2c" };
@@ -219,6 +222,8 @@ fn forward_loop(
 ) {
     dir.tid
         .store(socklab_sys::netns::gettid(), Ordering::Release);
+    // Wake on time: release lag would otherwise include the default 50 µs timer slack.
+    let _ = socklab_sys::netns::set_timer_slack(1_000);
     let now = || epoch.elapsed().as_nanos() as u64;
     let mut generation = u64::MAX;
     let mut emu = Emulator::new(LinkSpec::default(), 0);
