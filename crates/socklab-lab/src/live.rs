@@ -177,6 +177,9 @@ impl Drop for ServerChild {
     }
 }
 
+/// A closure's result, the link's metrics for its run, and the link's description.
+type InClient<T> = (T, Vec<(&'static str, f64)>, Option<String>);
+
 /// Runs cells for real.
 #[derive(Debug)]
 pub struct LiveExecutor {
@@ -289,7 +292,7 @@ impl LiveExecutor {
         &self,
         in_link: bool,
         f: impl FnOnce() -> T,
-    ) -> Result<(T, Vec<(&'static str, f64)>, Option<String>), LabError> {
+    ) -> Result<InClient<T>, LabError> {
         let Some((_, link)) = self.link.as_ref().filter(|_| in_link) else {
             return Ok((f(), Vec::new(), None));
         };

@@ -118,7 +118,6 @@ fn corrupt_with_fixcsum_reaches_the_application_and_without_it_does_not() {
             receiver_ns: Some(link.namespaces().path(Side::Server)),
             receiver_bind: SERVER_ADDR,
             receiver_port: 0,
-            receiver_port: 0,
             via: None,
         };
         let cfg = CheckConfig {

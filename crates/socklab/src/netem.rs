@@ -212,7 +212,11 @@ fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Res
     let mut server_child = None;
     if let Some(s) = server {
         let mut c = link.namespaces().command(Side::Server, "sh");
-        c.args(["-c", s]).stdin(Stdio::null());
+        // The server's output goes to stderr: stdout belongs to the command (its JSON, say).
+        let err = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
+        c.args(["-c", s])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(err));
         child_dies_with_parent(&mut c);
         let mut child = c
             .spawn()
