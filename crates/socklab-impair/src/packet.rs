@@ -244,7 +244,11 @@ mod tests {
         for len in 0..200 {
             let mut p: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
             if len > 0 {
-                p[0] = if rng.next_u32().is_multiple_of(2) { 0x45 } else { 0x60 };
+                p[0] = if rng.next_u32().is_multiple_of(2) {
+                    0x45
+                } else {
+                    0x60
+                };
             }
             let _ = payload_range(&p);
             let _ = transport_checksum_ok(&p);

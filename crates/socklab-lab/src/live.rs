@@ -288,11 +288,7 @@ impl LiveExecutor {
 
     /// Runs `f` with the calling thread in the link's client namespace (if `in_link`), and
     /// returns its result with the link's accounting for the run as metrics.
-    fn in_client<T>(
-        &self,
-        in_link: bool,
-        f: impl FnOnce() -> T,
-    ) -> Result<InClient<T>, LabError> {
+    fn in_client<T>(&self, in_link: bool, f: impl FnOnce() -> T) -> Result<InClient<T>, LabError> {
         let Some((_, link)) = self.link.as_ref().filter(|_| in_link) else {
             return Ok((f(), Vec::new(), None));
         };
