@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
-use socklab_net::link::check::{compare, probe, CheckConfig, Endpoints};
+use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints, ProbeResult};
 use socklab_net::link::{ns, Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
 
 fn root_or_skip(test: &str) -> bool {
@@ -29,7 +29,23 @@ fn tun_link(spec: &str) -> EmulatedLink {
 }
 
 fn exists(name: &str) -> bool {
-    Path::new(ns::NETNS_DIR).join(name).exists()
+    ns::exists(name)
+}
+
+/// Sends `packets` datagrams of 100 bytes client -> server across `link` and returns what
+/// arrived, with the comparison against the forward spec.
+fn probe_forward(link: &EmulatedLink, packets: u64) -> (ProbeResult, Vec<CheckRow>) {
+    let ends = Endpoints {
+        sender_ns: Some(link.namespaces().path(Side::Client)),
+        receiver_ns: Some(link.namespaces().path(Side::Server)),
+        receiver_bind: SERVER_ADDR,
+        receiver_port: 0,
+        via: None,
+    };
+    let cfg = CheckConfig { packets, size: 100 };
+    let r = probe(&ends, &link.pair().forward, &cfg, &|| false).unwrap();
+    let rows = compare(&link.pair().forward, &r);
+    (r, rows)
 }
 
 #[test]
@@ -83,20 +99,8 @@ fn check_measures_loss_duplication_and_delay_within_tolerance() {
     }
     let spec = "delay 5ms loss 10% duplicate 5%";
     let link = tun_link(spec);
-    let ends = Endpoints {
-        sender_ns: Some(link.namespaces().path(Side::Client)),
-        receiver_ns: Some(link.namespaces().path(Side::Server)),
-        receiver_bind: SERVER_ADDR,
-        receiver_port: 0,
-        via: None,
-    };
-    let cfg = CheckConfig {
-        packets: 5000,
-        size: 100,
-    };
-    let r = probe(&ends, &link.pair().forward, &cfg, &|| false).unwrap();
+    let (r, rows) = probe_forward(&link, 5000);
     assert_eq!(r.sent, 5000);
-    let rows = compare(&link.pair().forward, &r);
     for row in &rows {
         assert_ne!(row.ok, Some(false), "{row:?}\n{rows:#?}");
     }
@@ -113,19 +117,7 @@ fn corrupt_with_fixcsum_reaches_the_application_and_without_it_does_not() {
     }
     for (spec, reach) in [("corrupt 20% fixcsum", true), ("corrupt 20%", false)] {
         let link = tun_link(spec);
-        let ends = Endpoints {
-            sender_ns: Some(link.namespaces().path(Side::Client)),
-            receiver_ns: Some(link.namespaces().path(Side::Server)),
-            receiver_bind: SERVER_ADDR,
-            receiver_port: 0,
-            via: None,
-        };
-        let cfg = CheckConfig {
-            packets: 2000,
-            size: 100,
-        };
-        let r = probe(&ends, &link.pair().forward, &cfg, &|| false).unwrap();
-        let rows = compare(&link.pair().forward, &r);
+        let (r, rows) = probe_forward(&link, 2000);
         for row in &rows {
             assert_ne!(row.ok, Some(false), "{spec}: {row:?}");
         }
@@ -163,4 +155,20 @@ fn cleanup_removes_leftovers_of_a_dead_owner_and_spares_others() {
     );
     ns::ip(&["netns", "del", "other-ns-socklab-test"]).unwrap();
     live.stop().unwrap();
+}
+
+#[test]
+fn creating_over_existing_namespaces_fails_and_leaves_them_alone() {
+    if !root_or_skip("creating_over_existing_namespaces") {
+        return;
+    }
+    let tag = ns::fresh_tag();
+    let mut first = ns::Namespaces::create(&tag).unwrap();
+    let e = ns::Namespaces::create(&tag).unwrap_err().to_string();
+    assert!(e.contains("already exists"), "{e}");
+    // The failed attempt must not have removed the namespaces it found.
+    assert!(exists(&ns::ns_name(&tag, Side::Client)));
+    assert!(exists(&ns::ns_name(&tag, Side::Server)));
+    first.remove().unwrap();
+    assert!(!exists(&ns::ns_name(&tag, Side::Client)));
 }

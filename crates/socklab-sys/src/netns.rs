@@ -136,7 +136,7 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
     };
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: libc::c_long::from(d.subsec_nanos() as i32),
+        tv_nsec: d.subsec_nanos() as libc::c_long,
     });
     let tsp = ts
         .as_ref()

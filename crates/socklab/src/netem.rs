@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -42,12 +41,8 @@ impl LinkArgs {
             self.link.as_deref().unwrap_or(""),
             self.link_back.as_deref(),
         )?;
-        if !(576..=65535).contains(&self.mtu) {
-            return Err(usage(format!(
-                "--mtu {}: use 576 to 65535 (1500 is Ethernet's)",
-                self.mtu
-            )));
-        }
+        socklab_net::link::check_mtu(self.mtu)
+            .map_err(|e| usage(format!("--mtu {}: {e}", self.mtu)))?;
         Ok(LinkConfig {
             tag,
             driver: self.driver()?,
@@ -133,6 +128,12 @@ pub fn accounting(r: &LinkReport) -> String {
             d.late,
             d.cpu_ns as f64 / 1e9
         );
+        if d.write_errors > 0 {
+            s += &format!(
+                "  {name}: {} packets lost because writing them to the far TUN device failed\n",
+                d.write_errors
+            );
+        }
     }
     if let Some(why) = r.invalid_reason() {
         s += &format!("  INVALID: {why}\n");
@@ -264,10 +265,6 @@ fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Res
     }
 }
 
-fn state_file(name: &str, ext: &str) -> PathBuf {
-    Path::new(ns::STATE_DIR).join(format!("{name}.{ext}"))
-}
-
 fn up(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     ns::check_name(name)?;
     let cfg = link_args.config(Some(name.to_string()))?;
@@ -275,14 +272,13 @@ fn up(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
         return Err(usage("a lasting link needs --driver tun, netem or auto"));
     }
     ns::require_root("socklab netem up")?;
-    if let Some(pid) = ns::read_pid_file(name).filter(|p| Path::new(&format!("/proc/{p}")).exists())
-    {
+    if let Some(pid) = ns::read_pid_file(name).filter(|&p| ns::alive(p)) {
         return Err(Failure::Run(format!(
             "the link {name} is already up (pid {pid}): 'socklab netem down {name}' first"
         )));
     }
     std::fs::create_dir_all(ns::STATE_DIR)?;
-    let log = state_file(name, "log");
+    let log = ns::state_file(name, "log");
     let logf = std::fs::File::create(&log)?;
     let exe = std::env::current_exe()?;
     let mut c = Command::new(exe);
@@ -323,8 +319,8 @@ fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     install_interrupt_flag()?;
     let cfg = link_args.config(Some(name.to_string()))?;
     let link = EmulatedLink::start(&cfg)?;
-    std::fs::write(state_file(name, "pid"), std::process::id().to_string())?;
-    std::fs::write(state_file(name, "spec"), describe(&link))?;
+    std::fs::write(ns::state_file(name, "pid"), std::process::id().to_string())?;
+    std::fs::write(ns::state_file(name, "spec"), describe(&link))?;
     println!("READY {}", describe(&link));
     let _ = std::io::stdout().flush();
     while !interrupted() {
@@ -334,7 +330,7 @@ fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     link.stop()?;
     println!("stopped; emulator accounting\n{}", accounting(&r));
     for ext in ["pid", "spec"] {
-        let _ = std::fs::remove_file(state_file(name, ext));
+        let _ = std::fs::remove_file(ns::state_file(name, ext));
     }
     Ok(())
 }
@@ -343,27 +339,23 @@ fn down(name: &str) -> Result<(), Failure> {
     ns::check_name(name)?;
     ns::require_root("socklab netem down")?;
     let mut found = false;
-    if let Some(pid) = ns::read_pid_file(name) {
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            found = true;
-            kill(pid, Signal::Term)?;
-            let t0 = Instant::now();
-            while Path::new(&format!("/proc/{pid}")).exists()
-                && t0.elapsed() < Duration::from_secs(5)
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+    if let Some(pid) = ns::read_pid_file(name).filter(|&p| ns::alive(p)) {
+        found = true;
+        kill(pid, Signal::Term)?;
+        let t0 = Instant::now();
+        while ns::alive(pid) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
     for side in [Side::Client, Side::Server] {
         let n = ns::ns_name(name, side);
-        if Path::new(ns::NETNS_DIR).join(&n).exists() {
+        if ns::exists(&n) {
             found = true;
             ns::remove_namespace(&n)?;
         }
     }
     for ext in ["pid", "spec", "log"] {
-        let _ = std::fs::remove_file(state_file(name, ext));
+        let _ = std::fs::remove_file(ns::state_file(name, ext));
     }
     if !found {
         return Err(Failure::Run(format!(
@@ -377,15 +369,12 @@ fn exec(name: &str, side: &str, cmd: &[String]) -> Result<(), Failure> {
     ns::check_name(name)?;
     let side: Side = side.parse().map_err(usage)?;
     let n = ns::ns_name(name, side);
-    if !Path::new(ns::NETNS_DIR).join(&n).exists() {
+    if !ns::exists(&n) {
         return Err(Failure::Run(format!(
             "no namespace {n}: start the link with 'socklab netem up --name {name} --link …'"
         )));
     }
-    let e = Command::new("ip")
-        .args(["netns", "exec", &n])
-        .args(cmd)
-        .exec();
+    let e = ns::command_in(&n, &cmd[0]).args(&cmd[1..]).exec();
     Err(Failure::Run(format!("cannot run ip netns exec: {e}")))
 }
 
@@ -393,12 +382,9 @@ fn list() -> Result<(), Failure> {
     let mut s = String::new();
     for n in ns::list_namespaces() {
         let owner = ns::owner(&n);
-        let alive = owner.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
-        let tag = n
-            .strip_prefix(ns::PREFIX_NAME)
-            .and_then(|t| t.strip_suffix("-c").or_else(|| t.strip_suffix("-s")))
-            .unwrap_or("");
-        let spec = std::fs::read_to_string(state_file(tag, "spec")).unwrap_or_default();
+        let alive = owner.is_some_and(ns::alive);
+        let tag = ns::tag_of(&n).unwrap_or("");
+        let spec = std::fs::read_to_string(ns::state_file(tag, "spec")).unwrap_or_default();
         s += &format!(
             "{n}\towner {}\t{}\t{}\n",
             owner.map_or("?".into(), |p| p.to_string()),
@@ -438,19 +424,12 @@ fn cleanup(all: bool) -> Result<(), Failure> {
 }
 
 fn print_rows(title: &str, rows: &[CheckRow]) -> String {
-    let w = rows.iter().map(|r| r.what.len()).max().unwrap_or(0);
-    let wc = rows
-        .iter()
-        .map(|r| r.configured.len())
-        .max()
-        .unwrap_or(0)
-        .max(10);
-    let wm = rows
-        .iter()
-        .map(|r| r.measured.len())
-        .max()
-        .unwrap_or(0)
-        .max(8);
+    let width = |f: fn(&CheckRow) -> &str, min: usize| {
+        rows.iter().map(|r| f(r).len()).max().unwrap_or(0).max(min)
+    };
+    let w = width(|r| &r.what, 0);
+    let wc = width(|r| &r.configured, 10);
+    let wm = width(|r| &r.measured, 8);
     let mut s = format!(
         "{title}\n  {:w$}  {:wc$}  {:wm$}  verdict\n",
         "", "configured", "measured"
@@ -557,11 +536,7 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
             text += &print_rows(
                 &format!(
                     "{title} ({}), {} datagrams of {size} B sent",
-                    if spec.to_string().is_empty() {
-                        "no impairment".to_string()
-                    } else {
-                        spec.to_string()
-                    },
+                    socklab_net::link::spec_text(spec),
                     r.sent
                 ),
                 &rows,

@@ -41,6 +41,23 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// `socklab netem -- sleep 30`, once both of its namespaces exist.
+fn netem_sleeping() -> (std::process::Child, u32) {
+    let child = socklab()
+        .args(["netem", "--driver", "tun", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(namespaces_of(pid).len(), 2);
+    (child, pid)
+}
+
 #[test]
 fn bad_specs_are_one_line_errors_naming_the_word() {
     for (spec, word) in [
@@ -251,18 +268,7 @@ fn up_exec_down_and_cleanup_after_sigkill_leave_nothing() {
     assert!(!Path::new("/etc/netns").join(&c).exists());
 
     // A run killed with SIGKILL leaves its namespaces; cleanup removes them.
-    let mut child = socklab()
-        .args(["netem", "--driver", "tun", "--", "sleep", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let t0 = Instant::now();
-    while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(namespaces_of(pid).len(), 2);
+    let (mut child, pid) = netem_sleeping();
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(namespaces_of(pid).len(), 2, "SIGKILL cannot clean up");
@@ -285,18 +291,7 @@ fn sigint_removes_the_namespaces() {
     if !root_or_skip("sigint_removes_the_namespaces") {
         return;
     }
-    let mut child = socklab()
-        .args(["netem", "--driver", "tun", "--", "sleep", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let t0 = Instant::now();
-    while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(namespaces_of(pid).len(), 2);
+    let (mut child, pid) = netem_sleeping();
     Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()

@@ -119,15 +119,22 @@ fn parse(buf: &[u8]) -> Option<(u64, u64)> {
     ))
 }
 
-fn err(what: &str, e: std::io::Error) -> NetError {
-    NetError::io(what, e)
+/// The longest delay the spec gives a packet (jitter cut at 4σ, as the model does).
+fn max_delay(spec: &LinkSpec) -> Duration {
+    Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns)
+}
+
+/// Moves the calling thread into `ns` (if any) until the guard drops.
+fn enter(ns: &Option<PathBuf>) -> Result<Option<socklab_sys::netns::NetnsGuard>, NetError> {
+    ns.as_deref()
+        .map(|p| socklab_sys::netns::enter(p).map_err(|e| NetError::io("enter namespace", e)))
+        .transpose()
 }
 
 /// The gap between datagrams that keeps the link's queue below half its limit and the
 /// offered load below 80 % of its rate.
 pub fn pacing_gap(spec: &LinkSpec, size: usize) -> Duration {
-    let max_delay = spec.delay_ns + 4 * spec.jitter_ns;
-    let by_queue = 2 * max_delay / spec.limit.max(1) as u64;
+    let by_queue = 2 * max_delay(spec).as_nanos() as u64 / spec.limit.max(1) as u64;
     let by_rate = spec.rate_bps.map_or(0, |r| {
         ((size + 28) as u128 * 8 * 1_000_000_000 * 5 / 4 / u128::from(r.max(1))) as u64
     });
@@ -150,8 +157,7 @@ pub fn probe(
     }
     let epoch = Instant::now();
     let gap = pacing_gap(spec, size);
-    let drain =
-        Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns) + Duration::from_millis(300);
+    let drain = max_delay(spec) + Duration::from_millis(300);
     let burst = if spec.rate_bps.is_some() {
         (spec.limit / 2).clamp(2, 500) as u64
     } else {
@@ -161,24 +167,22 @@ pub fn probe(
     let (tx_done, rx_done) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
         let receiver = s.spawn(move || -> Result<ProbeResult, NetError> {
-            let _g = match &ends.receiver_ns {
-                Some(p) => {
-                    Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?)
-                }
-                None => None,
-            };
+            let _g = enter(&ends.receiver_ns)?;
             let sock =
                 match UdpSocket::bind(SocketAddr::from((ends.receiver_bind, ends.receiver_port))) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = tx_addr.send(Err(err("bind probe receiver", e)));
+                        let _ = tx_addr.send(Err(NetError::io("bind probe receiver", e)));
                         return Ok(ProbeResult::default());
                     }
                 };
             let _ = socket2::SockRef::from(&sock).set_recv_buffer_size(8 << 20);
             sock.set_read_timeout(Some(Duration::from_millis(20)))
-                .map_err(|e| err("SO_RCVTIMEO", e))?;
-            let _ = tx_addr.send(sock.local_addr().map_err(|e| err("getsockname", e)));
+                .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
+            let _ = tx_addr.send(
+                sock.local_addr()
+                    .map_err(|e| NetError::io("getsockname", e)),
+            );
             let mut r = ProbeResult::default();
             let total = cfg.packets + burst;
             let mut seen = vec![0u8; total as usize];
@@ -202,7 +206,7 @@ pub fn probe(
                 let n = match sock.recv(&mut buf) {
                     Ok(n) => n,
                     Err(e) if crate::error::is_timeout(&e) => continue,
-                    Err(e) => return Err(err("recv", e)),
+                    Err(e) => return Err(NetError::io("recv", e)),
                 };
                 let now = epoch.elapsed().as_nanos() as u64;
                 let Some((seq, sent)) = parse(&buf[..n]) else {
@@ -246,16 +250,11 @@ pub fn probe(
                 .recv_timeout(Duration::from_secs(5))
                 .map_err(|_| NetError::Link("the probe receiver did not start".into()))??;
             let to = ends.via.unwrap_or(to);
-            let _g = match &ends.sender_ns {
-                Some(p) => {
-                    Some(socklab_sys::netns::enter(p).map_err(|e| err("enter namespace", e))?)
-                }
-                None => None,
-            };
+            let _g = enter(&ends.sender_ns)?;
             let sock = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], 0)))
-                .map_err(|e| err("bind probe sender", e))?;
+                .map_err(|e| NetError::io("bind probe sender", e))?;
             sock.connect(to)
-                .map_err(|e| err("connect probe sender", e))?;
+                .map_err(|e| NetError::io("connect probe sender", e))?;
             let mut buf = vec![0u8; size];
             let start = Instant::now();
             let mut sent = 0;
@@ -275,10 +274,7 @@ pub fn probe(
             }
             if burst > 0 {
                 // Let the paced phase drain, then send back-to-back.
-                std::thread::sleep(
-                    Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns)
-                        + Duration::from_millis(50),
-                );
+                std::thread::sleep(max_delay(spec) + Duration::from_millis(50));
                 for seq in cfg.packets..cfg.packets + burst {
                     fill(&mut buf, seq, epoch.elapsed().as_nanos() as u64);
                     let _ = sock.send(&buf);
@@ -301,7 +297,7 @@ pub fn probe(
 /// Half-width of the binomial 99.9 % interval of a rate `p` over `n` trials (normal
 /// approximation, at least one trial's worth).
 fn half_width(p: f64, n: f64) -> f64 {
-    3.29 * (p * (1.0 - p) / n).sqrt() + 1.0 / n
+    socklab_stats::normal_quantile(0.9995) * (p * (1.0 - p) / n).sqrt() + 1.0 / n
 }
 
 fn pct(x: f64) -> String {
@@ -387,13 +383,9 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
             Some(r.reordered == 0)
         },
     });
-    if !r.delays_ns.is_empty() {
-        let mut v = r.delays_ns.clone();
-        v.sort_unstable();
-        let n = v.len() as f64;
-        let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
-        let sd = (v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n).sqrt();
-        let q = |p: f64| v[((n - 1.0) * p).round() as usize] as f64 / 1e6;
+    let delays: Vec<f64> = r.delays_ns.iter().map(|&x| x as f64).collect();
+    if let Some(sum) = socklab_stats::summarize(&delays) {
+        let p99 = socklab_stats::quantile(&delays, 0.99).unwrap_or(sum.max);
         let ms = |x: f64| format!("{:.3} ms", x / 1e6);
         // The stack adds tens of µs; allow 0.5 ms + 5 % (more with a rate: queueing).
         let tol =
@@ -401,20 +393,25 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
         rows.push(CheckRow {
             what: "one-way delay mean".into(),
             configured: ms(spec.delay_ns as f64),
-            measured: ms(mean),
+            measured: ms(sum.mean),
             ok: (spec.distribution == socklab_impair::Distribution::Uniform || spec.jitter_ns == 0)
-                .then_some((mean - spec.delay_ns as f64).abs() <= tol),
+                .then_some((sum.mean - spec.delay_ns as f64).abs() <= tol),
         });
         rows.push(CheckRow {
             what: "one-way delay sd".into(),
             configured: format!("jitter {}", ms(spec.jitter_ns as f64)),
-            measured: ms(sd),
+            measured: ms(sum.sd.unwrap_or(0.0)),
             ok: None,
         });
         rows.push(CheckRow {
             what: "one-way delay p50 / p99 / max".into(),
             configured: String::new(),
-            measured: format!("{:.3} / {:.3} / {:.3} ms", q(0.5), q(0.99), q(1.0)),
+            measured: format!(
+                "{:.3} / {:.3} / {:.3} ms",
+                sum.median / 1e6,
+                p99 / 1e6,
+                sum.max / 1e6
+            ),
             ok: None,
         });
     }

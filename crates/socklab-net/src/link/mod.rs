@@ -30,12 +30,39 @@ pub struct LinkPair {
     pub backward: LinkSpec,
 }
 
+/// Parses one direction's spec; `none` (or nothing) is the link without impairment.
+pub fn parse_spec(s: &str) -> Result<LinkSpec, socklab_impair::ParseSpecError> {
+    match s.trim() {
+        "" | "none" => Ok(LinkSpec::default()),
+        t => t.parse(),
+    }
+}
+
+/// One direction's spec as text, `none` for the link without impairment (the inverse of
+/// [`parse_spec`]).
+pub fn spec_text(s: &LinkSpec) -> String {
+    let t = s.to_string();
+    if t.is_empty() {
+        "none".into()
+    } else {
+        t
+    }
+}
+
+/// Checks a link MTU: 576 (IPv4's minimum) to 65535.
+pub fn check_mtu(mtu: u32) -> Result<u32, String> {
+    if (576..=65535).contains(&mtu) {
+        Ok(mtu)
+    } else {
+        Err("use 576 to 65535 (1500 is Ethernet's)".into())
+    }
+}
+
 impl LinkPair {
     /// `link` for both directions, or `link` forward and `back` backward.
     pub fn parse(link: &str, back: Option<&str>) -> Result<LinkPair, NetError> {
         let parse = |flag: &str, s: &str| {
-            s.parse::<LinkSpec>()
-                .map_err(|e| NetError::Invalid(format!("bad {flag} \"{s}\": {e}")))
+            parse_spec(s).map_err(|e| NetError::Invalid(format!("bad {flag} \"{s}\": {e}")))
         };
         let forward = parse("--link", link)?;
         let backward = match back {
@@ -47,18 +74,14 @@ impl LinkPair {
 
     /// Both directions as text: `SPEC` when they are equal, else `SPEC / back: SPEC`.
     pub fn describe(&self) -> String {
-        let show = |s: &LinkSpec| {
-            let t = s.to_string();
-            if t.is_empty() {
-                "none".to_string()
-            } else {
-                t
-            }
-        };
         if self.forward == self.backward {
-            show(&self.forward)
+            spec_text(&self.forward)
         } else {
-            format!("{} / back: {}", show(&self.forward), show(&self.backward))
+            format!(
+                "{} / back: {}",
+                spec_text(&self.forward),
+                spec_text(&self.backward)
+            )
         }
     }
 }
@@ -126,8 +149,6 @@ pub struct DirReport {
     /// Packets the kernel dropped because the emulator did not read them in time (the TUN
     /// device's queue overflowed), or netem's own drops with the netem driver.
     pub kernel_drops: u64,
-    /// Times the forwarding thread woke up.
-    pub wakeups: u64,
     /// CPU time of the forwarding thread, ns.
     pub cpu_ns: u64,
 }
@@ -155,7 +176,6 @@ impl DirReport {
             lag_sum_ns: self.lag_sum_ns.saturating_sub(earlier.lag_sum_ns),
             write_errors: self.write_errors.saturating_sub(earlier.write_errors),
             kernel_drops: self.kernel_drops.saturating_sub(earlier.kernel_drops),
-            wakeups: self.wakeups.saturating_sub(earlier.wakeups),
             cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
         }
     }
@@ -309,7 +329,8 @@ enum Engine {
 /// A running emulated link between two namespaces. Dropping it stops the emulator and removes
 /// the namespaces (with whatever still runs inside).
 pub struct EmulatedLink {
-    engine: Option<Engine>,
+    // Declared before `ns`: the emulator stops before the namespaces go.
+    engine: Engine,
     ns: Namespaces,
     driver: Driver,
     pair: LinkPair,
@@ -329,20 +350,17 @@ impl std::fmt::Debug for EmulatedLink {
 impl EmulatedLink {
     /// Creates the namespaces and starts the driver (`auto`: netem if the kernel has it).
     pub fn start(cfg: &LinkConfig) -> Result<EmulatedLink, NetError> {
-        ns::require_root("an emulated link (--driver tun or netem)")?;
+        check_mtu(cfg.mtu).map_err(|e| NetError::Invalid(format!("bad --mtu {}: {e}", cfg.mtu)))?;
         let driver = match cfg.driver {
-            Driver::Auto => {
-                if netem::kernel_has_netem() && netem::expressible(&cfg.pair).is_ok() {
-                    Driver::Netem
-                } else {
-                    Driver::Tun
-                }
-            }
             Driver::UdpProxy => {
                 return Err(NetError::Invalid(
                     "the udp-proxy driver makes no namespaces: it relays UDP on loopback (use it with UDP workloads)".into(),
                 ))
             }
+            Driver::Auto if netem::kernel_has_netem() && netem::expressible(&cfg.pair).is_ok() => {
+                Driver::Netem
+            }
+            Driver::Auto => Driver::Tun,
             d => d,
         };
         if driver == Driver::Netem {
@@ -366,7 +384,7 @@ impl EmulatedLink {
             )?),
         };
         Ok(EmulatedLink {
-            engine: Some(engine),
+            engine,
             ns,
             driver,
             pair: cfg.pair.clone(),
@@ -377,11 +395,6 @@ impl EmulatedLink {
     /// The namespaces.
     pub fn namespaces(&self) -> &Namespaces {
         &self.ns
-    }
-
-    /// Mutable access (to keep them).
-    pub fn namespaces_mut(&mut self) -> &mut Namespaces {
-        &mut self.ns
     }
 
     /// The driver that runs (never `auto`).
@@ -400,9 +413,8 @@ impl EmulatedLink {
             return Ok(());
         }
         match &mut self.engine {
-            Some(Engine::Tun(t)) => t.set(pair.forward.clone(), pair.backward.clone(), self.seed),
-            Some(Engine::Netem(n)) => n.set(&self.ns, pair)?,
-            None => {}
+            Engine::Tun(t) => t.set(pair.forward.clone(), pair.backward.clone(), self.seed),
+            Engine::Netem(n) => n.set(&self.ns, pair)?,
         }
         self.pair = pair.clone();
         Ok(())
@@ -410,24 +422,40 @@ impl EmulatedLink {
 
     /// Cumulative accounting so far (diff two with [`LinkReport::since`]).
     pub fn report(&self) -> LinkReport {
-        let mut r = match &self.engine {
-            Some(Engine::Tun(t)) => t.report(),
-            Some(Engine::Netem(n)) => n.report(&self.ns),
-            None => LinkReport::default(),
-        };
-        if matches!(self.engine, Some(Engine::Tun(_))) {
-            r.forward.kernel_drops = tun_kernel_drops(&self.ns, Side::Client);
-            r.backward.kernel_drops = tun_kernel_drops(&self.ns, Side::Server);
+        match &self.engine {
+            Engine::Tun(t) => {
+                let mut r = t.report();
+                r.forward.kernel_drops = tun_kernel_drops(&self.ns, Side::Client);
+                r.backward.kernel_drops = tun_kernel_drops(&self.ns, Side::Server);
+                r
+            }
+            Engine::Netem(n) => n.report(&self.ns),
         }
-        r
     }
 
     /// Stops the emulator, removes the namespaces, returns the final accounting.
-    pub fn stop(mut self) -> Result<LinkReport, NetError> {
+    pub fn stop(self) -> Result<LinkReport, NetError> {
         let r = self.report();
-        self.engine = None;
-        self.ns.remove()?;
+        let EmulatedLink { engine, mut ns, .. } = self;
+        drop(engine);
+        ns.remove()?;
         Ok(r)
+    }
+}
+
+/// The UDP proxy's counts as a link report (no lag or CPU accounting: the proxy has none).
+impl From<crate::udpproxy::ProxyStats> for LinkReport {
+    fn from(p: crate::udpproxy::ProxyStats) -> LinkReport {
+        LinkReport {
+            forward: DirReport {
+                stats: p.forward,
+                ..DirReport::default()
+            },
+            backward: DirReport {
+                stats: p.backward,
+                ..DirReport::default()
+            },
+        }
     }
 }
 

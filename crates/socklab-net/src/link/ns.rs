@@ -145,20 +145,21 @@ impl Namespaces {
     /// Creates `sl-<tag>-c` and `sl-<tag>-s` with loopback up and a hosts file naming
     /// `client` and `server`. On any failure, what was created is removed again.
     pub fn create(tag: &str) -> Result<Namespaces, NetError> {
-        require_root("an emulated link")?;
-        let me = Namespaces {
-            tag: tag.to_string(),
-            keep: false,
-            removed: false,
-        };
+        require_root("an emulated link (--driver tun or netem)")?;
+        // Checked before `me` exists: its Drop must never remove namespaces it did not make.
         for side in [Side::Client, Side::Server] {
-            let name = me.name(side);
-            if Path::new(NETNS_DIR).join(&name).exists() {
+            let name = ns_name(tag, side);
+            if exists(&name) {
                 return Err(NetError::Link(format!(
                     "the namespace {name} already exists: remove it with 'socklab netem down {tag}' or 'socklab netem cleanup'"
                 )));
             }
         }
+        let me = Namespaces {
+            tag: tag.to_string(),
+            keep: false,
+            removed: false,
+        };
         for side in [Side::Client, Side::Server] {
             let name = me.name(side);
             ip(&["netns", "add", &name])?;
@@ -208,9 +209,7 @@ impl Namespaces {
     /// A command that runs `program args…` inside a side's namespace (`ip netns exec`, so the
     /// namespace's hosts file applies).
     pub fn command(&self, side: Side, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.name(side), program]);
-        c
+        command_in(&self.name(side), program)
     }
 
     /// Leaves the namespaces in place when dropped (a lasting link).
@@ -241,6 +240,18 @@ impl Drop for Namespaces {
     }
 }
 
+/// A command that runs `program` inside namespace `name` (`ip netns exec`).
+pub fn command_in(name: &str, program: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", name, program]);
+    c
+}
+
+/// Whether the named namespace exists.
+pub fn exists(name: &str) -> bool {
+    Path::new(NETNS_DIR).join(name).exists()
+}
+
 /// `sl-<tag>-c` / `sl-<tag>-s`.
 pub fn ns_name(tag: &str, side: Side) -> String {
     format!(
@@ -260,7 +271,7 @@ pub fn remove_namespace(name: &str) -> Result<(), NetError> {
             "refusing to remove '{name}': socklab only removes what it named sl-…"
         )));
     }
-    if Path::new(NETNS_DIR).join(name).exists() {
+    if exists(name) {
         if let Ok(pids) = ip(&["netns", "pids", name]) {
             for pid in pids
                 .split_whitespace()
@@ -302,27 +313,40 @@ pub fn list_namespaces() -> Vec<String> {
 /// The process that owns a namespace: the pid in `sl-<pid>-<n>-c`, or the daemon recorded in
 /// `/run/socklab/<name>.pid` for a named link.
 pub fn owner(ns: &str) -> Option<u32> {
-    let rest = ns.strip_prefix(PREFIX_NAME)?;
-    let tag = rest
-        .strip_suffix("-c")
-        .or_else(|| rest.strip_suffix("-s"))
-        .unwrap_or(rest);
+    let tag = tag_of(ns)?;
     if let Some(pid) = tag.split('-').next().and_then(|p| p.parse::<u32>().ok()) {
         return Some(pid);
     }
     read_pid_file(tag)
 }
 
+/// The tag of a namespace name: `lab1` of `sl-lab1-c`, `123-4` of `sl-123-4-s` (names without
+/// a side suffix, like the netem probe's, are their own tag).
+pub fn tag_of(ns: &str) -> Option<&str> {
+    let rest = ns.strip_prefix(PREFIX_NAME)?;
+    Some(
+        rest.strip_suffix("-c")
+            .or_else(|| rest.strip_suffix("-s"))
+            .unwrap_or(rest),
+    )
+}
+
+/// `/run/socklab/<name>.<ext>`: a lasting link's pid file, log and spec.
+pub fn state_file(name: &str, ext: &str) -> PathBuf {
+    Path::new(STATE_DIR).join(format!("{name}.{ext}"))
+}
+
 /// The daemon pid of a named link, if recorded.
 pub fn read_pid_file(name: &str) -> Option<u32> {
-    std::fs::read_to_string(Path::new(STATE_DIR).join(format!("{name}.pid")))
+    std::fs::read_to_string(state_file(name, "pid"))
         .ok()?
         .trim()
         .parse()
         .ok()
 }
 
-fn alive(pid: u32) -> bool {
+/// Whether a process with this pid exists.
+pub fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
@@ -360,7 +384,7 @@ pub fn cleanup(all: bool) -> Result<Cleanup, NetError> {
         done.removed.push(ns);
     }
     for name in sl_entries(ETC_NETNS_DIR) {
-        if !Path::new(NETNS_DIR).join(&name).exists() {
+        if !exists(&name) {
             remove_namespace(&name)?;
             done.files.push(format!("{ETC_NETNS_DIR}/{name}"));
         }

@@ -57,7 +57,6 @@ pub struct TunLink {
     dirs: [Arc<Direction>; 2],
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    mtu: u32,
 }
 
 impl std::fmt::Debug for Direction {
@@ -92,7 +91,7 @@ fn open_in(ns: &Namespaces, side: Side, mtu: u32) -> Result<File, NetError> {
 impl TunLink {
     /// Creates the TUN devices in `ns` (client `10.77.0.1`, server `10.77.0.2`) and starts
     /// forwarding: `forward` impairs client → server, `backward` server → client (seeded
-    /// `seed` and `seed + 1`).
+    /// `seed` and `seed + 1`). `mtu` is checked by the caller ([`super::check_mtu`]).
     pub fn start(
         ns: &Namespaces,
         forward: LinkSpec,
@@ -100,11 +99,6 @@ impl TunLink {
         seed: u64,
         mtu: u32,
     ) -> Result<TunLink, NetError> {
-        if !(576..=65535).contains(&mtu) {
-            return Err(NetError::Invalid(format!(
-                "bad --mtu {mtu}: use 576 to 65535 (1500 is Ethernet's)"
-            )));
-        }
         let client = open_in(ns, Side::Client, mtu)?;
         let server = open_in(ns, Side::Server, mtu)?;
         let dirs = [
@@ -137,7 +131,6 @@ impl TunLink {
             dirs,
             stop,
             threads,
-            mtu,
         })
     }
 
@@ -153,11 +146,6 @@ impl TunLink {
             }
             d.generation.fetch_add(1, Ordering::Release);
         }
-    }
-
-    /// The link's MTU.
-    pub fn mtu(&self) -> u32 {
-        self.mtu
     }
 
     /// Counters so far (cumulative since start).
@@ -211,6 +199,14 @@ fn add_stats(a: &mut Stats, b: &Stats) {
     a.bytes_out += b.bytes_out;
 }
 
+/// Writes a released packet to the far device and recycles its buffer; returns 1 when the
+/// write failed (the packet is lost), else 0.
+fn send(mut tx: &File, p: Vec<u8>, pool: &mut Vec<Vec<u8>>) -> u64 {
+    let failed = tx.write(&p).is_err();
+    pool.push(p);
+    u64::from(failed)
+}
+
 /// One direction: read `rx`, model, write `tx`, until `stop`.
 fn forward_loop(
     rx: &File,
@@ -233,9 +229,7 @@ fn forward_loop(
     let mut max_lag = 0u64;
     let mut lag_sum = 0u64;
     let mut write_errors = 0u64;
-    let mut wakeups = 0u64;
     let tol = LAG_TOLERANCE.as_nanos() as u64;
-    let mut txw = tx;
     while !stop.load(Ordering::Acquire) {
         let g = dir.generation.load(Ordering::Acquire);
         if g != generation {
@@ -243,10 +237,7 @@ fn forward_loop(
             if let Some((spec, seed)) = dir.next_spec.lock().ok().and_then(|mut s| s.take()) {
                 // Release what is queued under the old spec, then switch.
                 while let Some(p) = emu.poll_transmit(u64::MAX) {
-                    if txw.write(&p).is_err() {
-                        write_errors += 1;
-                    }
-                    pool.push(p);
+                    write_errors += send(tx, p, &mut pool);
                 }
                 add_stats(&mut base, emu.stats());
                 emu = Emulator::new(spec, seed);
@@ -256,7 +247,6 @@ fn forward_loop(
             Some(t) => Duration::from_nanos(t.saturating_sub(now())).min(MAX_SLEEP),
             None => MAX_SLEEP,
         };
-        wakeups += 1;
         // A packet already due: just try a non-blocking read, then release it.
         let readable = sleep.is_zero() || wait_readable(rx.as_fd(), Some(sleep)).unwrap_or(false);
         if readable {
@@ -282,10 +272,7 @@ fn forward_loop(
             if lag > tol {
                 late += 1;
             }
-            if txw.write(&p).is_err() {
-                write_errors += 1;
-            }
-            pool.push(p);
+            write_errors += send(tx, p, &mut pool);
         }
         if let Ok(mut r) = dir.report.lock() {
             let mut s = base.clone();
@@ -295,7 +282,6 @@ fn forward_loop(
             r.max_lag_ns = max_lag;
             r.lag_sum_ns = lag_sum;
             r.write_errors = write_errors;
-            r.wakeups = wakeups;
         }
     }
 }
