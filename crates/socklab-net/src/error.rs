@@ -113,3 +113,66 @@ impl NetError {
         }
     }
 }
+
+/// An error of the file-transfer application layer ([`crate::transfer`]), over TCP or rudp.
+#[derive(Debug, thiserror::Error)]
+pub enum TransferError {
+    /// A parameter from the user is unusable (a path, a duplicate name, an empty buffer).
+    #[error("{0}")]
+    Invalid(String),
+    /// A file name in a manifest is unsafe or unusable on this machine.
+    #[error("refusing file name {name:?}: {reason}")]
+    Name {
+        /// The name as the manifest spells it.
+        name: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The peer sent bytes that break the protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The peer made us buffer more than a fixed bound allows.
+    #[error("{0}")]
+    Limit(String),
+    /// A file or socket operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing, naming the file.
+        context: String,
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// The server verified a file and found it wrong (or finished without verifying it).
+    #[error("transfer failed: {0}")]
+    Verdict(String),
+    /// The server gave up on the whole session and said why.
+    #[error("the server aborted the transfer: {0}")]
+    Aborted(String),
+    /// The transfer did not finish in time.
+    #[error("{0}")]
+    Timeout(String),
+    /// A socket-level error (connect, socket options).
+    #[error(transparent)]
+    Net(#[from] NetError),
+    /// The run was interrupted (Ctrl-C) before it finished.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl TransferError {
+    /// Wraps an I/O error with what we were doing.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        TransferError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A refused file name.
+    pub fn name(name: &str, reason: impl Into<String>) -> Self {
+        TransferError::Name {
+            name: name.to_string(),
+            reason: reason.into(),
+        }
+    }
+}

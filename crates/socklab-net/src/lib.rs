@@ -9,7 +9,8 @@
 //! - [`bulk`] — the sending client (`socklab bulk`);
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
 //! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
-//! - [`udpproxy`] — the no-root `udp-proxy` emulator driver.
+//! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
+//! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp).
 
 pub mod aligned;
 pub mod bulk;
@@ -25,8 +26,9 @@ pub mod sink;
 pub mod sockopt;
 pub mod states;
 pub mod strategy;
+pub mod transfer;
 pub mod udpproxy;
 pub mod units;
 
-pub use error::NetError;
+pub use error::{NetError, TransferError};
 pub use strategy::Strategy;

@@ -1,0 +1,510 @@
+//! [`Model`]: a model-based congestion controller in the style of BBR (Cardwell et al., "BBR:
+//! Congestion-Based Congestion Control", and the IETF draft): it paces at its estimate of the
+//! bottleneck bandwidth and bounds the data in flight to a multiple of the bandwidth-delay
+//! product, instead of halving its rate on every loss. What it adds for lossy links: random loss
+//! is *estimated* (the loss fraction seen while cruising at the estimated rate) and compensated
+//! for, and loss is treated as congestion only when it rises with the sending rate (more loss
+//! while probing above the estimate than while cruising) or comes with a standing queue (RTT well
+//! above its minimum).
+//!
+//! Units: bandwidth in bytes per second, time in nanoseconds, sizes in bytes.
+
+/// What the connection tells the controller for each ACK frame that acknowledged something.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckSample {
+    /// Bytes newly acknowledged by this ACK.
+    pub acked_bytes: u64,
+    /// Bytes newly declared lost while processing this ACK.
+    pub lost_bytes: u64,
+    /// Delivery rate sample (bytes/s), if one could be taken.
+    pub delivery_rate: Option<f64>,
+    /// True when the rate sample was taken while the sender was application-limited.
+    pub app_limited: bool,
+    /// A new RTT sample (ns), if the largest acknowledged packet was newly acknowledged.
+    pub rtt_ns: Option<u64>,
+    /// The connection's delivered-bytes counter when the newest acknowledged packet was sent.
+    pub packet_delivered: u64,
+    /// The connection's delivered-bytes counter after this ACK.
+    pub delivered: u64,
+    /// Bytes in flight after this ACK.
+    pub in_flight: u64,
+}
+
+/// The controller's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Exponential search for the bandwidth (gain 2/ln 2 per round).
+    Startup,
+    /// Drains the queue Startup built.
+    Drain,
+    /// Cruises at the estimate, probing up (1.25) and draining (0.75) in turn.
+    ProbeBw,
+    /// Briefly lowers the data in flight to refresh the minimum RTT.
+    ProbeRtt,
+}
+
+const STARTUP_GAIN: f64 = 2.885;
+const DRAIN_GAIN: f64 = 1.0 / 2.885;
+const PROBE_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+const CWND_GAIN: f64 = 2.0;
+/// Rounds the bandwidth max filter remembers.
+const BW_WINDOW_ROUNDS: u64 = 10;
+/// How long a min-RTT sample stays valid before ProbeRtt.
+const MIN_RTT_WINDOW_NS: u64 = 10_000_000_000;
+const PROBE_RTT_NS: u64 = 200_000_000;
+/// Largest random-loss fraction compensated for.
+const MAX_COMPENSATED_LOSS: f64 = 0.5;
+
+/// The controller state.
+#[derive(Debug, Clone)]
+pub struct Model {
+    mss: u64,
+    mode: Mode,
+    /// Per-round maxima of the delivery rate: (round, bytes/s).
+    bw_samples: [(u64, f64); BW_WINDOW_ROUNDS as usize],
+    btl_bw: f64,
+    min_rtt_ns: u64,
+    min_rtt_stamp: u64,
+    initial_rtt_ns: u64,
+    round: u64,
+    next_round_delivered: u64,
+    round_acked: u64,
+    round_lost: u64,
+    round_max_rtt: u64,
+    full_bw: f64,
+    full_bw_rounds: u32,
+    filled_pipe: bool,
+    cycle_index: usize,
+    cycle_stamp: u64,
+    probe_rtt_done: Option<u64>,
+    probe_rtt_round_done: bool,
+    /// Estimated random (non-congestive) loss fraction.
+    random_loss: f64,
+    loss_samples: u32,
+    /// Loss fraction of the last probing-up round, to compare with `random_loss`.
+    congestion_events: u64,
+    /// When set, caps the estimate after a congestion signal (bytes/s).
+    bw_cap: Option<f64>,
+    initial_cwnd: u64,
+    cwnd: u64,
+    pacing_rate: f64,
+    max_rate: Option<f64>,
+    restart_stamp: u64,
+}
+
+impl Model {
+    /// A controller for packets of `mss` bytes with an initial window of `initial_packets` and an
+    /// RTT guess of `initial_rtt_ns` until the first sample; `max_rate` caps the pacing rate.
+    pub fn new(
+        mss: u64,
+        initial_packets: u64,
+        initial_rtt_ns: u64,
+        max_rate: Option<f64>,
+    ) -> Model {
+        let initial_cwnd = mss * initial_packets.max(2);
+        let mut m = Model {
+            mss,
+            mode: Mode::Startup,
+            bw_samples: [(0, 0.0); BW_WINDOW_ROUNDS as usize],
+            btl_bw: 0.0,
+            min_rtt_ns: u64::MAX,
+            min_rtt_stamp: 0,
+            initial_rtt_ns: initial_rtt_ns.max(1_000),
+            round: 0,
+            next_round_delivered: 0,
+            round_acked: 0,
+            round_lost: 0,
+            round_max_rtt: 0,
+            full_bw: 0.0,
+            full_bw_rounds: 0,
+            filled_pipe: false,
+            cycle_index: 0,
+            cycle_stamp: 0,
+            probe_rtt_done: None,
+            probe_rtt_round_done: false,
+            random_loss: 0.0,
+            loss_samples: 0,
+            congestion_events: 0,
+            bw_cap: None,
+            initial_cwnd,
+            cwnd: initial_cwnd,
+            pacing_rate: 0.0,
+            max_rate,
+            restart_stamp: 0,
+        };
+        m.pacing_rate = m.cap(STARTUP_GAIN * initial_cwnd as f64 * 1e9 / m.initial_rtt_ns as f64);
+        m
+    }
+
+    fn cap(&self, rate: f64) -> f64 {
+        match self.max_rate {
+            Some(max) => rate.min(max),
+            None => rate,
+        }
+    }
+
+    /// The phase.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Congestion window in bytes (bytes in flight may not exceed it).
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    /// Pacing rate in bytes per second.
+    pub fn pacing_rate(&self) -> f64 {
+        self.pacing_rate
+    }
+
+    /// Estimated bottleneck bandwidth in bytes per second (what arrives at the receiver).
+    pub fn btl_bw(&self) -> f64 {
+        self.btl_bw
+    }
+
+    /// Minimum RTT seen (ns), if any.
+    pub fn min_rtt_ns(&self) -> Option<u64> {
+        (self.min_rtt_ns != u64::MAX).then_some(self.min_rtt_ns)
+    }
+
+    /// Estimated random loss fraction (0..=0.5).
+    pub fn random_loss(&self) -> f64 {
+        self.random_loss
+    }
+
+    /// Rounds in which loss rose with the sending rate or came with a queue.
+    pub fn congestion_events(&self) -> u64 {
+        self.congestion_events
+    }
+
+    /// Round-trip counter (a round ends when a packet sent after its start is acknowledged).
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    /// Most bytes to send back to back (the pacing quantum): about 1 ms at the pacing rate,
+    /// between 2 and 44 packets.
+    pub fn send_quantum(&self) -> u64 {
+        let q = (self.pacing_rate / 1000.0) as u64;
+        q.clamp(2 * self.mss, 44 * self.mss)
+    }
+
+    fn pacing_gain(&self) -> f64 {
+        match self.mode {
+            Mode::Startup => STARTUP_GAIN,
+            Mode::Drain => DRAIN_GAIN,
+            Mode::ProbeBw => PROBE_GAINS[self.cycle_index],
+            Mode::ProbeRtt => 1.0,
+        }
+    }
+
+    fn rtt_for_bdp(&self) -> u64 {
+        if self.min_rtt_ns == u64::MAX {
+            self.initial_rtt_ns
+        } else {
+            self.min_rtt_ns
+        }
+    }
+
+    /// The rate the path accepts from us: the delivered-rate estimate, compensated for the
+    /// estimated random loss (lost packets used the path up to where they were dropped).
+    fn path_rate(&self) -> f64 {
+        let mut bw = self.btl_bw / (1.0 - self.random_loss.min(MAX_COMPENSATED_LOSS));
+        if let Some(cap) = self.bw_cap {
+            bw = bw.min(cap);
+        }
+        bw
+    }
+
+    fn bdp(&self, gain: f64) -> u64 {
+        if self.btl_bw <= 0.0 {
+            return self.initial_cwnd;
+        }
+        (gain * self.path_rate() * self.rtt_for_bdp() as f64 / 1e9) as u64
+    }
+
+    /// Processes one ACK.
+    pub fn on_ack(&mut self, now: u64, s: &AckSample) {
+        self.round_acked += s.acked_bytes;
+        self.round_lost += s.lost_bytes;
+        let round_start = s.packet_delivered >= self.next_round_delivered;
+        if round_start {
+            self.next_round_delivered = s.delivered;
+        }
+        if let Some(rtt) = s.rtt_ns {
+            self.round_max_rtt = self.round_max_rtt.max(rtt);
+            if rtt <= self.min_rtt_ns || now.saturating_sub(self.min_rtt_stamp) > MIN_RTT_WINDOW_NS
+            {
+                if rtt < self.min_rtt_ns || self.mode != Mode::ProbeRtt {
+                    self.min_rtt_ns = rtt;
+                }
+                self.min_rtt_stamp = now;
+            }
+        }
+        if round_start {
+            self.end_round();
+            self.round += 1;
+        }
+        if let Some(rate) = s.delivery_rate {
+            self.update_bw(rate, s.app_limited);
+        }
+        self.update_mode(now, s, round_start);
+        self.set_outputs(s);
+    }
+
+    fn end_round(&mut self) {
+        let total = self.round_acked + self.round_lost;
+        let queueing = self.min_rtt_ns != u64::MAX
+            && self.round_max_rtt > self.min_rtt_ns + (self.min_rtt_ns / 4).max(2_000_000);
+        // Enough packets for the fraction to mean something.
+        if total >= 8 * self.mss {
+            let fraction = self.round_lost as f64 / total as f64;
+            let gain = self.pacing_gain();
+            let margin = 0.02 + 0.5 * self.random_loss;
+            if self.mode == Mode::ProbeBw && gain > 1.0 && fraction > self.random_loss + margin {
+                // Loss rose with the sending rate: congestion. Stop probing, cap the estimate
+                // at what was delivered, and drain.
+                self.congestion_events += 1;
+                self.bw_cap = Some(self.path_rate());
+                self.cycle_index = 1;
+            } else if self.mode == Mode::ProbeBw && gain <= 1.0 && !queueing {
+                // Cruising at (or below) the estimate with no standing queue: what is lost here
+                // is the path's random loss.
+                let weight = if self.loss_samples < 8 { 0.5 } else { 0.125 };
+                self.random_loss += weight * (fraction - self.random_loss);
+                self.random_loss = self.random_loss.clamp(0.0, MAX_COMPENSATED_LOSS);
+                self.loss_samples += 1;
+            } else if self.mode == Mode::ProbeBw && queueing && fraction > self.random_loss + margin
+            {
+                // Loss together with a standing queue: congestion.
+                self.congestion_events += 1;
+                self.bw_cap = Some(self.path_rate() * 0.95);
+            }
+        }
+        self.round_acked = 0;
+        self.round_lost = 0;
+        self.round_max_rtt = 0;
+    }
+
+    fn update_bw(&mut self, rate: f64, app_limited: bool) {
+        if app_limited && rate < self.btl_bw {
+            return;
+        }
+        let slot = (self.round % BW_WINDOW_ROUNDS) as usize;
+        if self.bw_samples[slot].0 != self.round {
+            self.bw_samples[slot] = (self.round, 0.0);
+        }
+        if rate > self.bw_samples[slot].1 {
+            self.bw_samples[slot].1 = rate;
+        }
+        let oldest = self.round.saturating_sub(BW_WINDOW_ROUNDS - 1);
+        self.btl_bw = self
+            .bw_samples
+            .iter()
+            .filter(|(r, _)| *r >= oldest && *r <= self.round)
+            .map(|&(_, b)| b)
+            .fold(0.0, f64::max);
+        // A probe that raised the estimate beyond the cap lifts the cap.
+        if let Some(cap) = self.bw_cap {
+            if self.mode == Mode::ProbeBw && self.cycle_index == 0 && self.path_rate() >= cap {
+                let raw = self.btl_bw / (1.0 - self.random_loss.min(MAX_COMPENSATED_LOSS));
+                if raw > cap * 1.1 {
+                    self.bw_cap = None;
+                }
+            }
+        }
+    }
+
+    fn update_mode(&mut self, now: u64, s: &AckSample, round_start: bool) {
+        match self.mode {
+            Mode::Startup => {
+                if round_start && !s.app_limited {
+                    if self.btl_bw >= self.full_bw * 1.25 {
+                        self.full_bw = self.btl_bw;
+                        self.full_bw_rounds = 0;
+                    } else {
+                        self.full_bw_rounds += 1;
+                        if self.full_bw_rounds >= 3 {
+                            self.filled_pipe = true;
+                            self.mode = Mode::Drain;
+                        }
+                    }
+                }
+            }
+            Mode::Drain => {
+                if s.in_flight <= self.bdp(1.0) {
+                    self.enter_probe_bw(now);
+                }
+            }
+            Mode::ProbeBw => {
+                let phase_ns = self.rtt_for_bdp();
+                let elapsed = now.saturating_sub(self.cycle_stamp);
+                let advance = match self.cycle_index {
+                    // Probe up for at least one min-RTT, until the extra inflight is there.
+                    0 => {
+                        elapsed > phase_ns && s.in_flight >= self.bdp(1.25)
+                            || elapsed > 2 * phase_ns
+                    }
+                    // Drain until the queue is gone or one min-RTT passed.
+                    1 => elapsed > phase_ns || s.in_flight <= self.bdp(1.0),
+                    _ => elapsed > phase_ns,
+                };
+                if advance {
+                    self.cycle_index = (self.cycle_index + 1) % PROBE_GAINS.len();
+                    self.cycle_stamp = now;
+                }
+            }
+            Mode::ProbeRtt => {}
+        }
+        // ProbeRtt: entered when the min-RTT sample is stale.
+        if self.mode != Mode::ProbeRtt
+            && self.min_rtt_ns != u64::MAX
+            && now.saturating_sub(self.min_rtt_stamp) > MIN_RTT_WINDOW_NS
+        {
+            self.mode = Mode::ProbeRtt;
+            self.probe_rtt_done = None;
+            self.probe_rtt_round_done = false;
+        }
+        if self.mode == Mode::ProbeRtt {
+            if self.probe_rtt_done.is_none() && s.in_flight <= self.probe_rtt_cwnd() {
+                self.probe_rtt_done = Some(now + PROBE_RTT_NS.max(self.rtt_for_bdp()));
+                self.next_round_delivered = s.delivered;
+            } else if let Some(done) = self.probe_rtt_done {
+                if round_start {
+                    self.probe_rtt_round_done = true;
+                }
+                if self.probe_rtt_round_done && now >= done {
+                    self.min_rtt_stamp = now;
+                    if self.filled_pipe {
+                        self.enter_probe_bw(now);
+                    } else {
+                        self.mode = Mode::Startup;
+                    }
+                }
+            }
+        }
+    }
+
+    fn enter_probe_bw(&mut self, now: u64) {
+        self.mode = Mode::ProbeBw;
+        // Start cruising (index 2), so the first probe comes after a measured cruise round.
+        self.cycle_index = 2;
+        self.cycle_stamp = now;
+    }
+
+    fn probe_rtt_cwnd(&self) -> u64 {
+        // BBRv2's gentler ProbeRtt: half the BDP rather than four packets.
+        (self.bdp(0.5)).max(4 * self.mss)
+    }
+
+    fn set_outputs(&mut self, s: &AckSample) {
+        if self.btl_bw > 0.0 {
+            let rate = self.pacing_gain() * self.path_rate();
+            // In Startup never slow down below the initial pacing.
+            if self.filled_pipe || rate > self.pacing_rate {
+                self.pacing_rate = self.cap(rate);
+            }
+        }
+        let target = self.bdp(CWND_GAIN) + 3 * self.send_quantum();
+        self.cwnd = match self.mode {
+            Mode::Startup => (self.cwnd + s.acked_bytes)
+                .max(self.initial_cwnd)
+                .max(self.bdp(STARTUP_GAIN)),
+            Mode::ProbeRtt => self.probe_rtt_cwnd(),
+            _ => target.max(4 * self.mss),
+        };
+        if self.mode == Mode::Startup && self.filled_pipe {
+            self.cwnd = self.cwnd.min(target);
+        }
+    }
+
+    /// Bytes declared lost by the loss timer (outside an ACK).
+    pub fn on_loss(&mut self, lost_bytes: u64) {
+        self.round_lost += lost_bytes;
+    }
+
+    /// Persistent congestion (every probe timed out): start over from a small window, keeping
+    /// the min-RTT and random-loss estimates.
+    pub fn on_persistent_congestion(&mut self, now: u64) {
+        self.cwnd = self.initial_cwnd;
+        self.btl_bw = 0.0;
+        self.bw_samples = [(0, 0.0); BW_WINDOW_ROUNDS as usize];
+        self.full_bw = 0.0;
+        self.full_bw_rounds = 0;
+        self.filled_pipe = false;
+        self.mode = Mode::Startup;
+        self.bw_cap = None;
+        self.restart_stamp = now;
+        self.pacing_rate =
+            self.cap(STARTUP_GAIN * self.initial_cwnd as f64 * 1e9 / self.rtt_for_bdp() as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1400;
+
+    /// Feeds ACKs of a path with a fixed bandwidth and RTT, `loss` of what is sent lost at random.
+    fn drive(model: &mut Model, rate: f64, rtt: u64, loss: f64, rounds: u64) {
+        let mut delivered = 0u64;
+        let mut now = 0u64;
+        for _ in 0..rounds {
+            let sent = (model.pacing_rate().min(rate / (1.0 - loss)) * rtt as f64 / 1e9) as u64;
+            let acked = ((1.0 - loss) * sent as f64) as u64;
+            let lost = sent - acked;
+            let before = delivered;
+            // Ten ACKs per round.
+            for i in 0..10 {
+                now += rtt / 10;
+                delivered += acked / 10;
+                let s = AckSample {
+                    acked_bytes: acked / 10,
+                    lost_bytes: lost / 10,
+                    delivery_rate: Some(acked as f64 * 1e9 / rtt as f64),
+                    app_limited: false,
+                    rtt_ns: Some(rtt),
+                    packet_delivered: if i == 9 { before + 1 } else { before },
+                    delivered,
+                    in_flight: sent / 2,
+                };
+                model.on_ack(now, &s);
+            }
+        }
+    }
+
+    #[test]
+    fn startup_finds_the_bandwidth_and_cruises_at_it() {
+        let mut m = Model::new(MSS, 10, 100_000_000, None);
+        let rate = 12_500_000.0; // 100 Mbit/s
+        drive(&mut m, rate, 100_000_000, 0.0, 60);
+        assert_eq!(m.mode(), Mode::ProbeBw);
+        let bw = m.btl_bw();
+        assert!((bw - rate).abs() / rate < 0.05, "bw {bw}");
+        assert!(m.cwnd() >= (2.0 * rate * 0.1) as u64, "cwnd {}", m.cwnd());
+    }
+
+    #[test]
+    fn random_loss_is_estimated_and_not_taken_for_congestion() {
+        let mut m = Model::new(MSS, 10, 100_000_000, None);
+        let rate = 12_500_000.0;
+        drive(&mut m, rate, 100_000_000, 0.10, 200);
+        assert!(
+            (m.random_loss() - 0.10).abs() < 0.03,
+            "loss {}",
+            m.random_loss()
+        );
+        // The pacing rate stays near what the path accepts (rate / (1 - p)), not halved.
+        let accept = rate / 0.9;
+        assert!(m.pacing_rate() > 0.7 * accept, "pacing {}", m.pacing_rate());
+    }
+
+    #[test]
+    fn rate_cap_is_honoured() {
+        let mut m = Model::new(MSS, 10, 10_000_000, Some(1_000_000.0));
+        drive(&mut m, 12_500_000.0, 10_000_000, 0.0, 50);
+        assert!(m.pacing_rate() <= 1_000_000.0);
+    }
+}

@@ -1,0 +1,36 @@
+//! Prints a goodput table from the simulator (run with `--ignored --nocapture`); not a test of
+//! timing: the assertions about goodput live in `simulate.rs`.
+mod sim;
+
+#[test]
+#[ignore]
+fn goodput_table() {
+    let limit = " limit 100000";
+    for loss in [0.0, 5.0, 10.0, 15.0] {
+        let up = format!("rate 100mbit delay 50ms loss {loss}%{limit}");
+        let down = format!("delay 50ms{limit}");
+        let mut setup = sim::Setup::new(&up, &down, vec![125_000_000], 1);
+        setup.limit_ns = 60_000_000_000;
+        let t = std::time::Instant::now();
+        let o = sim::run(&setup, 2_000_000_000);
+        let ideal = 100e6 * (1.0 - loss / 100.0);
+        println!(
+            "loss {loss:>4}%: complete {} elapsed {:.2}s goodput {:.1} Mbit/s steady {:.1} ({:.0}% of ideal) lost {} spurious {} pto {} retx {} rl {:.3} cong {} cwnd {} pacing {:.1}Mb  [{} steps, {:.2}s wall]",
+            o.complete,
+            o.elapsed_ns as f64 / 1e9,
+            o.goodput_bps / 1e6,
+            o.steady_goodput_bps / 1e6,
+            100.0 * o.steady_goodput_bps / ideal,
+            o.client.lost_packets,
+            o.client.spurious_losses,
+            o.client.probe_timeouts,
+            o.client.retransmitted_packets,
+            o.client.random_loss_ppm as f64 / 1e6,
+            o.client.congestion_events,
+            o.client.cwnd,
+            o.client.pacing_rate as f64 * 8.0 / 1e6,
+            o.steps,
+            t.elapsed().as_secs_f64(),
+        );
+    }
+}
