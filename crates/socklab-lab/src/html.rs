@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use socklab_net::units::parse_size;
 
-use crate::output::{common_config, notes, summary_table};
+use crate::output::{common_config, notes, per_file_table, summary_table, PER_FILE_NOTE};
 use crate::store::Store;
 use crate::summary::{experiment_stats, CellStats, ExperimentStats};
 use crate::svg::{self, esc, BarRow, Series, StripRow};
@@ -21,7 +21,7 @@ use crate::LabError;
 pub const SIZE_KEYS: &[&str] = &["bufsize", "size", "nbufs", "read_size", "sndbuf"];
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
 
 const CSS: &str = r#"
 :root { color-scheme: light; }
@@ -142,6 +142,14 @@ fn experiment_html(out: &mut String, st: &ExperimentStats) {
     // The "vs best" column marks the best rows.
     let vs = table.headers.iter().position(|h| h == "vs best");
     out.push_str(&table_html(&table, "summary", vs));
+    if let Some(t) = per_file_table(st) {
+        let _ = writeln!(
+            out,
+            "<h3>Retransmissions per file</h3>\n<p class=\"per-file\">{}</p>",
+            inline_markdown(PER_FILE_NOTE)
+        );
+        out.push_str(&table_html(&t, "per-file", None));
+    }
     charts_html(out, st);
     let notes = notes(st);
     let items: Vec<&str> = notes.lines().filter_map(|l| l.strip_prefix("- ")).collect();

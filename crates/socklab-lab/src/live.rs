@@ -18,8 +18,9 @@ use socklab_net::link::{Driver, EmulatedLink, LinkConfig, Namespaces, Side, SERV
 
 use crate::plan::Cell;
 use crate::runner::{Executor, Sample};
-use crate::workload::{LinkParams, Target, Workload};
+use crate::workload::{FileSet, LinkParams, Proto, Target, TransferSpec, Workload};
 use crate::LabError;
+use socklab_net::transfer::workfiles::{self, WorkFile};
 
 /// A server child process (`socklab sink` or `socklab echo`, re-executed).
 #[derive(Debug)]
@@ -144,7 +145,43 @@ impl ServerChild {
             .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
         let (status, usage) =
             wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the server child: {e}")))?;
-        // The child is gone, so its stdout reaches end of file: the reader has every line.
+        Ok(self.reaped(status, &usage))
+    }
+
+    /// Waits up to `grace` for a server that ends by itself (`--once`), then stops it
+    /// (SIGTERM); returns its facts and its CPU accounting.
+    pub fn finish(
+        mut self,
+        grace: Duration,
+    ) -> Result<(Vec<(String, String)>, socklab_sys::usage::Usage), LabError> {
+        let child = self
+            .child
+            .take()
+            .ok_or_else(|| LabError::Child("server child already stopped".into()))?;
+        let pid = child.id();
+        let err = |e: std::io::Error| LabError::Child(format!("wait4 on the server child: {e}"));
+        let t0 = std::time::Instant::now();
+        let (status, usage) = loop {
+            if let Some(r) = try_wait4(pid).map_err(err)? {
+                break r;
+            }
+            if t0.elapsed() >= grace {
+                kill(pid, Signal::Term)
+                    .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
+                break wait4(pid).map_err(err)?;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let facts = self.reaped(status, &usage);
+        Ok((facts, usage))
+    }
+
+    /// The facts of a reaped child (its stdout reader has every line by now).
+    fn reaped(
+        &mut self,
+        status: socklab_sys::usage::ExitStatus,
+        usage: &socklab_sys::usage::Usage,
+    ) -> Vec<(String, String)> {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
@@ -164,7 +201,7 @@ impl ServerChild {
         if let Some(e) = self.effective.lock().ok().and_then(|g| g.clone()) {
             facts.push(("effective_opts".into(), e));
         }
-        Ok(facts)
+        facts
     }
 }
 
@@ -175,6 +212,12 @@ impl Drop for ServerChild {
             let _ = wait4(c.id());
         }
     }
+}
+
+/// A client's report of one transfer.
+enum TransferResult {
+    Tcp(socklab_net::transfer::TcpReport),
+    Rudp(socklab_net::transfer::RudpReport),
 }
 
 /// A closure's result, the link's metrics for its run, and the link's description.
@@ -193,6 +236,10 @@ pub struct LiveExecutor {
     link: Option<((Driver, u32), EmulatedLink)>,
     /// Emulated-link facts of links already stopped.
     link_facts: Vec<(String, String)>,
+    /// Transfer workloads: the directory of their source files and the receivers' directories
+    /// (removed with the executor), and the files generated so far by (file set, seed).
+    transfer_dir: Option<tempfile::TempDir>,
+    transfer_files: Vec<((FileSet, u64), Vec<WorkFile>)>,
 }
 
 impl LiveExecutor {
@@ -204,6 +251,8 @@ impl LiveExecutor {
             echoes: Vec::new(),
             link: None,
             link_facts: Vec::new(),
+            transfer_dir: None,
+            transfer_files: Vec::new(),
         }
     }
 
@@ -284,6 +333,161 @@ impl LiveExecutor {
             ));
         }
         Ok(())
+    }
+
+    /// The work directory of transfers (created on first use).
+    fn transfer_dir(&mut self) -> Result<PathBuf, LabError> {
+        if self.transfer_dir.is_none() {
+            let d = tempfile::Builder::new()
+                .prefix("socklab-transfer-")
+                .tempdir()
+                .map_err(|e| {
+                    LabError::Child(format!("cannot create a temporary directory: {e}"))
+                })?;
+            self.transfer_dir = Some(d);
+        }
+        Ok(self
+            .transfer_dir
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .unwrap_or_default())
+    }
+
+    /// The files of `spec`, generated on first use (once per plan) and kept until `finish`.
+    fn transfer_files(&mut self, spec: &TransferSpec) -> Result<Vec<WorkFile>, LabError> {
+        let key = (spec.files.clone(), spec.seed);
+        if let Some((_, f)) = self.transfer_files.iter().find(|(k, _)| *k == key) {
+            return Ok(f.clone());
+        }
+        let dir = self
+            .transfer_dir()?
+            .join(format!("src-{}", self.transfer_files.len()));
+        std::fs::create_dir(&dir)
+            .map_err(|e| LabError::Child(format!("cannot create '{}': {e}", dir.display())))?;
+        let files = workfiles::write_files(&dir, &spec.files.entries(), spec.seed)
+            .map_err(|e| LabError::Child(format!("generating the transfer's files: {e}")))?;
+        self.transfer_files.push((key, files.clone()));
+        Ok(files)
+    }
+
+    /// One repetition of a transfer: a fresh receiving directory, a `transfer serve --once`
+    /// child (in the link's server namespace with a link), the client here (in the client
+    /// namespace), then every received file compared with its source. A transfer that fails
+    /// or times out, or a received file that differs, gives a sample with `failed = 1` and
+    /// the reason (and a warning on stderr), so the experiment goes on and the failure counts.
+    fn run_transfer(&mut self, cell: &Cell, spec: &TransferSpec) -> Result<Sample, LabError> {
+        let files = self.transfer_files(spec)?;
+        let in_link = spec.link.is_some();
+        if let Some(l) = &spec.link {
+            self.ensure_link(l)?;
+        }
+        let rx = tempfile::Builder::new()
+            .prefix("rx-")
+            .tempdir_in(self.transfer_dir()?)
+            .map_err(|e| LabError::Child(format!("cannot create a receiving directory: {e}")))?;
+        let rx_text = rx.path().to_string_lossy().to_string();
+        let mut args = vec![
+            "transfer",
+            "serve",
+            "--proto",
+            spec.proto.as_str(),
+            "--dir",
+            rx_text.as_str(),
+            "--once",
+        ];
+        if let Some(cc) = &spec.tcp_cc {
+            args.extend(["--tcp-cc", cc.as_str()]);
+        }
+        let server = ServerChild::spawn_server_in(&self.exe, &args, self.ns(in_link))?;
+        let to = server.addr();
+        let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+        let (r, link_metrics, link_desc) = self.in_client(in_link, || match spec.proto {
+            Proto::Tcp => {
+                socklab_net::transfer::send_tcp(to, &paths, spec.tcp_cc.as_deref(), spec.timeout)
+                    .map(TransferResult::Tcp)
+            }
+            Proto::Rudp => socklab_net::transfer::send_rudp(
+                to,
+                &paths,
+                &socklab_rudp::Config::default(),
+                spec.timeout,
+            )
+            .map(TransferResult::Rudp),
+        })?;
+        // With --once the server ends after the session; one that does not is stopped.
+        let (_, usage) = server.finish(Duration::from_secs(2))?;
+        let outcome = r
+            .map_err(|e| format!("the transfer failed: {e}"))
+            .and_then(|r| workfiles::verify_copies(rx.path(), &files).map(|()| r));
+        drop(rx);
+        let mut extra = json!({
+            "link": link_desc,
+            "to": to.to_string(),
+            "proto": spec.proto.as_str(),
+            "files": files.len(),
+        });
+        let mut metrics: Vec<(&'static str, f64)> = Vec::new();
+        match outcome {
+            Err(why) => {
+                eprintln!(
+                    "socklab: warning: a repetition of '{}' failed (recorded with failed = 1): {why}",
+                    cell.label
+                );
+                metrics.push(("failed", 1.0));
+                extra["error"] = json!(why);
+            }
+            Ok(r) => {
+                let (total_ns, bytes, per_file) = match &r {
+                    TransferResult::Tcp(t) => (t.total_ns, t.bytes, &t.per_file_retransmits),
+                    TransferResult::Rudp(u) => (u.total_ns, u.bytes, &u.per_file_retransmits),
+                };
+                let total_s = total_ns as f64 / 1e9;
+                metrics.extend([
+                    ("failed", 0.0),
+                    ("total_s", total_s),
+                    ("goodput_mbps", bytes as f64 * 8.0 / total_s.max(1e-9) / 1e6),
+                    ("bytes", bytes as f64),
+                    ("rcv_user_s", usage.user.as_secs_f64()),
+                    ("rcv_sys_s", usage.sys.as_secs_f64()),
+                ]);
+                match &r {
+                    TransferResult::Tcp(t) => {
+                        metrics.extend([
+                            ("retx", t.total_retrans as f64),
+                            ("srtt_us", f64::from(t.rtt_us)),
+                            ("min_rtt_us", f64::from(t.tcp.min_rtt_us)),
+                            ("pkts_sent", f64::from(t.segs_out)),
+                        ]);
+                        extra["cc"] = json!(t.cc);
+                        extra["mss"] = json!(t.tcp.snd_mss);
+                        extra["cwnd"] = json!(t.tcp.snd_cwnd);
+                    }
+                    TransferResult::Rudp(u) => {
+                        let st = &u.stats;
+                        metrics.extend([
+                            ("retx", st.retransmitted_packets as f64),
+                            ("spurious", st.spurious_losses as f64),
+                            ("srtt_us", st.srtt_ns as f64 / 1000.0),
+                            ("min_rtt_us", st.min_rtt_ns as f64 / 1000.0),
+                            ("pkts_sent", st.packets_sent as f64),
+                            ("pkts_received", st.packets_received as f64),
+                        ]);
+                        extra["lost_packets"] = json!(st.lost_packets);
+                        extra["probe_timeouts"] = json!(st.probe_timeouts);
+                        extra["duplicate_packets"] = json!(st.duplicate_packets);
+                    }
+                }
+                for (f, n) in files.iter().zip(per_file) {
+                    metrics.push((crate::metric::per_file_retx(&f.name), *n as f64));
+                }
+            }
+        }
+        metrics.extend(link_metrics);
+        Ok(Sample {
+            metrics,
+            extra,
+            histograms: Vec::new(),
+        })
     }
 
     /// Runs `f` with the calling thread in the link's client namespace (if `in_link`), and
@@ -524,6 +728,12 @@ impl Executor for LiveExecutor {
             Workload::Memcpy(spec) => Ok(ref_sample(&reference::memcpy_bandwidth(
                 spec.size, spec.bytes,
             ))),
+            Workload::Transfer(spec) => {
+                if stop() {
+                    return Err(run_err(socklab_net::NetError::Interrupted));
+                }
+                self.run_transfer(cell, spec)
+            }
         }
     }
 
@@ -552,6 +762,12 @@ impl Executor for LiveExecutor {
         }
         self.stop_link()?;
         facts.append(&mut self.link_facts);
+        self.transfer_files.clear();
+        if let Some(d) = self.transfer_dir.take() {
+            let path = d.path().display().to_string();
+            d.close()
+                .map_err(|e| LabError::Child(format!("cannot remove '{path}': {e}")))?;
+        }
         Ok(facts)
     }
 }

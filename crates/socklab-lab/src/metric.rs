@@ -305,12 +305,96 @@ pub const METRICS: &[Metric] = &[
         "TCPFastOpenPassive increase (TFO accepted by servers)",
         Better::Neither,
     ),
+    m(
+        "total_s",
+        "s",
+        "total s",
+        "time to transfer every file, from connect until the server's last verdict (seed 004's figure)",
+        Better::Lower,
+    ),
+    m(
+        "goodput_mbps",
+        "Mbit/s",
+        "Mbit/s",
+        "file bytes x 8 / total time",
+        Better::Higher,
+    ),
+    m(
+        "retx",
+        "packets",
+        "retx",
+        "retransmissions: TCP segments (tcpi_total_retrans) or rudp packets carrying resent data",
+        Better::Lower,
+    ),
+    m(
+        "spurious",
+        "packets",
+        "spurious",
+        "rudp: packets declared lost that were acknowledged later (needless retransmissions)",
+        Better::Lower,
+    ),
+    m(
+        "srtt_us",
+        "us",
+        "srtt us",
+        "smoothed RTT at the end (TCP_INFO, or the rudp estimator)",
+        Better::Lower,
+    ),
+    m(
+        "min_rtt_us",
+        "us",
+        "min rtt us",
+        "minimum RTT seen (TCP_INFO, or the rudp estimator)",
+        Better::Lower,
+    ),
+    m(
+        "pkts_sent",
+        "packets",
+        "pkts out",
+        "packets (rudp) or segments (TCP segs_out) the client sent",
+        Better::Neither,
+    ),
+    m(
+        "pkts_received",
+        "packets",
+        "pkts in",
+        "rudp: packets the client received",
+        Better::Neither,
+    ),
+    m(
+        "failed",
+        "fraction",
+        "failed",
+        "repetitions that failed (timeout, verdict, or a received file that differs)",
+        Better::Lower,
+    ),
 ];
+
+/// Prefix of the per-file retransmission metrics of a transfer (`retx.large-0`, …).
+pub const PER_FILE_RETX: &str = "retx.";
+
+/// The metric name of the retransmissions while sending file `file` (`retx.<file>`). Names are
+/// interned: one allocation per distinct file name for the life of the process (a plan has at
+/// most [`crate::workload::MAX_FILES`] file names per workload).
+pub fn per_file_retx(file: &str) -> &'static str {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let name = format!("{PER_FILE_RETX}{file}");
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = names.get(name.as_str()) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(n);
+    n
+}
 
 /// The metric a workload is judged by (tables, bars, "best").
 pub fn primary(workload: &str) -> &'static str {
     match workload {
         "pingpong" => "total_us",
+        "transfer" => "total_s",
         "states" => "rebind_ok",
         _ => "gbps",
     }
@@ -322,6 +406,15 @@ pub fn metric(name: &str) -> Metric {
         .iter()
         .copied()
         .find(|m| m.name == name)
+        .or_else(|| {
+            name.starts_with(PER_FILE_RETX).then_some(Metric {
+                name: "retx.<file>",
+                unit: "packets",
+                short: "retx",
+                description: "retransmissions while this file was being sent",
+                better: Better::Lower,
+            })
+        })
         .unwrap_or(Metric {
             name: "unknown",
             unit: "",

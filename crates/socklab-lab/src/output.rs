@@ -30,7 +30,74 @@ const TABLE_METRICS: &[&str] = &[
     "est_server",
     "tw_server",
     "tw_client",
+    "goodput_mbps",
+    "retx",
+    "spurious",
+    "srtt_us",
+    "failed",
 ];
+
+/// The seed-004 table: mean retransmissions per file (columns, in the order the files were
+/// sent) for every transfer cell that has them (rows), with the total. `None` when the
+/// experiment has no per-file retransmission metrics.
+pub fn per_file_table(st: &ExperimentStats) -> Option<Table> {
+    use crate::metric::PER_FILE_RETX;
+    let cells: Vec<_> = st
+        .cells
+        .iter()
+        .filter(|c| c.metrics.keys().any(|k| k.starts_with(PER_FILE_RETX)))
+        .collect();
+    // File names in the order they were sent (from the first cell's workload), then any
+    // other names the store holds.
+    let mut names: Vec<String> = Vec::new();
+    for c in &cells {
+        if let Ok(crate::workload::Workload::Transfer(t)) =
+            crate::workload::Workload::from_params(&c.cell.workload, &c.cell.config)
+        {
+            for (n, _) in t.files.entries() {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        for k in c.metrics.keys() {
+            if let Some(n) = k.strip_prefix(PER_FILE_RETX) {
+                if !names.iter().any(|x| x == n) {
+                    names.push(n.to_string());
+                }
+            }
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let mut headers = vec!["config", "n"];
+    headers.extend(names.iter().map(String::as_str));
+    headers.push("retx");
+    let mut t = Table::new(&headers);
+    for c in cells {
+        let mut row = vec![c.cell.label.clone(), c.n.to_string()];
+        for n in &names {
+            row.push(
+                c.metrics
+                    .get(&format!("{PER_FILE_RETX}{n}"))
+                    .map(|s| num(s.mean))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        row.push(
+            c.metrics
+                .get("retx")
+                .map(|s| num(s.mean))
+                .unwrap_or_else(|| "-".into()),
+        );
+        t.row(row);
+    }
+    Some(t)
+}
+
+/// The caption of [`per_file_table`].
+pub const PER_FILE_NOTE: &str = "Retransmissions per file (seed 004's table), mean over the measured repetitions that succeeded: TCP segments retransmitted while the file was being written (tcpi_total_retrans growth), or rudp packets that carried the file's data again; *retx* is the whole transfer's total.";
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
 /// min, median, max, the difference from the best cell with Welch's test, and the means of
@@ -151,6 +218,10 @@ pub fn human(st: &ExperimentStats) -> String {
         let _ = writeln!(out, "fixed: {common}");
     }
     out.push_str(&summary_table(st).to_text());
+    if let Some(t) = per_file_table(st) {
+        out.push_str("retransmissions per file (mean):\n");
+        out.push_str(&t.to_text());
+    }
     let has_baseline = st
         .cells
         .first()
@@ -369,13 +440,19 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
         }
         out.push_str(&summary_table(&st).to_markdown());
         out.push('\n');
+        if let Some(t) = per_file_table(&st) {
+            let _ = writeln!(out, "{PER_FILE_NOTE}\n");
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+        }
         out.push_str(&notes(&st));
         if !st.facts.is_empty() {
             let facts: Vec<String> = st.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(out, "Experiment facts: `{}`\n", facts.join(" "));
         }
     }
-    out.push_str("Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions.\n");
+    out.push_str(crate::html::COLUMNS_NOTE);
+    out.push('\n');
     Ok(out)
 }
 

@@ -268,7 +268,7 @@ fn labels(cells: &[(Workload, Params)]) -> Vec<String> {
     let mixed = cells.iter().any(|(w, _)| w.kind() != cells[0].0.kind());
     // A stable, readable key order: the bulk matrix keys first.
     let rank = |k: &str| {
-        ["strategy", "nbufs", "bufsize", "size"]
+        ["strategy", "nbufs", "bufsize", "size", "proto", "tcp_cc"]
             .iter()
             .position(|x| *x == k)
             .unwrap_or(99)

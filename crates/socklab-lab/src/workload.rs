@@ -5,6 +5,7 @@
 //! | `bulk` | `to strategy nbufs bufsize iterations/duration/bytes cc nodelay sndbuf read_size verify seed` |
 //! | `pipe` | `size bytes` |
 //! | `memcpy` | `size bytes` |
+//! | `transfer` | `proto tcp_cc workload large small files timeout seed` |
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -224,6 +225,126 @@ pub enum Workload {
     Pipe(RefSpec),
     /// Memory copy bandwidth.
     Memcpy(RefSpec),
+    /// Files over TCP or the reliable UDP transport (seed 004).
+    Transfer(TransferSpec),
+}
+
+/// The transport of a file transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    /// One persistent TCP connection.
+    Tcp,
+    /// socklab's reliable transport over UDP.
+    Rudp,
+}
+
+impl Proto {
+    /// The name used in parameters and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Rudp => "rudp",
+        }
+    }
+}
+
+impl std::str::FromStr for Proto {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Proto, String> {
+        match s.trim() {
+            "tcp" => Ok(Proto::Tcp),
+            "rudp" => Ok(Proto::Rudp),
+            _ => Err("choose tcp or rudp".into()),
+        }
+    }
+}
+
+/// Seed 004's file sizes: its packets carried 1500 bytes, a large file was 658 packets and a
+/// small one 7, so 658 × 1500 = 987000 and 7 × 1500 = 10500 bytes.
+pub const SEED004_LARGE: u64 = 658 * 1500;
+/// See [`SEED004_LARGE`].
+pub const SEED004_SMALL: u64 = 7 * 1500;
+/// Most files one transfer may carry.
+pub const MAX_FILES: usize = 1000;
+
+/// The files of a transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileSet {
+    /// Seed 004: 10 large and 10 small files, interleaved (large-0, small-0, large-1, …).
+    Seed004 {
+        /// Bytes of each large file.
+        large: u64,
+        /// Bytes of each small file.
+        small: u64,
+    },
+    /// Files of these sizes, named file-0, file-1, ….
+    Custom(Vec<u64>),
+}
+
+impl FileSet {
+    /// The files' names and sizes, in the order they are sent.
+    pub fn entries(&self) -> Vec<(String, u64)> {
+        match self {
+            FileSet::Seed004 { large, small } => (0..10)
+                .flat_map(|i| {
+                    [
+                        (format!("large-{i}"), *large),
+                        (format!("small-{i}"), *small),
+                    ]
+                })
+                .collect(),
+            FileSet::Custom(sizes) => sizes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("file-{i}"), *s))
+                .collect(),
+        }
+    }
+}
+
+/// Parses `1M,10K,…` (file sizes).
+pub fn parse_sizes(s: &str) -> Result<Vec<u64>, String> {
+    let v: Vec<u64> = s
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(parse_size)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() || v.len() > MAX_FILES {
+        return Err(format!("give 1 to {MAX_FILES} file sizes, e.g. 1M,10K"));
+    }
+    Ok(v)
+}
+
+/// The parameters of a file transfer (seed 004).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransferSpec {
+    /// TCP or rudp.
+    pub proto: Proto,
+    /// Congestion control of the TCP sockets (both sides); `None` for rudp.
+    pub tcp_cc: Option<String>,
+    /// The files.
+    pub files: FileSet,
+    /// A repetition that has not finished after this long fails.
+    pub timeout: Duration,
+    /// Seed of the files' content.
+    pub seed: u64,
+    /// The emulated link between client and server, if any.
+    pub link: Option<LinkParams>,
+}
+
+/// Checks a TCP congestion control name: cubic, bbr, reno, or one this kernel lists.
+pub fn check_tcp_cc(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    if ["cubic", "bbr", "reno"].contains(&t) || available.split_whitespace().any(|a| a == t) {
+        Ok(t.to_string())
+    } else {
+        Err(format!(
+            "choose cubic, bbr or reno (available here: {})",
+            available.trim()
+        ))
+    }
 }
 
 /// Documentation of one key: name, default, meaning.
@@ -323,8 +444,44 @@ pub const REF_KEYS: &[KeyDoc] = &[
     ("bytes", "1G", "total bytes to move"),
 ];
 
+/// The keys of the transfer workload.
+pub const TRANSFER_KEYS: &[KeyDoc] = &[
+    (
+        "proto",
+        "tcp",
+        "tcp or rudp (socklab's reliable transport over UDP)",
+    ),
+    (
+        "tcp_cc",
+        "cubic",
+        "congestion control of both TCP sockets: cubic, bbr, reno (always set; n/a for rudp)",
+    ),
+    (
+        "workload",
+        "seed-004",
+        "seed-004 (10 large + 10 small files, interleaved) or custom (sizes in files)",
+    ),
+    (
+        "large",
+        "987000",
+        "seed-004: bytes per large file (the seed: 658 packets of 1500 bytes)",
+    ),
+    (
+        "small",
+        "10500",
+        "seed-004: bytes per small file (the seed: 7 packets of 1500 bytes)",
+    ),
+    ("files", "", "custom: file sizes, e.g. \"1M,10K,10K\""),
+    (
+        "timeout",
+        "60s",
+        "a repetition not finished by then fails (recorded as failed)",
+    ),
+    ("seed", "1", "seed of the files' pseudo-random content"),
+];
+
 /// The workload names.
-pub const KINDS: &[&str] = &["bulk", "pingpong", "states", "pipe", "memcpy"];
+pub const KINDS: &[&str] = &["bulk", "pingpong", "states", "pipe", "memcpy", "transfer"];
 
 fn check_keys(kind: &str, params: &Params) -> Result<(), LabError> {
     let keys = Workload::keys(kind);
@@ -471,6 +628,10 @@ impl Workload {
                     Workload::Memcpy(spec)
                 })
             }
+            "transfer" => {
+                check_keys(kind, p)?;
+                Ok(Workload::Transfer(transfer_from_params(p)?))
+            }
             other => Err(LabError::Plan(format!(
                 "unknown workload '{other}': choose one of {}",
                 KINDS.join(", ")
@@ -486,6 +647,7 @@ impl Workload {
             Workload::States(_) => "states",
             Workload::Pipe(_) => "pipe",
             Workload::Memcpy(_) => "memcpy",
+            Workload::Transfer(_) => "transfer",
         }
     }
 
@@ -536,6 +698,25 @@ impl Workload {
                 p.set("size", format_size(r.size as u64));
                 p.set("bytes", format_size(r.bytes));
             }
+            Workload::Transfer(t) => {
+                set_link(&mut p, &t.link);
+                p.set("proto", t.proto.as_str());
+                p.set("tcp_cc", t.tcp_cc.as_deref().unwrap_or(NOT_APPLICABLE));
+                match &t.files {
+                    FileSet::Seed004 { large, small } => {
+                        p.set("workload", "seed-004");
+                        p.set("large", format_size(*large));
+                        p.set("small", format_size(*small));
+                    }
+                    FileSet::Custom(sizes) => {
+                        p.set("workload", "custom");
+                        let v: Vec<String> = sizes.iter().map(|s| format_size(*s)).collect();
+                        p.set("files", v.join(","));
+                    }
+                }
+                p.set("timeout", format_duration(t.timeout));
+                p.set("seed", t.seed.to_string());
+            }
         }
         p
     }
@@ -546,10 +727,83 @@ impl Workload {
             "bulk" => (BULK_KEYS, LINK_KEYS),
             "pingpong" => (PINGPONG_KEYS, LINK_KEYS),
             "states" => (STATES_KEYS, &[]),
+            "transfer" => (TRANSFER_KEYS, LINK_KEYS),
             _ => (REF_KEYS, &[]),
         };
         own.iter().chain(link).copied().collect()
     }
+}
+
+/// The value of `tcp_cc` for rudp.
+pub const NOT_APPLICABLE: &str = "n/a";
+
+fn transfer_from_params(p: &Params) -> Result<TransferSpec, LabError> {
+    let proto = p.parse_or("proto", Proto::Tcp, |s| s.parse())?;
+    let tcp_cc = match proto {
+        Proto::Tcp => Some(p.parse_or("tcp_cc", "cubic".to_string(), check_tcp_cc)?),
+        Proto::Rudp => {
+            p.parse_opt("tcp_cc", |s| match s.trim() {
+                NOT_APPLICABLE => Ok(()),
+                _ => Err(
+                    "applies to proto = tcp only; leave it out for rudp (recorded as n/a)"
+                        .to_string(),
+                ),
+            })?;
+            None
+        }
+    };
+    let kind = p.parse_or("workload", "seed-004".to_string(), |s| match s.trim() {
+        w @ ("seed-004" | "custom") => Ok(w.to_string()),
+        _ => Err("choose seed-004 or custom (with files = \"1M,10K\")".to_string()),
+    })?;
+    let files = if kind == "custom" {
+        for k in ["large", "small"] {
+            if p.get(k).is_some() {
+                return Err(LabError::Plan(format!(
+                    "{k} applies to workload = seed-004; for custom give the sizes in files"
+                )));
+            }
+        }
+        FileSet::Custom(p.parse_opt("files", parse_sizes)?.ok_or_else(|| {
+            LabError::Plan("workload = custom needs files = \"1M,10K,…\" (the file sizes)".into())
+        })?)
+    } else {
+        if p.get("files").is_some() {
+            return Err(LabError::Plan(
+                "files applies to workload = custom; seed-004 takes large and small".into(),
+            ));
+        }
+        FileSet::Seed004 {
+            large: p.parse_or("large", SEED004_LARGE, parse_size)?,
+            small: p.parse_or("small", SEED004_SMALL, parse_size)?,
+        }
+    };
+    let timeout = p.parse_or(
+        "timeout",
+        Duration::from_secs(60),
+        |s| match parse_duration(s)? {
+            d if d.is_zero() || d > Duration::from_secs(24 * 3600) => {
+                Err("give 1ms to 24h, e.g. 60s".to_string())
+            }
+            d => Ok(d),
+        },
+    )?;
+    let link = parse_link(p)?;
+    if let Some(l) = &link {
+        if l.driver == Driver::UdpProxy {
+            return Err(LabError::Plan(
+                "link_driver udp-proxy cannot carry a transfer (TCP needs tun or netem, and both protocols are compared over the same link): use auto, tun or netem (root)".into(),
+            ));
+        }
+    }
+    Ok(TransferSpec {
+        proto,
+        tcp_cc,
+        files,
+        timeout,
+        seed: p.parse_or("seed", 1, parse_count)?,
+        link,
+    })
 }
 
 impl BulkSpec {
@@ -604,5 +858,92 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown workload 'bulkk'"));
+    }
+}
+
+#[cfg(test)]
+mod transfer_tests {
+    use super::*;
+
+    fn parse(p: Params) -> Result<Workload, LabError> {
+        Workload::from_params("transfer", &p)
+    }
+
+    #[test]
+    fn transfer_defaults_are_seed_004_over_tcp_cubic_and_round_trip() {
+        let w = parse(Params::new()).unwrap();
+        let p = w.params();
+        assert_eq!(p.get("proto"), Some("tcp"));
+        assert_eq!(p.get("tcp_cc"), Some("cubic"));
+        assert_eq!(p.get("workload"), Some("seed-004"));
+        assert_eq!(p.get("timeout"), Some("60s"));
+        assert_eq!(parse(p.clone()).unwrap(), w);
+        let Workload::Transfer(t) = &w else {
+            panic!("not a transfer")
+        };
+        let e = t.files.entries();
+        assert_eq!(e.len(), 20);
+        assert_eq!(e[0], ("large-0".to_string(), 987_000));
+        assert_eq!(e[1], ("small-0".to_string(), 10_500));
+        assert_eq!(e[19].0, "small-9");
+    }
+
+    #[test]
+    fn transfer_rudp_custom_and_link_round_trip() {
+        let w = parse(
+            Params::new()
+                .with("proto", "rudp")
+                .with("workload", "custom")
+                .with("files", "1M, 10K,7")
+                .with("timeout", "5s")
+                .with("seed", "9")
+                .with("link", "delay 5ms loss 5%"),
+        )
+        .unwrap();
+        let p = w.params();
+        assert_eq!(p.get("tcp_cc"), Some("n/a"));
+        assert_eq!(p.get("files"), Some("1M,10K,7"));
+        assert_eq!(p.get("link"), Some("delay 5ms loss 5%"));
+        assert_eq!(parse(p).unwrap(), w);
+        let Workload::Transfer(t) = w else {
+            panic!("not a transfer")
+        };
+        assert_eq!(
+            t.files.entries(),
+            vec![
+                ("file-0".to_string(), 1 << 20),
+                ("file-1".to_string(), 10 << 10),
+                ("file-2".to_string(), 7)
+            ]
+        );
+        let s = parse(
+            Params::new()
+                .with("tcp_cc", "bbr")
+                .with("large", "100K")
+                .with("small", "1500"),
+        )
+        .unwrap();
+        assert_eq!(parse(s.params()).unwrap(), s);
+    }
+
+    #[test]
+    fn bad_transfer_params_name_the_value_and_the_fix() {
+        let e = |p: Params| parse(p).unwrap_err().to_string();
+        assert!(e(Params::new().with("proto", "sctp")).contains("choose tcp or rudp"));
+        assert!(e(Params::new().with("tcp_cc", "cubc")).contains("choose cubic, bbr or reno"));
+        assert!(e(Params::new().with("proto", "rudp").with("tcp_cc", "bbr"))
+            .contains("proto = tcp only"));
+        assert!(e(Params::new().with("workload", "custom")).contains("needs files"));
+        assert!(e(Params::new().with("workload", "seed-5")).contains("choose seed-004 or custom"));
+        assert!(e(Params::new().with("files", "1M")).contains("workload = custom"));
+        assert!(e(Params::new().with("timeout", "0s")).contains("1ms to 24h"));
+        assert!(
+            e(Params::new().with("workload", "custom").with("files", "1Q"))
+                .starts_with("files = '1Q'")
+        );
+        assert!(e(Params::new()
+            .with("link", "loss 1%")
+            .with("link_driver", "udp-proxy"))
+        .contains("udp-proxy cannot carry"));
     }
 }

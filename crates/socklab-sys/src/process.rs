@@ -89,3 +89,8 @@ pub fn install_interrupt_flag() -> io::Result<()> {
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
+
+/// The flag behind [`interrupted`], for loops that poll an `&AtomicBool`.
+pub fn interrupt_flag() -> &'static AtomicBool {
+    &INTERRUPTED
+}

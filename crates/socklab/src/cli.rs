@@ -39,6 +39,12 @@ pub enum Command {
         after_help = "Examples:\n  socklab pingpong --to 127.0.0.1:7000 --size 64 --count 500 --reps 1000\n  socklab pingpong --opts baseline,nodelay,quickack,keepalive,fastopen,reuseaddr,cork --reps 200\n  socklab pingpong --udp --timeout 50ms --retries 3\n  socklab pingpong --new-connection-per-message --opts baseline,fastopen\n\nOptions: nodelay, quickack, keepalive[=IDLE/INTVL/CNT], fastopen, reuseaddr, reuseport, cork, sndbuf=SIZE, rcvbuf=SIZE, cc=NAME, notsent-lowat=SIZE, busy-poll=USEC, mss=BYTES; combine with + (nodelay+quickack); prefix client: or server: for one side. Each is read back with getsockopt and stored. Without --to an echo server is started per option set.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )]
     Pingpong(Box<PingArgs>),
+    /// Transfer files over TCP or socklab's reliable UDP transport (seed 004): a server, a
+    /// client, or (without a subcommand) both sides spawned and measured as an experiment.
+    #[command(
+        after_help = "Examples:\n  socklab transfer serve --proto rudp --port 9000 --dir ./incoming\n  socklab transfer send --proto rudp --to 127.0.0.1:9000 FILE...\n  socklab transfer --proto tcp,rudp --workload seed-004 --reps 10\n  socklab transfer --proto tcp,rudp --tcp-cc cubic,bbr --link \"loss 10%\" --reps 30      (as root)\n  socklab transfer --proto tcp --workload custom --file-sizes 1M,10K,10K --reps 5\n\nWithout a subcommand both sides are spawned per repetition (the server as a child 'socklab transfer serve --once' into a temporary directory), every received file is compared with what was sent, and the results are stored like bulk's. Lists (--proto, --tcp-cc, --link) are crossed; --tcp-cc applies to tcp only (rudp records n/a). seed-004 is 10 large (987000 B = 658 packets of 1500 B) and 10 small (10500 B = 7 packets) files, interleaved; see docs/transfer.md.\n\nExit codes: 0 success; 1 a run failed (or a repetition failed: it is stored with failed = 1); 2 bad parameter; 130 interrupted."
+    )]
+    Transfer(Box<TransferArgs>),
     /// Run an experiment file (TOML): a matrix, repeated, interleaved, resumable.
     #[command(
         after_help = "Examples:\n  socklab run experiments/writev.toml\n  socklab run experiments/writev.toml --resume           continue a killed run where it stopped\n  socklab run experiments/writev.toml --resume --reps 40  add repetitions to a noisy experiment\n  socklab run experiments/bufsize.toml --quick\n\nThe file format is documented in experiments/writev.toml and docs/experiments.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad file or parameter; 130 interrupted (finished repetitions are kept; --resume continues)."
@@ -266,6 +272,121 @@ pub struct BulkArgs {
     pub format: SummaryFormat,
     #[command(flatten)]
     pub db: DbArg,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TransferArgs {
+    #[command(subcommand)]
+    pub action: Option<TransferCommand>,
+    /// An emulated link between client and server (see `socklab netem --help`; needs root).
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Transports to compare: tcp, rudp (list allowed).
+    #[arg(long, value_delimiter = ',', default_value = "tcp")]
+    pub proto: Vec<String>,
+    /// Congestion control of the TCP runs: cubic, bbr, reno (list allowed; always set and
+    /// recorded, this kernel's default may differ).
+    #[arg(long, value_delimiter = ',', default_value = "cubic")]
+    pub tcp_cc: Vec<String>,
+    /// seed-004 (10 large + 10 small files, interleaved) or custom (with --file-sizes).
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// The file sizes of the custom workload, e.g. 1M,10K,10K (implies --workload custom).
+    #[arg(long, value_name = "SIZES")]
+    pub file_sizes: Option<String>,
+    /// seed-004: bytes per large file (default 987000).
+    #[arg(long, value_name = "SIZE")]
+    pub large: Option<String>,
+    /// seed-004: bytes per small file (default 10500).
+    #[arg(long, value_name = "SIZE")]
+    pub small: Option<String>,
+    /// A repetition not finished after this long fails (it is stored with failed = 1).
+    #[arg(long, default_value = "60s")]
+    pub timeout: String,
+    /// Seed of the files' content and of --order random.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Measured repetitions per configuration.
+    #[arg(long, short, default_value_t = 5)]
+    pub reps: usize,
+    /// Warm-up repetitions per configuration.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Run order: interleaved, random, sequential.
+    #[arg(long, default_value = "interleaved")]
+    pub order: String,
+    /// Experiment name in the store.
+    #[arg(long, default_value = "transfer")]
+    pub name: String,
+    #[command(flatten)]
+    pub format: SummaryFormat,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TransferCommand {
+    /// Receive transfers into a directory until Ctrl-C (or, with --once, one transfer).
+    #[command(
+        after_help = "Examples:\n  socklab transfer serve --proto tcp --port 9000 --dir ./incoming\n  socklab transfer serve --proto rudp --port 9000 --dir ./incoming --once\n\nThe directory is created if missing. Files are written under a temporary name and renamed once their BLAKE3 hash matches the manifest; names never leave the directory. On Ctrl-C (or SIGTERM) it prints one line per session."
+    )]
+    Serve(TransferServeArgs),
+    /// Send files to a transfer server and print per-file and summary results.
+    #[command(
+        after_help = "Examples:\n  socklab transfer send --proto tcp --to 127.0.0.1:9000 a.bin b.bin\n  socklab transfer send --proto rudp --to 127.0.0.1:9000 --json FILE...\n\nExit codes: 0 every file arrived and was verified; 1 the transfer failed or timed out; 2 bad argument."
+    )]
+    Send(TransferSendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TransferServeArgs {
+    /// tcp or rudp.
+    #[arg(long, default_value = "tcp")]
+    pub proto: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long, short, default_value_t = 9000)]
+    pub port: u16,
+    /// Address to listen on (default: all, IPv4 and IPv6).
+    #[arg(long, default_value = "::")]
+    pub bind: String,
+    /// Directory to write received files into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// TCP: congestion control of accepted connections (cubic, bbr, reno; default cubic).
+    #[arg(long, value_name = "CC")]
+    pub tcp_cc: Option<String>,
+    /// Stop after the first transfer.
+    #[arg(long)]
+    pub once: bool,
+    /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner).
+    #[arg(long)]
+    pub announce: bool,
+    /// Do not print the listening and session lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TransferSendArgs {
+    /// tcp or rudp.
+    #[arg(long, default_value = "tcp")]
+    pub proto: String,
+    /// The server, HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub to: String,
+    /// TCP: congestion control of the sending socket (cubic, bbr, reno; default cubic).
+    #[arg(long, value_name = "CC")]
+    pub tcp_cc: Option<String>,
+    /// Give up (exit 1) when the transfer has not finished after this long.
+    #[arg(long, default_value = "60s")]
+    pub timeout: String,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The files to send.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

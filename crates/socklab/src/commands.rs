@@ -92,7 +92,7 @@ pub fn out(s: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     std::env::args()
         .map(|a| {
             if a.contains(char::is_whitespace) {
@@ -109,7 +109,7 @@ fn command_line() -> String {
 
 /// A server is listening: catch Ctrl-C/SIGTERM (to stop cleanly and report), and with
 /// `--announce` print `LISTENING <addr>` for the runner that started it.
-fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Failure> {
+pub(crate) fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Failure> {
     install_interrupt_flag()?;
     if announce {
         out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
@@ -128,7 +128,7 @@ fn print_server_cpu() {
 }
 
 /// `--bind`: an IP address, brackets allowed for IPv6.
-fn parse_bind(bind: &str) -> Result<std::net::IpAddr, Failure> {
+pub(crate) fn parse_bind(bind: &str) -> Result<std::net::IpAddr, Failure> {
     bind.trim_matches(|c| c == '[' || c == ']')
         .parse()
         .map_err(|_| {
@@ -254,7 +254,7 @@ fn sweep_values(spec: &str) -> Result<(String, Vec<String>), Failure> {
     Ok((key, vals))
 }
 
-fn parse_order(s: &str, seed: u64) -> Result<Order, Failure> {
+pub(crate) fn parse_order(s: &str, seed: u64) -> Result<Order, Failure> {
     match s {
         "interleaved" => Ok(Order::Interleaved),
         "random" => Ok(Order::Random(seed)),
@@ -400,12 +400,16 @@ pub fn bulk(a: BulkArgs) -> Result<(), Failure> {
     let plan = bulk_plan(&a)?;
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &a.format)
+    run_and_print(&plan, &mut store, &a.format).map(|_| ())
 }
 
 /// Runs a one-off command's plan and prints its statistics; an interrupted run prints what it
 /// finished on stderr.
-fn run_and_print(plan: &Plan, store: &mut Store, format: &SummaryFormat) -> Result<(), Failure> {
+pub(crate) fn run_and_print(
+    plan: &Plan,
+    store: &mut Store,
+    format: &SummaryFormat,
+) -> Result<i64, Failure> {
     let id = match run_one(plan, store) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
@@ -421,7 +425,7 @@ fn run_and_print(plan: &Plan, store: &mut Store, format: &SummaryFormat) -> Resu
             store.path().display()
         ))?;
     }
-    Ok(())
+    Ok(id)
 }
 
 /// Prints an experiment's statistics as JSON, CSV or the human table.
@@ -608,7 +612,7 @@ pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
     )?;
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &a.format)
+    run_and_print(&plan, &mut store, &a.format).map(|_| ())
 }
 
 // ----------------------------------------------------------------------------------------- run

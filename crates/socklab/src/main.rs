@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod netem;
 mod progress;
+mod transfer;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         Command::Bulk(a) => commands::bulk(*a),
         Command::Echo(a) => commands::echo(a),
         Command::Pingpong(a) => commands::pingpong(*a),
+        Command::Transfer(a) => transfer::transfer(*a),
         Command::Run(a) => commands::run(a),
         Command::Report(a) => commands::report(a),
         Command::Results(r) => commands::results(r),

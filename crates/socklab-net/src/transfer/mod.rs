@@ -18,24 +18,26 @@
 //! - [`receiver`] — [`FileReceiver`]: writes files safely inside a directory, resumes, verifies;
 //! - [`sender`] — [`FileSender`]: produces the chunks to send and follows the server's messages;
 //! - [`framing`] — the TCP framing of chunks;
-//! - [`tcp`] — the TCP baseline end to end ([`serve_tcp`], [`send_tcp`]).
+//! - [`tcp`] — the TCP baseline end to end ([`serve_tcp`], [`send_tcp`]);
+//! - [`workfiles`] — deterministic workload files for experiments and tests.
 
 pub mod control;
 pub mod framing;
 pub mod manifest;
 pub mod reassembly;
-pub mod rudp;
 pub mod receiver;
+pub mod rudp;
 pub mod sender;
 pub mod tcp;
+pub mod workfiles;
 
 pub use crate::error::TransferError;
 pub use control::{Control, ControlDecoder};
 pub use framing::{Frame, FrameDecoder};
 pub use manifest::{check_name, Entry, Manifest};
 pub use reassembly::{Ordered, RangeSet};
-pub use rudp::{send_rudp, serve_rudp, RudpReport};
 pub use receiver::FileReceiver;
+pub use rudp::{send_rudp, serve_rudp, RudpReport};
 pub use sender::FileSender;
 pub use tcp::{send_tcp, serve_tcp, ServerSession, TcpReport};
 

@@ -114,7 +114,8 @@ impl FileSender {
 
     fn open_current(&self) -> Result<File, TransferError> {
         let p = &self.paths[self.cur];
-        let f = File::open(p).map_err(|e| TransferError::io(format!("opening {}", p.display()), e))?;
+        let f =
+            File::open(p).map_err(|e| TransferError::io(format!("opening {}", p.display()), e))?;
         let len = f
             .metadata()
             .map_err(|e| TransferError::io(format!("stat {}", p.display()), e))?
@@ -252,7 +253,10 @@ impl FileSender {
                 .zip(&self.verdicts)
                 .find(|(_, v)| v.is_none())
             {
-                return Some(format!("the server finished without a verdict for {}", e.name));
+                return Some(format!(
+                    "the server finished without a verdict for {}",
+                    e.name
+                ));
             }
         }
         None
@@ -367,14 +371,22 @@ mod tests {
             file: 0,
             have: vec![(0, 10_001)],
         }]);
-        assert!(s.on_control(0, &bad).unwrap_err().to_string().contains("outside"));
+        assert!(s
+            .on_control(0, &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
         let mut s = FileSender::new(std::slice::from_ref(&p)).unwrap();
         let bad = Control::encode_all(&[Control::Verdict {
             file: 9,
             ok: true,
             detail: String::new(),
         }]);
-        assert!(s.on_control(0, &bad).unwrap_err().to_string().contains("file 9"));
+        assert!(s
+            .on_control(0, &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("file 9"));
         let mut s = FileSender::new(std::slice::from_ref(&p)).unwrap();
         let ab = Control::encode_all(&[Control::Abort {
             detail: "disk full".into(),

@@ -1,0 +1,383 @@
+//! `socklab transfer`: the server, the client, and the measured experiment (both sides spawned
+//! by the Runner, like `bulk` and `pingpong`).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+
+use serde_json::json;
+use socklab_lab::params::Params;
+use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::store::Store;
+use socklab_lab::table::{num, Table};
+use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
+use socklab_net::transfer::{FileOutcome, ServerSession};
+use socklab_net::units::{format_size, parse_duration};
+use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+
+use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
+use crate::commands::{
+    command_line, out, parse_bind, parse_order, run_and_print, server_started, usage, Failure,
+};
+
+pub fn transfer(a: TransferArgs) -> Result<(), Failure> {
+    match a.action {
+        Some(TransferCommand::Serve(s)) => serve(s),
+        Some(TransferCommand::Send(s)) => send(s),
+        None => experiment(a),
+    }
+}
+
+fn parse_proto(s: &str) -> Result<Proto, Failure> {
+    s.parse()
+        .map_err(|e: String| usage(format!("--proto '{s}': {e}")))
+}
+
+/// `--tcp-cc` of a single transfer: checked for tcp (default cubic: always set, since this
+/// kernel's default may be another), refused for rudp.
+fn tcp_cc(proto: Proto, cc: Option<&str>) -> Result<Option<String>, Failure> {
+    match (proto, cc) {
+        (Proto::Tcp, Some(c)) => check_tcp_cc(c)
+            .map(Some)
+            .map_err(|e| usage(format!("--tcp-cc '{c}': {e}"))),
+        (Proto::Tcp, None) => Ok(Some("cubic".into())),
+        (Proto::Rudp, Some(c)) => Err(usage(format!(
+            "--tcp-cc '{c}' applies to --proto tcp: rudp has its own congestion control; leave it out"
+        ))),
+        (Proto::Rudp, None) => Ok(None),
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<std::time::Duration, Failure> {
+    match parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(usage(format!(
+            "--timeout '{text}': give the transfer some time, e.g. --timeout 60s"
+        ))),
+        Err(e) => Err(usage(format!("--timeout {e}"))),
+    }
+}
+
+// --------------------------------------------------------------------------------------- serve
+
+/// The receiving directory: created if missing; a file there is an error.
+fn prepare_dir(dir: &Path) -> Result<(), Failure> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(usage(format!(
+            "--dir '{}' is a file, not a directory: name a directory (it is created if missing)",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        usage(format!(
+            "--dir '{}' cannot be created ({e}): name a directory you can write to",
+            dir.display()
+        ))
+    })
+}
+
+fn session_line(s: &ServerSession) -> String {
+    let ok = s.files.iter().filter(|f| f.ok).count();
+    let secs = s.total_ns as f64 / 1e9;
+    let mut l = format!(
+        "session from {}: {ok}/{} files ok, {} written in {} s ({} Mbit/s)",
+        s.peer,
+        s.files.len(),
+        format_size(s.bytes),
+        num(secs),
+        num(s.bytes as f64 * 8.0 / secs.max(1e-9) / 1e6)
+    );
+    if !s.cc.is_empty() {
+        l.push_str(&format!(", cc {}", s.cc));
+    }
+    if let Some(e) = &s.error {
+        l.push_str(&format!(", failed: {e}"));
+    }
+    l
+}
+
+fn serve(a: TransferServeArgs) -> Result<(), Failure> {
+    let proto = parse_proto(&a.proto)?;
+    let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
+    let ip = parse_bind(&a.bind)?;
+    prepare_dir(&a.dir)?;
+    let bind = SocketAddr::new(ip, a.port);
+    let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
+    let sessions = match proto {
+        Proto::Tcp => {
+            let listener =
+                socklab_net::sink::listen(bind).map_err(|e| Failure::Run(e.to_string()))?;
+            let addr = listener.local_addr()?;
+            announce(addr, &a, proto, cc.as_deref())?;
+            socklab_net::transfer::serve_tcp(
+                listener,
+                &a.dir,
+                cc.as_deref(),
+                interrupt_flag(),
+                a.once,
+            )
+            .map_err(run)?
+        }
+        Proto::Rudp => {
+            let socket = UdpSocket::bind(bind)
+                .map_err(|e| Failure::Run(format!("cannot bind UDP {bind}: {e}")))?;
+            let addr = socket.local_addr()?;
+            announce(addr, &a, proto, None)?;
+            socklab_net::transfer::serve_rudp(
+                socket,
+                &a.dir,
+                &socklab_rudp::Config::default(),
+                interrupt_flag(),
+                a.once,
+            )
+            .map_err(run)?
+        }
+    };
+    if !a.quiet {
+        for s in &sessions {
+            eprintln!("{}", session_line(s));
+        }
+        eprintln!("sessions = {}", sessions.len());
+    }
+    match sessions.iter().find_map(|s| s.error.as_ref()) {
+        Some(e) if a.once => Err(Failure::Run(format!("the transfer failed: {e}"))),
+        _ => Ok(()),
+    }
+}
+
+fn announce(
+    addr: SocketAddr,
+    a: &TransferServeArgs,
+    proto: Proto,
+    cc: Option<&str>,
+) -> Result<(), Failure> {
+    server_started(addr, a.announce)?;
+    if !a.quiet {
+        eprintln!(
+            "socklab transfer serve listening on {addr} ({}{}) into '{}'; {}",
+            proto.as_str(),
+            cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
+            a.dir.display(),
+            if a.once {
+                "stops after one transfer"
+            } else {
+                "Ctrl-C stops"
+            }
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------- send
+
+fn send(a: TransferSendArgs) -> Result<(), Failure> {
+    let proto = parse_proto(&a.proto)?;
+    let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
+    let to = match parse_target(&a.to) {
+        Ok(Target::Addr(addr)) => addr,
+        Ok(Target::SelfSink) => {
+            return Err(usage(format!(
+                "--to '{}': give the server as HOST:PORT, e.g. 127.0.0.1:9000",
+                a.to
+            )))
+        }
+        Err(e) => return Err(usage(format!("--to '{}': {e}", a.to))),
+    };
+    let timeout = parse_timeout(&a.timeout)?;
+    for f in &a.files {
+        if !f.is_file() {
+            return Err(usage(format!(
+                "'{}' {}: name the files to send",
+                f.display(),
+                if f.exists() {
+                    "is not a regular file"
+                } else {
+                    "does not exist"
+                }
+            )));
+        }
+    }
+    install_interrupt_flag()?;
+    let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
+    let (files, per_file, total_ns, bytes, summary, extra) = match proto {
+        Proto::Tcp => {
+            let r = socklab_net::transfer::send_tcp(to, &a.files, cc.as_deref(), timeout)
+                .map_err(run)?;
+            let summary = format!(
+                "cc {}, retransmissions {} segments (tcpi_total_retrans), srtt {} us, min rtt {} us, segments out {}",
+                r.cc, r.total_retrans, r.rtt_us, r.tcp.min_rtt_us, r.segs_out
+            );
+            let extra = json!({
+                "cc": r.cc, "total_retrans": r.total_retrans, "srtt_us": r.rtt_us,
+                "min_rtt_us": r.tcp.min_rtt_us, "segs_out": r.segs_out,
+            });
+            (
+                r.files,
+                r.per_file_retransmits,
+                r.total_ns,
+                r.bytes,
+                summary,
+                extra,
+            )
+        }
+        Proto::Rudp => {
+            let r = socklab_net::transfer::send_rudp(
+                to,
+                &a.files,
+                &socklab_rudp::Config::default(),
+                timeout,
+            )
+            .map_err(run)?;
+            let st = &r.stats;
+            let summary = format!(
+                "retransmitted packets {}, spurious losses {}, srtt {} us, min rtt {} us, packets sent {}, received {}",
+                st.retransmitted_packets,
+                st.spurious_losses,
+                num(st.srtt_ns as f64 / 1000.0),
+                num(st.min_rtt_ns as f64 / 1000.0),
+                st.packets_sent,
+                st.packets_received
+            );
+            let extra = json!({
+                "retransmitted_packets": st.retransmitted_packets,
+                "spurious_losses": st.spurious_losses, "lost_packets": st.lost_packets,
+                "srtt_us": st.srtt_ns as f64 / 1000.0, "min_rtt_us": st.min_rtt_ns as f64 / 1000.0,
+                "packets_sent": st.packets_sent, "packets_received": st.packets_received,
+            });
+            (
+                r.files,
+                r.per_file_retransmits,
+                r.total_ns,
+                r.bytes,
+                summary,
+                extra,
+            )
+        }
+    };
+    let secs = total_ns as f64 / 1e9;
+    let goodput = bytes as f64 * 8.0 / secs.max(1e-9) / 1e6;
+    if a.json {
+        let files: Vec<serde_json::Value> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                json!({"name": f.name, "size": f.size, "ok": f.ok, "retransmissions": per_file.get(i)})
+            })
+            .collect();
+        let mut v = json!({
+            "proto": proto.as_str(), "to": to.to_string(), "total_s": secs,
+            "goodput_mbps": goodput, "bytes": bytes, "files": files,
+        });
+        if let (Some(v), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            v.extend(e.clone());
+        }
+        return out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        ));
+    }
+    out(&file_table(&files, &per_file).to_text())?;
+    out(&format!(
+        "{} files, {} in {} s: goodput {} Mbit/s ({}); {summary}\n",
+        files.len(),
+        format_size(bytes),
+        num(secs),
+        num(goodput),
+        proto.as_str()
+    ))
+}
+
+fn file_table(files: &[FileOutcome], per_file: &[u64]) -> Table {
+    let mut t = Table::new(&["file", "bytes", "ok", "retx"]);
+    t.left = vec![true, false, true, false];
+    for (i, f) in files.iter().enumerate() {
+        t.row(vec![
+            f.name.clone(),
+            f.size.to_string(),
+            if f.ok { "ok" } else { f.detail.as_str() }.to_string(),
+            per_file
+                .get(i)
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    t
+}
+
+// ---------------------------------------------------------------------------------- experiment
+
+fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
+    let mut fixed = Params::new();
+    let workload = match (&a.workload, &a.file_sizes) {
+        (Some(w), _) => w.clone(),
+        (None, Some(_)) => "custom".into(),
+        (None, None) => "seed-004".into(),
+    };
+    fixed.set("workload", workload);
+    if let Some(f) = &a.file_sizes {
+        fixed.set("files", f.clone());
+    }
+    if let Some(l) = &a.large {
+        fixed.set("large", l.clone());
+    }
+    if let Some(s) = &a.small {
+        fixed.set("small", s.clone());
+    }
+    fixed.set("timeout", a.timeout.clone());
+    fixed.set("seed", a.seed.to_string());
+    let mut protos: Vec<&String> = Vec::new();
+    for p in &a.proto {
+        if !protos.contains(&p) {
+            protos.push(p);
+        }
+    }
+    // One group per protocol: tcp_cc varies for tcp only (rudp records n/a).
+    let mut groups = Vec::new();
+    for p in protos {
+        let mut g = Group::new("transfer", fixed.clone().with("proto", p.as_str()));
+        if p.trim() == "tcp" {
+            if a.tcp_cc.len() == 1 {
+                g.fixed.set("tcp_cc", a.tcp_cc[0].clone());
+            } else {
+                g.axes
+                    .push(Axis::single("tcp_cc", a.tcp_cc.iter().cloned()));
+            }
+        }
+        a.link.add_to(&mut g);
+        groups.push(g);
+    }
+    Ok(Plan::build(
+        &a.name,
+        "",
+        &groups,
+        a.reps,
+        a.warmup,
+        parse_order(&a.order, a.seed)?,
+        &command_line(),
+    )?)
+}
+
+fn experiment(a: TransferArgs) -> Result<(), Failure> {
+    let plan = transfer_plan(&a)?;
+    let mut store = Store::open(&a.db.db)?;
+    install_interrupt_flag()?;
+    let id = run_and_print(&plan, &mut store, &a.format)?;
+    failed_repetitions(&store, id)
+}
+
+/// A repetition that failed is stored with `failed = 1` and its reason; the command still
+/// exits 1 so scripts notice.
+fn failed_repetitions(store: &Store, id: i64) -> Result<(), Failure> {
+    let samples = store.samples(id)?;
+    let failed = samples
+        .iter()
+        .filter(|s| s.metrics.get("failed").copied() == Some(1.0))
+        .count();
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(Failure::Run(format!(
+        "{failed} of {} repetitions failed (stored with failed = 1; the reasons: socklab results export {id} --json --db {})",
+        samples.len(),
+        store.path().display()
+    )))
+}
