@@ -19,6 +19,7 @@
 //! [quick]                               # what `--quick` changes
 //! reps = 3
 //! fixed = { iterations = 2000 }
+//! matrix = { strategy = ["write", "single"] }   # replaces the matrix entries of these keys
 //!
 //! [[group]]                             # more cells, of any workload, in the same experiment
 //! workload = "pipe"
@@ -46,6 +47,8 @@ pub struct FileGroup {
     pub group: Group,
     /// Fixed parameters `--quick` overrides.
     pub quick_fixed: Params,
+    /// Matrix entries `--quick` replaces (an axis with the same keys).
+    pub quick_axes: Vec<Axis>,
 }
 
 /// A parsed experiment file.
@@ -189,8 +192,18 @@ fn check_param(
             ),
         ));
     }
-    // Limits of bulk are exclusive: check each alone.
-    Workload::from_params(kind, &Params::new().with(&k, value))
+    // Limits of bulk are exclusive: check each alone, with the key it depends on if any.
+    let mut p = Params::new().with(&k, value);
+    match k.as_str() {
+        "link_back" | "link_driver" | "link_mtu" | "link_seed" => {
+            p.set("link", "none");
+        }
+        "tcp_cc" if value.trim() == crate::workload::NOT_APPLICABLE => {
+            p.set("proto", "rudp");
+        }
+        _ => {}
+    }
+    Workload::from_params(kind, &p)
         .map(drop)
         .map_err(|e| ctx.err(at, e))
 }
@@ -284,6 +297,7 @@ fn workload_kind(ctx: &Ctx<'_>, v: &Spanned<DeValue<'_>>) -> Result<String, LabE
 fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>]) -> Result<FileGroup, LabError> {
     let mut g = Group::new(kind, Params::new());
     let mut quick_fixed = Params::new();
+    let mut quick_axes = Vec::new();
     for (k, v) in t {
         match k.get_ref().as_ref() {
             "fixed" => g.fixed = params(ctx, kind, "fixed", v)?,
@@ -292,8 +306,9 @@ fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>]) -> Result<FileGroup, La
                 for (qk, qv) in entries(table(ctx, "quick", v)?) {
                     match qk.get_ref().as_ref() {
                         "fixed" => quick_fixed = params(ctx, kind, "quick.fixed", qv)?,
+                        "matrix" => quick_axes = matrix(ctx, kind, qv)?,
                         "reps" | "warmup" => {}
-                        other => return Err(ctx.err(qk.span().start, format!("unknown key '{other}' in [quick]: valid keys are reps, warmup, fixed"))),
+                        other => return Err(ctx.err(qk.span().start, format!("unknown key '{other}' in [quick]: valid keys are reps, warmup, fixed, matrix"))),
                     }
                 }
             }
@@ -303,6 +318,7 @@ fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>]) -> Result<FileGroup, La
     Ok(FileGroup {
         group: g,
         quick_fixed,
+        quick_axes,
     })
 }
 
@@ -490,6 +506,10 @@ impl ExperimentFile {
                         }
                     }
                     g2.fixed = g2.fixed.merged(&g.quick_fixed);
+                    for q in &g.quick_axes {
+                        g2.axes.retain(|a| a.keys != q.keys);
+                        g2.axes.push(q.clone());
+                    }
                 }
                 g2
             })
@@ -562,6 +582,22 @@ quick = { fixed = { bytes = "64K" } }
 
     fn err(text: &str) -> String {
         parse(text, "x.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn quick_matrix_replaces_the_axes_of_its_keys() {
+        let f = parse(
+            "name = \"q\"\nworkload = \"bulk\"\n[matrix]\nstrategy = [\"write\", \"writev\", \"single\"]\nnbufs = [1, 2]\n[quick]\nmatrix = { strategy = [\"single\"] }\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(f.plan(false, "").unwrap().cells.len(), 6);
+        let q = f.plan(true, "").unwrap();
+        assert_eq!(q.cells.len(), 2);
+        assert!(q
+            .cells
+            .iter()
+            .all(|c| c.workload.params().get("strategy") == Some("single")));
     }
 
     #[test]

@@ -16,21 +16,32 @@ pub struct Suite {
     pub files: &'static [(&'static str, &'static str)],
     /// Why it is unavailable, when it is.
     pub unavailable: Option<&'static str>,
+    /// It needs root (an emulated link in network namespaces).
+    pub needs_root: bool,
 }
 
 impl Suite {
+    /// Why the suite cannot run here, if it cannot.
+    pub fn unavailable_reason(&self) -> Option<String> {
+        match (self.unavailable, self.needs_root) {
+            (Some(why), _) => Some(format!("not available yet: {why}")),
+            (None, true) if !socklab_sys::netns::is_root() => Some(
+                "needs root: its emulated link lives in network namespaces (run as root, e.g. sudo)"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
     /// True when the suite can run.
     pub fn available(&self) -> bool {
-        self.unavailable.is_none()
+        self.unavailable_reason().is_none()
     }
 
     /// Its plans (`quick` = the short variant).
     pub fn plans(&self, quick: bool) -> Result<Vec<Plan>, LabError> {
-        if let Some(why) = self.unavailable {
-            return Err(LabError::Plan(format!(
-                "suite '{}' is not available yet: {why}",
-                self.name
-            )));
+        if let Some(why) = self.unavailable_reason() {
+            return Err(LabError::Plan(format!("suite '{}' is {why}", self.name)));
         }
         let cmd = format!(
             "socklab lab{} --suite {}",
@@ -53,6 +64,7 @@ pub const SUITES: &[Suite] = &[
         reproduces: "seed 003: write vs writev vs single write, 3 nbufs/bufsize pairs, with #reads",
         files: &[("writev.toml", include_str!("../../../experiments/writev.toml"))],
         unavailable: None,
+        needs_root: false,
     },
     Suite {
         name: "bufsize",
@@ -62,6 +74,7 @@ pub const SUITES: &[Suite] = &[
             ("memcpy.toml", include_str!("../../../experiments/memcpy.toml")),
         ],
         unavailable: None,
+        needs_root: false,
     },
     Suite {
         name: "sockopts",
@@ -71,24 +84,28 @@ pub const SUITES: &[Suite] = &[
             ("fastopen.toml", include_str!("../../../experiments/fastopen.toml")),
         ],
         unavailable: None,
+        needs_root: false,
     },
     Suite {
         name: "states",
         reproduces: "seed 000's socket states: TIME_WAIT lands on the side that closes first; re-binding a port in TIME_WAIT needs SO_REUSEADDR",
         files: &[("states.toml", include_str!("../../../experiments/states.toml"))],
         unavailable: None,
+        needs_root: false,
     },
     Suite {
         name: "designs",
         reproduces: "seed 002 / Stevens fig. 27.1: CPU per connection of every server design",
         files: &[],
         unavailable: Some("needs the server designs and load generator (socklab serve, socklab load)"),
+        needs_root: false,
     },
     Suite {
         name: "lossy",
         reproduces: "seed 004: file transfer over TCP vs the reliable UDP transport under loss, duplication, corruption, delay",
-        files: &[],
-        unavailable: Some("needs the impairment emulator and the reliable UDP transport (socklab netem, socklab transfer)"),
+        files: &[("lossy.toml", include_str!("../../../experiments/lossy.toml"))],
+        unavailable: None,
+        needs_root: true,
     },
 ];
 
@@ -127,7 +144,33 @@ mod tests {
         assert_eq!((s[0].cells.len(), s[0].reps), (7, 40));
         assert_eq!(s[0].cells[0].label, "opts=baseline");
         assert_eq!(s[1].cells.len(), 2);
-        let e = suite("lossy").unwrap().plans(true).unwrap_err().to_string();
+        let e = suite("designs")
+            .unwrap()
+            .plans(true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not available yet"), "{e}");
+        let lossy = suite("lossy").unwrap();
+        if socklab_sys::netns::is_root() {
+            let full = lossy.plans(false).unwrap();
+            assert_eq!(
+                (full[0].cells.len(), full[0].reps),
+                (30, 10),
+                "(cubic, bbr, rudp) x 10 rules"
+            );
+            let q = lossy.plans(true).unwrap();
+            assert_eq!(
+                (q[0].cells.len(), q[0].reps),
+                (4, 2),
+                "(cubic, rudp) x (none, loss 10%)"
+            );
+            assert!(q[0]
+                .cells
+                .iter()
+                .all(|c| c.workload.params().get("files") == Some("200K,10K")));
+        } else {
+            let e = lossy.plans(true).unwrap_err().to_string();
+            assert!(e.contains("needs root"), "{e}");
+        }
     }
 }

@@ -459,7 +459,7 @@ pub const TRANSFER_KEYS: &[KeyDoc] = &[
     (
         "workload",
         "seed-004",
-        "seed-004 (10 large + 10 small files, interleaved) or custom (sizes in files)",
+        "seed-004 (10 large + 10 small files, interleaved) or custom (sizes in files; the default when files is given)",
     ),
     (
         "large",
@@ -752,7 +752,13 @@ fn transfer_from_params(p: &Params) -> Result<TransferSpec, LabError> {
             None
         }
     };
-    let kind = p.parse_or("workload", "seed-004".to_string(), |s| match s.trim() {
+    // files alone means custom.
+    let default_kind = if p.get("files").is_some() {
+        "custom"
+    } else {
+        "seed-004"
+    };
+    let kind = p.parse_or("workload", default_kind.to_string(), |s| match s.trim() {
         w @ ("seed-004" | "custom") => Ok(w.to_string()),
         _ => Err("choose seed-004 or custom (with files = \"1M,10K\")".to_string()),
     })?;
@@ -935,7 +941,17 @@ mod transfer_tests {
             .contains("proto = tcp only"));
         assert!(e(Params::new().with("workload", "custom")).contains("needs files"));
         assert!(e(Params::new().with("workload", "seed-5")).contains("choose seed-004 or custom"));
-        assert!(e(Params::new().with("files", "1M")).contains("workload = custom"));
+        assert!(e(Params::new()
+            .with("workload", "seed-004")
+            .with("files", "1M"))
+        .contains("workload = custom"));
+        assert!(matches!(
+            parse(Params::new().with("files", "1M"))
+                .unwrap()
+                .params()
+                .get("workload"),
+            Some("custom")
+        ));
         assert!(e(Params::new().with("timeout", "0s")).contains("1ms to 24h"));
         assert!(
             e(Params::new().with("workload", "custom").with("files", "1Q"))

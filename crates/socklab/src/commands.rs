@@ -749,7 +749,7 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
         let mut t = Table::new(&["suite", "status", "reproduces"]);
         t.left = vec![true, true, true];
         for s in suites::SUITES {
-            let status = match s.unavailable {
+            let status = match s.unavailable_reason() {
                 None => "available".to_string(),
                 Some(why) => format!("unavailable: {why}"),
             };

@@ -307,12 +307,9 @@ fn file_table(files: &[FileOutcome], per_file: &[u64]) -> Table {
 
 fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
     let mut fixed = Params::new();
-    let workload = match (&a.workload, &a.file_sizes) {
-        (Some(w), _) => w.clone(),
-        (None, Some(_)) => "custom".into(),
-        (None, None) => "seed-004".into(),
-    };
-    fixed.set("workload", workload);
+    if let Some(w) = &a.workload {
+        fixed.set("workload", w.clone());
+    }
     if let Some(f) = &a.file_sizes {
         fixed.set("files", f.clone());
     }

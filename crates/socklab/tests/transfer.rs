@@ -1,0 +1,396 @@
+//! `socklab transfer` through the real binary: serve + send over loopback, bad inputs, the
+//! Runner path (store and report), and (as root) through an emulated link. Bounded in count and
+//! time; traffic only to loopback or to namespaces the test created.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn socklab() -> Command {
+    Command::cargo_bin("socklab").unwrap()
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = socklab().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Asserts exit code 2 and a one-line error containing every needle.
+fn assert_usage_error(args: &[&str], needles: &[&str]) {
+    let (c, _, err) = run(args);
+    assert_eq!(c, 2, "exit code of {args:?}; stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+}
+
+fn root_or_skip(test: &str) -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
+    }
+    root
+}
+
+/// Pseudo-random bytes (xorshift), so files differ and compress badly.
+fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A server child with `--once --announce`, and the address it announced.
+fn serve(proto: &str, dir: &Path) -> (Child, String) {
+    let mut child = socklab()
+        .args(["transfer", "serve", "--proto", proto, "--port", "0"])
+        .args(["--bind", "127.0.0.1", "--once", "--announce", "--dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .unwrap_or_else(|| panic!("announce line: {line:?}"))
+        .to_string();
+    (child, addr)
+}
+
+/// Waits (at most 10 s) for a `--once` server to end; returns its exit code and stderr.
+fn wait_server(mut child: Child) -> (i32, String) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            return (st.code().unwrap_or(-1), err);
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the --once server did not end within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `transfer serve --once` + `transfer send` of three files: every file arrives byte-identical,
+/// the client prints the per-file table and the summary, the server its session line.
+fn serve_and_send(proto: &str) {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let files = [
+        ("big.bin", bytes(3_000_000, 1)),
+        ("small.bin", bytes(10_500, 2)),
+        ("one", vec![7u8]),
+    ];
+    for (n, b) in &files {
+        std::fs::write(src.path().join(n), b).unwrap();
+    }
+    let incoming = dst.path().join("incoming"); // created by the server
+    let (server, addr) = serve(proto, &incoming);
+    let mut args = vec![
+        "transfer".to_string(),
+        "send".into(),
+        "--proto".into(),
+        proto.into(),
+        "--to".into(),
+        addr,
+        "--timeout".into(),
+        "30s".into(),
+    ];
+    args.extend(
+        files
+            .iter()
+            .map(|(n, _)| src.path().join(n).display().to_string()),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "send failed: {err}");
+    for (n, b) in &files {
+        assert!(out.contains(n), "{n} in the table: {out}");
+        assert_eq!(&std::fs::read(incoming.join(n)).unwrap(), b, "{n} differs");
+    }
+    assert!(out.contains("goodput"), "{out}");
+    assert!(out.contains("3 files, "), "{out}");
+    match proto {
+        "tcp" => assert!(out.contains("cc cubic") && out.contains("tcpi_total_retrans")),
+        _ => assert!(out.contains("spurious losses") && out.contains("packets sent")),
+    }
+    let (code, err) = wait_server(server);
+    assert_eq!(code, 0, "server: {err}");
+    assert!(err.contains("3/3 files ok"), "server session line: {err}");
+}
+
+#[test]
+fn tcp_serve_and_send_deliver_byte_identical_files() {
+    serve_and_send("tcp");
+}
+
+#[test]
+fn bad_inputs_are_one_line_errors_naming_the_value_with_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    std::fs::write(&file, b"x").unwrap();
+    let f = file.to_str().unwrap();
+    let missing = d.path().join("nope");
+    let missing = missing.to_str().unwrap();
+    assert_usage_error(
+        &[
+            "transfer",
+            "send",
+            "--proto",
+            "sctp",
+            "--to",
+            "127.0.0.1:9",
+            f,
+        ],
+        &["--proto 'sctp'", "choose tcp or rudp"],
+    );
+    assert_usage_error(
+        &["transfer", "serve", "--proto", "quic", "--dir", "x"],
+        &["--proto 'quic'", "choose tcp or rudp"],
+    );
+    assert_usage_error(
+        &["transfer", "send", "--to", "127.0.0.1:9", missing],
+        &[missing, "does not exist"],
+    );
+    assert_usage_error(
+        &["transfer", "serve", "--port", "0", "--dir", f],
+        &[f, "is a file, not a directory"],
+    );
+    assert_usage_error(
+        &[
+            "transfer",
+            "send",
+            "--tcp-cc",
+            "cubc",
+            "--to",
+            "127.0.0.1:9",
+            f,
+        ],
+        &["--tcp-cc 'cubc'", "choose cubic, bbr or reno"],
+    );
+    assert_usage_error(
+        &["transfer", "send", "--proto", "rudp", "--tcp-cc", "bbr"]
+            .iter()
+            .copied()
+            .chain(["--to", "127.0.0.1:9", f])
+            .collect::<Vec<_>>(),
+        &["--tcp-cc 'bbr' applies to --proto tcp"],
+    );
+    assert_usage_error(
+        &["transfer", "send", "--to", "localhost", f],
+        &["--to 'localhost'", "missing port"],
+    );
+    assert_usage_error(
+        &["transfer", "--proto", "tcp,sctp", "--reps", "1"],
+        &["proto = 'sctp'", "choose tcp or rudp"],
+    );
+    assert_usage_error(
+        &["transfer", "--tcp-cc", "vegass", "--reps", "1"],
+        &["tcp_cc = 'vegass'", "choose cubic, bbr or reno"],
+    );
+    assert_usage_error(
+        &["transfer", "--workload", "custom", "--reps", "1"],
+        &["workload = custom needs files"],
+    );
+}
+
+fn query_f64(conn: &rusqlite::Connection, sql: &str) -> f64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// `socklab transfer` through the Runner: 2 repetitions stored with their metrics (and the
+/// per-file retransmissions), then `socklab report` renders the transfer rows.
+#[test]
+fn runner_stores_transfer_repetitions_and_the_report_shows_them() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db");
+    let db_s = db.to_str().unwrap();
+    let (code, out, err) = run(&[
+        "transfer",
+        "--proto",
+        "tcp",
+        "--tcp-cc",
+        "cubic,reno",
+        "--workload",
+        "custom",
+        "--file-sizes",
+        "300K,10K,1",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--timeout",
+        "30s",
+        "--db",
+        db_s,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("tcp_cc=cubic") && out.contains("tcp_cc=reno"),
+        "{out}"
+    );
+    assert!(out.contains("retransmissions per file"), "{out}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n = |sql: &str| query_f64(&conn, sql);
+    assert_eq!(
+        n("SELECT COUNT(*) * 1.0 FROM samples WHERE warmup = 0"),
+        4.0
+    );
+    for m in [
+        "total_s",
+        "goodput_mbps",
+        "bytes",
+        "retx",
+        "srtt_us",
+        "min_rtt_us",
+        "pkts_sent",
+        "failed",
+        "retx.file-0",
+        "retx.file-2",
+    ] {
+        assert_eq!(
+            n(&format!(
+                "SELECT COUNT(*) * 1.0 FROM sample_metrics WHERE name = '{m}'"
+            )),
+            4.0,
+            "metric {m} in every repetition"
+        );
+    }
+    assert_eq!(
+        n("SELECT MAX(value) FROM sample_metrics WHERE name = 'failed'"),
+        0.0
+    );
+    assert_eq!(
+        n("SELECT MIN(value) FROM sample_metrics WHERE name = 'bytes'"),
+        (300 * 1024 + 10 * 1024 + 1) as f64
+    );
+    assert!(n("SELECT MIN(value) FROM sample_metrics WHERE name = 'total_s'") > 0.0);
+    let cfg: String = conn
+        .query_row("SELECT config_json FROM cells LIMIT 1", [], |r| r.get(0))
+        .unwrap_or_default();
+    assert!(cfg.contains("\"proto\":\"tcp\""), "{cfg}");
+
+    let rep = d.path().join("report");
+    let (code, _, err) = run(&["report", "--db", db_s, "--out", rep.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(md.contains("## transfer (experiment 1)"), "{md}");
+    assert!(md.contains("| proto=tcp tcp_cc=cubic |") || md.contains("| tcp_cc=cubic |"));
+    assert!(md.contains("Retransmissions per file"), "{md}");
+    assert!(md.contains("| file-0 | file-1 | file-2 |"), "{md}");
+    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    assert!(html.contains("Retransmissions per file"));
+    assert!(html.contains("class=\"per-file\""));
+    assert!(html.contains("Mean time per repetition per cell"));
+    let csv = std::fs::read_to_string(rep.join("results.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains(",retx.file-0,"));
+    assert_eq!(csv.lines().filter(|l| l.contains(",transfer,")).count(), 4);
+}
+
+/// A transfer that cannot finish in time is a failed repetition: stored with failed = 1 and
+/// its reason, the command exits 1 after printing the table, nothing hangs.
+#[test]
+fn a_timed_out_transfer_is_stored_as_a_failed_repetition() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db");
+    let t0 = Instant::now();
+    let (code, out, err) = run(&[
+        "transfer",
+        "--file-sizes",
+        "8M",
+        "--timeout",
+        "1ms",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("1 of 1 repetitions failed"), "{err}");
+    assert!(err.contains("recorded with failed = 1"), "{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    assert_eq!(
+        query_f64(
+            &conn,
+            "SELECT value FROM sample_metrics WHERE name = 'failed'"
+        ),
+        1.0
+    );
+    let extra: String = conn
+        .query_row("SELECT extra_json FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert!(extra.contains("\"error\""), "{extra}");
+}
+
+/// As root: tcp through an emulated lossy link, every file byte-identical (the executor checks
+/// it; a difference would store failed = 1 and exit 1), namespaces removed afterwards.
+#[test]
+fn transfer_through_an_emulated_lossy_link() {
+    if !root_or_skip("transfer_through_an_emulated_lossy_link") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db");
+    let (code, out, err) = run(&[
+        "transfer",
+        "--proto",
+        "tcp",
+        "--link",
+        "delay 5ms loss 5%",
+        "--file-sizes",
+        "300K,10K",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--timeout",
+        "60s",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    assert_eq!(
+        query_f64(
+            &conn,
+            "SELECT SUM(value) FROM sample_metrics WHERE name = 'failed'"
+        ),
+        0.0
+    );
+    // 5 % loss on 300K: TCP retransmitted something in at least one repetition.
+    assert!(
+        query_f64(
+            &conn,
+            "SELECT SUM(value) FROM sample_metrics WHERE name = 'retx'"
+        ) > 0.0
+    );
+    assert!(out.contains("link=delay 5ms loss 5%") || out.contains("delay 5ms loss 5%"));
+}
