@@ -105,7 +105,11 @@ impl FrameDecoder {
 
     /// Reads once from `r` straight into the buffer (at least `read_size` bytes of room, more
     /// when a larger frame is pending). Returns what `read` returned (0 at end of stream).
-    pub fn read_from<R: Read + ?Sized>(&mut self, r: &mut R, read_size: usize) -> io::Result<usize> {
+    pub fn read_from<R: Read + ?Sized>(
+        &mut self,
+        r: &mut R,
+        read_size: usize,
+    ) -> io::Result<usize> {
         let want = self.missing().max(read_size).max(1);
         self.make_room(want);
         let n = r.read(&mut self.buf[self.end..])?;
@@ -248,7 +252,11 @@ mod tests {
         dec.push(&h);
         dec.push(&[1, 2, 3]);
         assert!(dec.next_frame().unwrap().is_none());
-        assert!(dec.finish().unwrap_err().to_string().contains("inside a frame"));
+        assert!(dec
+            .finish()
+            .unwrap_err()
+            .to_string()
+            .contains("inside a frame"));
         assert!(encode(0, 0, &[1, 2], &mut [0u8; 17]).is_err());
     }
 

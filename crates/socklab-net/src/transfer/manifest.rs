@@ -297,10 +297,17 @@ mod tests {
     #[test]
     fn transfer_manifest_round_trips() {
         let m = Manifest {
-            files: vec![entry("a", 0), entry("dir/b.bin", 3 << 20), entry("ü", u64::MAX)],
+            files: vec![
+                entry("a", 0),
+                entry("dir/b.bin", 3 << 20),
+                entry("ü", u64::MAX),
+            ],
         };
         let b = m.encode();
-        assert_eq!(Manifest::encoded_len(&b[..HEADER_LEN]).unwrap(), Some(b.len()));
+        assert_eq!(
+            Manifest::encoded_len(&b[..HEADER_LEN]).unwrap(),
+            Some(b.len())
+        );
         assert_eq!(Manifest::encoded_len(&b[..3]).unwrap(), None);
         assert_eq!(Manifest::decode(&b).unwrap(), m);
         let empty = Manifest::default();
@@ -333,7 +340,17 @@ mod tests {
         };
         assert!(err(&d.encode()).contains("appears twice"));
         // Unsafe names are refused by decode already.
-        for bad in ["../x", "/etc/x", "a/../../x", "a\0b", "a\\b", "", "a//b", "./a", "a/"] {
+        for bad in [
+            "../x",
+            "/etc/x",
+            "a/../../x",
+            "a\0b",
+            "a\\b",
+            "",
+            "a//b",
+            "./a",
+            "a/",
+        ] {
             let d = Manifest {
                 files: vec![entry(bad, 1)],
             };
@@ -383,16 +400,26 @@ mod tests {
         let a2 = d.path().join("sub/a.bin");
         std::fs::write(&a2, b"other").unwrap();
         let m = Manifest::from_paths(std::slice::from_ref(&a)).unwrap();
-        assert_eq!(m.files, vec![Entry {
-            name: "a.bin".into(),
-            size: 5,
-            hash: *blake3::hash(b"hello").as_bytes()
-        }]);
+        assert_eq!(
+            m.files,
+            vec![Entry {
+                name: "a.bin".into(),
+                size: 5,
+                hash: *blake3::hash(b"hello").as_bytes()
+            }]
+        );
         let e = Manifest::from_paths(&[a, a2]).unwrap_err().to_string();
-        assert!(e.contains("two files are named 'a.bin'") && e.contains("sub/a.bin"), "{e}");
-        let e = Manifest::from_paths(&[d.path().join("sub")]).unwrap_err().to_string();
+        assert!(
+            e.contains("two files are named 'a.bin'") && e.contains("sub/a.bin"),
+            "{e}"
+        );
+        let e = Manifest::from_paths(&[d.path().join("sub")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a regular file"), "{e}");
-        let e = Manifest::from_paths(&[d.path().join("missing")]).unwrap_err().to_string();
+        let e = Manifest::from_paths(&[d.path().join("missing")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("opening") && e.contains("missing"), "{e}");
     }
 

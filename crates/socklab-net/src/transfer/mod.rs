@@ -24,8 +24,8 @@ pub mod control;
 pub mod framing;
 pub mod manifest;
 pub mod reassembly;
-pub mod rudp;
 pub mod receiver;
+pub mod rudp;
 pub mod sender;
 pub mod tcp;
 
@@ -34,8 +34,8 @@ pub use control::{Control, ControlDecoder};
 pub use framing::{Frame, FrameDecoder};
 pub use manifest::{check_name, Entry, Manifest};
 pub use reassembly::{Ordered, RangeSet};
-pub use rudp::{send_rudp, serve_rudp, RudpReport};
 pub use receiver::FileReceiver;
+pub use rudp::{send_rudp, serve_rudp, RudpReport};
 pub use sender::FileSender;
 pub use tcp::{send_tcp, serve_tcp, ServerSession, TcpReport};
 

@@ -96,7 +96,9 @@ fn io_err(what: &str, p: &Path) -> impl FnOnce(io::Error) -> TransferError {
 impl FileReceiver {
     /// A receiver that stores files under `dir` (which must exist).
     pub fn new(dir: &Path) -> Result<Self, TransferError> {
-        let dir = dir.canonicalize().map_err(io_err("opening the directory", dir))?;
+        let dir = dir
+            .canonicalize()
+            .map_err(io_err("opening the directory", dir))?;
         if !dir.is_dir() {
             return Err(TransferError::Invalid(format!(
                 "{} is not a directory",
@@ -125,9 +127,7 @@ impl FileReceiver {
     /// why is queued for [`poll_control`](Self::poll_control), and later chunks are refused.
     pub fn on_chunk(&mut self, stream: u32, offset: u64, data: &[u8]) -> Result<(), TransferError> {
         if self.failed {
-            return Err(TransferError::Protocol(
-                "the session already failed".into(),
-            ));
+            return Err(TransferError::Protocol("the session already failed".into()));
         }
         let r = self.chunk(stream, offset, data);
         if let Err(e) = &r {
@@ -225,7 +225,10 @@ impl FileReceiver {
             let last = e.name.rsplit('/').next().unwrap_or(&e.name);
             let final_path = parent.join(last);
             if fs::symlink_metadata(&final_path).is_ok_and(|md| md.is_dir()) {
-                return Err(TransferError::name(&e.name, "a directory of that name exists"));
+                return Err(TransferError::name(
+                    &e.name,
+                    "a directory of that name exists",
+                ));
             }
             let (temp_name, side_name) = part_names(last);
             let mut f = RxFile {
@@ -533,7 +536,10 @@ fn part_names(last: &str) -> (String, String) {
     } else {
         let h = blake3::hash(last.as_bytes()).to_hex();
         let short = &h.as_str()[..32];
-        (format!(".sl-part-{short}"), format!(".sl-part-{short}.json"))
+        (
+            format!(".sl-part-{short}"),
+            format!(".sl-part-{short}.json"),
+        )
     }
 }
 
@@ -720,12 +726,21 @@ mod tests {
             }
             assert!(rx.is_done(), "seed {seed}");
             assert_eq!(msgs.last(), Some(&Control::Done));
-            assert_eq!(msgs.iter().filter(|m| matches!(m, Control::Verdict { ok: true, .. })).count(), 4);
+            assert_eq!(
+                msgs.iter()
+                    .filter(|m| matches!(m, Control::Verdict { ok: true, .. }))
+                    .count(),
+                4
+            );
             assert_eq!(fs::read(dst.path().join("big.bin")).unwrap(), big);
             assert_eq!(fs::read(dst.path().join("mid.bin")).unwrap(), mid);
             assert_eq!(fs::read(dst.path().join("empty")).unwrap(), b"");
             assert_eq!(fs::read(dst.path().join("one")).unwrap(), [42]);
-            assert_eq!(tree(dst.path()), vec!["big.bin", "empty", "mid.bin", "one"], "no temporary files left");
+            assert_eq!(
+                tree(dst.path()),
+                vec!["big.bin", "empty", "mid.bin", "one"],
+                "no temporary files left"
+            );
             assert!(rx.report().iter().all(|o| o.ok));
             // Late duplicates after the end are harmless.
             let (s, off, d) = &mangled[0];
@@ -770,7 +785,9 @@ mod tests {
         assert_eq!(tree(outside.path()), Vec::<String>::new());
         // A file that is also a parent of another.
         let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let e = rx.on_chunk(0, 0, &manifest_bytes(&["d", "d/e"])).unwrap_err();
+        let e = rx
+            .on_chunk(0, 0, &manifest_bytes(&["d", "d/e"]))
+            .unwrap_err();
         assert!(e.to_string().contains("both a file and the parent"), "{e}");
         // A symlink planted at the temporary name is replaced, never followed.
         let target = outside.path().join("victim");
@@ -820,10 +837,16 @@ mod tests {
         assert!(e.contains("stream 2") && e.contains("1 files"), "{e}");
         let e = fresh().on_chunk(1, 5, &[0; 6]).unwrap_err().to_string();
         assert!(e.contains("beyond the end of 'f'"), "{e}");
-        let e = fresh().on_chunk(0, man.2.len() as u64, b"x").unwrap_err().to_string();
+        let e = fresh()
+            .on_chunk(0, man.2.len() as u64, b"x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("beyond the manifest"), "{e}");
         let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let e = rx.on_chunk(0, 0, b"GARBAGE GARBAGE!").unwrap_err().to_string();
+        let e = rx
+            .on_chunk(0, 0, b"GARBAGE GARBAGE!")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bad magic"), "{e}");
         let mut rx = FileReceiver::new(dst.path()).unwrap();
         let big = vec![0u8; 1 << 20];
@@ -850,12 +873,23 @@ mod tests {
         }
         assert!(rx.is_done());
         match &msgs[0] {
-            Control::Verdict { file: 0, ok: false, detail } => {
+            Control::Verdict {
+                file: 0,
+                ok: false,
+                detail,
+            } => {
                 assert!(detail.starts_with("hash mismatch: expected"), "{detail}")
             }
             m => panic!("{m:?}"),
         }
-        assert!(matches!(msgs[1], Control::Verdict { file: 1, ok: true, .. }));
+        assert!(matches!(
+            msgs[1],
+            Control::Verdict {
+                file: 1,
+                ok: true,
+                ..
+            }
+        ));
         assert_eq!(msgs[2], Control::Done);
         assert_eq!(tree(dst.path()), vec!["g"]);
         let r = rx.report();
@@ -953,7 +987,10 @@ mod tests {
             rx.on_chunk(s, off, &d).unwrap();
             msgs.extend(controls(&mut rx));
         }
-        assert!(!msgs.iter().any(|m| matches!(m, Control::Resume { .. })), "{msgs:?}");
+        assert!(
+            !msgs.iter().any(|m| matches!(m, Control::Resume { .. })),
+            "{msgs:?}"
+        );
         assert_eq!(fs::read(dst.path().join("f")).unwrap(), vec![2; 200_000]);
     }
 

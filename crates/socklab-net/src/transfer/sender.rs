@@ -114,7 +114,8 @@ impl FileSender {
 
     fn open_current(&self) -> Result<File, TransferError> {
         let p = &self.paths[self.cur];
-        let f = File::open(p).map_err(|e| TransferError::io(format!("opening {}", p.display()), e))?;
+        let f =
+            File::open(p).map_err(|e| TransferError::io(format!("opening {}", p.display()), e))?;
         let len = f
             .metadata()
             .map_err(|e| TransferError::io(format!("stat {}", p.display()), e))?
@@ -163,6 +164,11 @@ impl FileSender {
     /// File bytes handed out so far (skipped ranges excluded).
     pub fn sent_bytes(&self) -> u64 {
         self.sent_bytes
+    }
+
+    /// Stream bytes handed out so far: the manifest's and the files'.
+    pub fn handed_out_bytes(&self) -> u64 {
+        self.manifest_sent as u64 + self.sent_bytes
     }
 
     /// Handles a chunk of the server's control stream (stream 0), in any order.
@@ -252,7 +258,10 @@ impl FileSender {
                 .zip(&self.verdicts)
                 .find(|(_, v)| v.is_none())
             {
-                return Some(format!("the server finished without a verdict for {}", e.name));
+                return Some(format!(
+                    "the server finished without a verdict for {}",
+                    e.name
+                ));
             }
         }
         None
@@ -367,14 +376,22 @@ mod tests {
             file: 0,
             have: vec![(0, 10_001)],
         }]);
-        assert!(s.on_control(0, &bad).unwrap_err().to_string().contains("outside"));
+        assert!(s
+            .on_control(0, &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
         let mut s = FileSender::new(std::slice::from_ref(&p)).unwrap();
         let bad = Control::encode_all(&[Control::Verdict {
             file: 9,
             ok: true,
             detail: String::new(),
         }]);
-        assert!(s.on_control(0, &bad).unwrap_err().to_string().contains("file 9"));
+        assert!(s
+            .on_control(0, &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("file 9"));
         let mut s = FileSender::new(std::slice::from_ref(&p)).unwrap();
         let ab = Control::encode_all(&[Control::Abort {
             detail: "disk full".into(),

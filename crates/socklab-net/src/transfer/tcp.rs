@@ -154,7 +154,15 @@ fn serve_conn(
     let mut rx = None;
     let mut cc_eff = String::new();
     let mut ctl_off = 0u64;
-    let r = run_conn(&mut stream, dir, cc, stop, &mut rx, &mut cc_eff, &mut ctl_off);
+    let r = run_conn(
+        &mut stream,
+        dir,
+        cc,
+        stop,
+        &mut rx,
+        &mut cc_eff,
+        &mut ctl_off,
+    );
     let total_ns = t0.elapsed().as_nanos() as u64;
     if let Err(e) = &r {
         if !matches!(e, TransferError::Interrupted) {
@@ -312,7 +320,10 @@ fn read_server(mut s: TcpStream, tx: Sender<FromServer>, stop: Arc<AtomicBool>) 
         loop {
             match dec.next_frame() {
                 Ok(Some(f)) if f.stream == 0 => {
-                    if tx.send(FromServer::Control(f.offset, f.data.to_vec())).is_err() {
+                    if tx
+                        .send(FromServer::Control(f.offset, f.data.to_vec()))
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -469,12 +480,7 @@ impl Client<'_> {
             }
             let (h, payload) = buf.split_at_mut(HEADER_LEN);
             if let Some((stream, offset, n)) = self.sender.next_chunk(payload)? {
-                put_header(
-                    h.try_into().expect("HEADER_LEN"),
-                    stream,
-                    offset,
-                    n as u32,
-                );
+                put_header(h.try_into().expect("HEADER_LEN"), stream, offset, n as u32);
                 self.write_all(&buf[..HEADER_LEN + n])?;
             }
             self.sample_files();
