@@ -267,11 +267,8 @@ mod tests {
             let cut = cut.min(bytes.len());
             for part in [&bytes[..cut], &bytes[cut..]] {
                 dec.push(part);
-                loop {
-                    match dec.next_frame() {
-                        Ok(Some(f)) => prop_assert!(f.data.len() <= MAX_FRAME_DATA),
-                        Ok(None) | Err(_) => break,
-                    }
+                while let Ok(Some(f)) = dec.next_frame() {
+                    prop_assert!(f.data.len() <= MAX_FRAME_DATA);
                 }
             }
             let _ = dec.finish();
