@@ -43,6 +43,10 @@ pub enum IntOpt {
     SoRcvBuf,
     /// `SO_BUSY_POLL` (microseconds).
     SoBusyPoll,
+    /// `SO_SNDBUFFORCE`: `SO_SNDBUF` past `net.core.wmem_max` (needs `CAP_NET_ADMIN`).
+    SoSndBufForce,
+    /// `SO_RCVBUFFORCE`: `SO_RCVBUF` past `net.core.rmem_max` (needs `CAP_NET_ADMIN`).
+    SoRcvBufForce,
 }
 
 impl IntOpt {
@@ -65,6 +69,8 @@ impl IntOpt {
             SoSndBuf => (libc::SOL_SOCKET, libc::SO_SNDBUF),
             SoRcvBuf => (libc::SOL_SOCKET, libc::SO_RCVBUF),
             SoBusyPoll => (libc::SOL_SOCKET, 46),
+            SoSndBufForce => (libc::SOL_SOCKET, libc::SO_SNDBUFFORCE),
+            SoRcvBufForce => (libc::SOL_SOCKET, libc::SO_RCVBUFFORCE),
         }
     }
 }

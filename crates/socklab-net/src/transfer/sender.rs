@@ -166,6 +166,11 @@ impl FileSender {
         self.sent_bytes
     }
 
+    /// Stream bytes handed out so far: the manifest's and the files'.
+    pub fn handed_out_bytes(&self) -> u64 {
+        self.manifest_sent as u64 + self.sent_bytes
+    }
+
     /// Handles a chunk of the server's control stream (stream 0), in any order.
     pub fn on_control(&mut self, offset: u64, data: &[u8]) -> Result<(), TransferError> {
         self.control.push(offset, data)?;
