@@ -150,6 +150,71 @@ fn tcp_serve_and_send_deliver_byte_identical_files() {
 }
 
 #[test]
+fn rudp_serve_and_send_deliver_byte_identical_files() {
+    serve_and_send("rudp");
+}
+
+/// The Runner path over rudp: tcp_cc recorded as n/a, rudp's own metrics stored.
+#[test]
+fn runner_stores_rudp_repetitions_with_their_metrics() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db");
+    let (code, out, err) = run(&[
+        "transfer",
+        "--proto",
+        "rudp",
+        "--file-sizes",
+        "300K,10K",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--timeout",
+        "30s",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tcp_cc=n/a"), "{out}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for m in [
+        "total_s",
+        "goodput_mbps",
+        "retx",
+        "spurious",
+        "srtt_us",
+        "min_rtt_us",
+        "pkts_sent",
+        "pkts_received",
+        "retx.file-0",
+        "retx.file-1",
+    ] {
+        assert_eq!(
+            query_f64(
+                &conn,
+                &format!("SELECT COUNT(*) * 1.0 FROM sample_metrics WHERE name = '{m}'")
+            ),
+            2.0,
+            "metric {m} in every repetition"
+        );
+    }
+    assert_eq!(
+        query_f64(
+            &conn,
+            "SELECT MAX(value) FROM sample_metrics WHERE name = 'failed'"
+        ),
+        0.0
+    );
+    assert!(
+        query_f64(
+            &conn,
+            "SELECT MIN(value) FROM sample_metrics WHERE name = 'pkts_sent'"
+        ) > (310 * 1024 / 1500) as f64,
+        "at least one packet per 1500 bytes of data"
+    );
+}
+
+#[test]
 fn bad_inputs_are_one_line_errors_naming_the_value_with_exit_2() {
     let d = tempfile::tempdir().unwrap();
     let file = d.path().join("f");
@@ -350,7 +415,7 @@ fn a_timed_out_transfer_is_stored_as_a_failed_repetition() {
     assert!(extra.contains("\"error\""), "{extra}");
 }
 
-/// As root: tcp through an emulated lossy link, every file byte-identical (the executor checks
+/// As root: tcp and rudp through an emulated lossy link, every file byte-identical (the executor checks
 /// it; a difference would store failed = 1 and exit 1), namespaces removed afterwards.
 #[test]
 fn transfer_through_an_emulated_lossy_link() {
@@ -362,7 +427,7 @@ fn transfer_through_an_emulated_lossy_link() {
     let (code, out, err) = run(&[
         "transfer",
         "--proto",
-        "tcp",
+        "tcp,rudp",
         "--link",
         "delay 5ms loss 5%",
         "--file-sizes",
