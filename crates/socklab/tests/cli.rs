@@ -1,5 +1,7 @@
 //! CLI tests: real processes over loopback, bounded in count and time.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -7,21 +9,8 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 use assert_cmd::prelude::*;
+use common::{run, socklab, spawn_announced};
 use predicates::prelude::*;
-
-fn socklab() -> Command {
-    Command::cargo_bin("socklab").unwrap()
-}
-
-/// Runs socklab with `args` and returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = socklab().args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// Asserts a one-line error with `code` that contains every needle.
 fn assert_error(args: &[&str], code: i32, needles: &[&str]) {
@@ -300,25 +289,10 @@ fn bulk_with_its_own_sink_stores_results_that_read_back_identically() {
 }
 
 fn spawn_sink(extra: &[&str]) -> (Child, SocketAddr) {
-    let mut child = Command::cargo_bin("socklab")
-        .unwrap()
-        .args(["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .unwrap()
-        .parse()
-        .unwrap();
-    (child, addr)
+    let mut args = vec!["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"];
+    args.extend_from_slice(extra);
+    let (child, addr) = spawn_announced(&args);
+    (child, addr.parse().unwrap())
 }
 
 #[test]

@@ -1,35 +1,13 @@
 //! `socklab netem` and `--link` through the real binary. Tests that build namespaces need root
 //! and skip with a message without it (CI runs as root); the udp-proxy ones run anywhere.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
-
-fn socklab() -> Command {
-    Command::cargo_bin("socklab").unwrap()
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = socklab().args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn root_or_skip(test: &str) -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
-    }
-    root
-}
+use common::{root_or_skip, run, socklab};
 
 fn namespaces_of(pid: u32) -> Vec<String> {
     std::fs::read_dir("/run/netns")

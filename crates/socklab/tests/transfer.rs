@@ -2,25 +2,13 @@
 //! Runner path (store and report), and (as root) through an emulated link. Bounded in count and
 //! time; traffic only to loopback or to namespaces the test created.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
-
-fn socklab() -> Command {
-    Command::cargo_bin("socklab").unwrap()
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = socklab().args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use common::{root_or_skip, run, spawn_announced};
 
 /// Asserts exit code 2 and a one-line error containing every needle.
 fn assert_usage_error(args: &[&str], needles: &[&str]) {
@@ -30,17 +18,6 @@ fn assert_usage_error(args: &[&str], needles: &[&str]) {
     for n in needles {
         assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
     }
-}
-
-fn root_or_skip(test: &str) -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
-    }
-    root
 }
 
 /// Pseudo-random bytes (xorshift), so files differ and compress badly.
@@ -58,24 +35,29 @@ fn bytes(n: usize, seed: u64) -> Vec<u8> {
 
 /// A server child with `--once --announce`, and the address it announced.
 fn serve(proto: &str, dir: &Path) -> (Child, String) {
-    let mut child = socklab()
-        .args(["transfer", "serve", "--proto", proto, "--port", "0"])
-        .args(["--bind", "127.0.0.1", "--once", "--announce", "--dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .unwrap_or_else(|| panic!("announce line: {line:?}"))
-        .to_string();
-    (child, addr)
+    let dir = dir.to_str().unwrap();
+    spawn_announced(&[
+        "transfer",
+        "serve",
+        "--proto",
+        proto,
+        "--port",
+        "0",
+        "--bind",
+        "127.0.0.1",
+        "--once",
+        "--announce",
+        "--dir",
+        dir,
+    ])
+}
+
+/// `socklab transfer ARGS --reps 2 --warmup 0 --db DB` (exit code, stdout, stderr).
+fn run_transfer(db: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["transfer"];
+    all.extend_from_slice(args);
+    all.extend(["--reps", "2", "--warmup", "0", "--db", db.to_str().unwrap()]);
+    run(&all)
 }
 
 /// Waits (at most 10 s) for a `--once` server to end; returns its exit code and stderr.
@@ -159,21 +141,17 @@ fn rudp_serve_and_send_deliver_byte_identical_files() {
 fn runner_stores_rudp_repetitions_with_their_metrics() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("t.db");
-    let (code, out, err) = run(&[
-        "transfer",
-        "--proto",
-        "rudp",
-        "--file-sizes",
-        "300K,10K",
-        "--reps",
-        "2",
-        "--warmup",
-        "0",
-        "--timeout",
-        "30s",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let (code, out, err) = run_transfer(
+        &db,
+        &[
+            "--proto",
+            "rudp",
+            "--file-sizes",
+            "300K,10K",
+            "--timeout",
+            "30s",
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("tcp_cc=n/a"), "{out}");
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -295,25 +273,21 @@ fn runner_stores_transfer_repetitions_and_the_report_shows_them() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("t.db");
     let db_s = db.to_str().unwrap();
-    let (code, out, err) = run(&[
-        "transfer",
-        "--proto",
-        "tcp",
-        "--tcp-cc",
-        "cubic,reno",
-        "--workload",
-        "custom",
-        "--file-sizes",
-        "300K,10K,1",
-        "--reps",
-        "2",
-        "--warmup",
-        "0",
-        "--timeout",
-        "30s",
-        "--db",
-        db_s,
-    ]);
+    let (code, out, err) = run_transfer(
+        &db,
+        &[
+            "--proto",
+            "tcp",
+            "--tcp-cc",
+            "cubic,reno",
+            "--workload",
+            "custom",
+            "--file-sizes",
+            "300K,10K,1",
+            "--timeout",
+            "30s",
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("tcp_cc=cubic") && out.contains("tcp_cc=reno"),
@@ -384,33 +358,21 @@ fn a_timed_out_transfer_is_stored_as_a_failed_repetition() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("t.db");
     let t0 = Instant::now();
-    let (code, out, err) = run(&[
-        "transfer",
-        "--file-sizes",
-        "8M",
-        "--timeout",
-        "1ms",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let (code, out, err) = run_transfer(&db, &["--file-sizes", "8M", "--timeout", "1ms"]);
     assert!(t0.elapsed() < Duration::from_secs(30));
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains("1 of 1 repetitions failed"), "{err}");
+    assert!(err.contains("2 of 2 repetitions failed"), "{err}");
     assert!(err.contains("recorded with failed = 1"), "{err}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     assert_eq!(
         query_f64(
             &conn,
-            "SELECT value FROM sample_metrics WHERE name = 'failed'"
+            "SELECT SUM(value) FROM sample_metrics WHERE name = 'failed'"
         ),
-        1.0
+        2.0
     );
     let extra: String = conn
-        .query_row("SELECT extra_json FROM samples", [], |r| r.get(0))
+        .query_row("SELECT extra_json FROM samples LIMIT 1", [], |r| r.get(0))
         .unwrap();
     assert!(extra.contains("\"error\""), "{extra}");
 }
@@ -424,23 +386,19 @@ fn transfer_through_an_emulated_lossy_link() {
     }
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("t.db");
-    let (code, out, err) = run(&[
-        "transfer",
-        "--proto",
-        "tcp,rudp",
-        "--link",
-        "delay 5ms loss 5%",
-        "--file-sizes",
-        "300K,10K",
-        "--reps",
-        "2",
-        "--warmup",
-        "0",
-        "--timeout",
-        "60s",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let (code, out, err) = run_transfer(
+        &db,
+        &[
+            "--proto",
+            "tcp,rudp",
+            "--link",
+            "delay 5ms loss 5%",
+            "--file-sizes",
+            "300K,10K",
+            "--timeout",
+            "60s",
+        ],
+    );
     assert_eq!(code, 0, "{out}{err}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     assert_eq!(

@@ -1,0 +1,54 @@
+//! Helpers shared by the CLI test files (each file is its own crate and uses some of them).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+pub fn socklab() -> Command {
+    Command::cargo_bin("socklab").unwrap()
+}
+
+/// Runs socklab with `args` and returns (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let o = socklab().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// True as root; otherwise prints `SKIP test: …` (the test then returns and passes).
+pub fn root_or_skip(test: &str) -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
+    }
+    root
+}
+
+/// Starts a socklab server with `args` (which include `--announce`) and returns it with the
+/// address of its `LISTENING <addr>` line.
+pub fn spawn_announced(args: &[&str]) -> (Child, String) {
+    let mut child = socklab()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .unwrap_or_else(|| panic!("announce line: {line:?}"))
+        .to_string();
+    (child, addr)
+}
