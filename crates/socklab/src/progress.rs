@@ -40,6 +40,15 @@ fn describe(s: &Sample) -> String {
             num(t),
             s.get("rtt_p50_us").map(num).unwrap_or_default()
         )
+    } else if let Some(t) = s.get("total_s") {
+        format!(
+            "{} s, {} Mbit/s, retx {}",
+            num(t),
+            s.get("goodput_mbps").map(num).unwrap_or_default(),
+            s.get("retx").map(num).unwrap_or_default()
+        )
+    } else if s.get("failed") == Some(1.0) {
+        "failed".to_string()
     } else if let Some(r) = s.get("rebind_ok") {
         format!("rebind {}", if r > 0.0 { "ok" } else { "failed" })
     } else {
