@@ -124,6 +124,37 @@ fn serve_and_send(proto: &str) {
     let (code, err) = wait_server(server);
     assert_eq!(code, 0, "server: {err}");
     assert!(err.contains("3/3 files ok"), "server session line: {err}");
+
+    // Again with --json, into a fresh directory: the same facts, machine-readable.
+    let again = dst.path().join("again");
+    let (server, addr) = serve(proto, &again);
+    let mut json_args: Vec<&str> = args.clone();
+    json_args[5] = &addr;
+    json_args.push("--json");
+    let (code, out, err) = run(&json_args);
+    assert_eq!(code, 0, "send --json failed: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["proto"], proto);
+    assert_eq!(v["bytes"], 3_000_000 + 10_500 + 1);
+    assert!(v["total_s"].as_f64().unwrap() > 0.0);
+    let names: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            assert_eq!(f["ok"], true);
+            f["name"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(names, ["big.bin", "small.bin", "one"]);
+    let key = if proto == "tcp" {
+        "total_retrans"
+    } else {
+        "spurious_losses"
+    };
+    assert!(v[key].is_u64(), "{key} in {out}");
+    assert_eq!(wait_server(server).0, 0);
+    assert_eq!(std::fs::read(again.join("one")).unwrap(), [7u8]);
 }
 
 #[test]
