@@ -408,9 +408,18 @@ impl Model {
         }
         let target = self.bdp(CWND_GAIN) + 3 * self.send_quantum();
         self.cwnd = match self.mode {
-            Mode::Startup => (self.cwnd + s.acked_bytes)
-                .max(self.initial_cwnd)
-                .max(self.bdp(STARTUP_GAIN)),
+            // Grow by what was acknowledged, but (as Linux BBR) only up to the startup gain
+            // times the BDP: beyond that the extra data only queues at the bottleneck, and a
+            // queue that outgrows the buffer loses whole rounds of packets.
+            Mode::Startup => {
+                let ceiling =
+                    (self.bdp(STARTUP_GAIN) + 3 * self.send_quantum()).max(self.initial_cwnd);
+                if self.cwnd < ceiling {
+                    (self.cwnd + s.acked_bytes).min(ceiling)
+                } else {
+                    self.cwnd
+                }
+            }
             Mode::ProbeRtt => self.probe_rtt_cwnd(),
             _ => target.max(4 * self.mss),
         };
