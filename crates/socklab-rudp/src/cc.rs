@@ -52,6 +52,8 @@ const BW_WINDOW_ROUNDS: u64 = 10;
 /// How long a min-RTT sample stays valid before ProbeRtt.
 const MIN_RTT_WINDOW_NS: u64 = 10_000_000_000;
 const PROBE_RTT_NS: u64 = 200_000_000;
+/// Rounds a congestion cap on the estimate lasts unless a probe lifts it sooner.
+const CAP_ROUNDS: u64 = 2 * BW_WINDOW_ROUNDS;
 /// Largest random-loss fraction compensated for.
 const MAX_COMPENSATED_LOSS: f64 = 0.5;
 
@@ -83,8 +85,11 @@ pub struct Model {
     loss_samples: u32,
     /// Loss fraction of the last probing-up round, to compare with `random_loss`.
     congestion_events: u64,
-    /// When set, caps the estimate after a congestion signal (bytes/s).
+    /// When set, caps the estimate after a congestion signal (bytes/s), until a probe measures
+    /// more or [`CAP_ROUNDS`] rounds pass.
     bw_cap: Option<f64>,
+    /// Round in which `bw_cap` was set.
+    bw_cap_round: u64,
     initial_cwnd: u64,
     cwnd: u64,
     pacing_rate: f64,
@@ -126,6 +131,7 @@ impl Model {
             loss_samples: 0,
             congestion_events: 0,
             bw_cap: None,
+            bw_cap_round: 0,
             initial_cwnd,
             cwnd: initial_cwnd,
             pacing_rate: 0.0,
@@ -266,7 +272,7 @@ impl Model {
                 // Loss rose with the sending rate: congestion. Stop probing, cap the estimate
                 // at what was delivered, and drain.
                 self.congestion_events += 1;
-                self.bw_cap = Some(self.path_rate());
+                self.set_cap(self.path_rate());
                 self.cycle_index = 1;
             } else if self.mode == Mode::ProbeBw && gain <= 1.0 && !queueing {
                 // Cruising at (or below) the estimate with no standing queue: what is lost here
@@ -279,7 +285,7 @@ impl Model {
             {
                 // Loss together with a standing queue: congestion.
                 self.congestion_events += 1;
-                self.bw_cap = Some(self.path_rate() * 0.95);
+                self.set_cap(self.path_rate() * 0.95);
             }
         }
         self.round_acked = 0;
@@ -305,13 +311,13 @@ impl Model {
             .filter(|(r, _)| *r >= oldest && *r <= self.round)
             .map(|&(_, b)| b)
             .fold(0.0, f64::max);
-        // A probe that raised the estimate beyond the cap lifts the cap.
+        // A probe that measured more than the cap lifts it (the path gives more than the
+        // congestion signal suggested); so does age: the signal is forgotten like old samples.
         if let Some(cap) = self.bw_cap {
-            if self.mode == Mode::ProbeBw && self.cycle_index == 0 && self.path_rate() >= cap {
-                let raw = self.btl_bw / (1.0 - self.random_loss.min(MAX_COMPENSATED_LOSS));
-                if raw > cap * 1.1 {
-                    self.bw_cap = None;
-                }
+            let raw = self.btl_bw / (1.0 - self.random_loss.min(MAX_COMPENSATED_LOSS));
+            let probed = self.mode == Mode::ProbeBw && self.cycle_index == 0 && raw > cap * 1.02;
+            if probed || self.round > self.bw_cap_round + CAP_ROUNDS {
+                self.bw_cap = None;
             }
         }
     }
@@ -386,6 +392,11 @@ impl Model {
         }
     }
 
+    fn set_cap(&mut self, cap: f64) {
+        self.bw_cap = Some(cap);
+        self.bw_cap_round = self.round;
+    }
+
     fn enter_probe_bw(&mut self, now: u64) {
         self.mode = Mode::ProbeBw;
         // Start cruising (index 2), so the first probe comes after a measured cruise round.
@@ -408,9 +419,18 @@ impl Model {
         }
         let target = self.bdp(CWND_GAIN) + 3 * self.send_quantum();
         self.cwnd = match self.mode {
-            Mode::Startup => (self.cwnd + s.acked_bytes)
-                .max(self.initial_cwnd)
-                .max(self.bdp(STARTUP_GAIN)),
+            // Grow by what was acknowledged, but (as Linux BBR) only up to the startup gain
+            // times the BDP: beyond that the extra data only queues at the bottleneck, and a
+            // queue that outgrows the buffer loses whole rounds of packets.
+            Mode::Startup => {
+                let ceiling =
+                    (self.bdp(STARTUP_GAIN) + 3 * self.send_quantum()).max(self.initial_cwnd);
+                if self.cwnd < ceiling {
+                    (self.cwnd + s.acked_bytes).min(ceiling)
+                } else {
+                    self.cwnd
+                }
+            }
             Mode::ProbeRtt => self.probe_rtt_cwnd(),
             _ => target.max(4 * self.mss),
         };

@@ -47,6 +47,9 @@ pub enum IntOpt {
     SoSndBufForce,
     /// `SO_RCVBUFFORCE`: `SO_RCVBUF` past `net.core.rmem_max` (needs `CAP_NET_ADMIN`).
     SoRcvBufForce,
+    /// `UDP_SEGMENT` (Linux 4.18): a send larger than this many bytes leaves as datagrams of
+    /// this size, the last one possibly shorter (UDP GSO); 0 turns it off.
+    UdpSegment,
 }
 
 impl IntOpt {
@@ -71,6 +74,8 @@ impl IntOpt {
             SoBusyPoll => (libc::SOL_SOCKET, 46),
             SoSndBufForce => (libc::SOL_SOCKET, libc::SO_SNDBUFFORCE),
             SoRcvBufForce => (libc::SOL_SOCKET, libc::SO_RCVBUFFORCE),
+            // linux/udp.h: UDP_SEGMENT = 103 (the libc crate names it only for some targets).
+            UdpSegment => (libc::SOL_UDP, 103),
         }
     }
 }

@@ -35,6 +35,8 @@ use super::{hex, Control, FileOutcome, TransferError};
 pub const MAX_EARLY_BYTES: usize = 64 << 20;
 /// The sidecar of a partial file is saved after this many new bytes.
 pub const PERSIST_EVERY: u64 = 8 << 20;
+/// Largest write-behind run (bytes written with one `pwrite`).
+const WRITE_RUN: usize = 256 * 1024;
 /// Most temporary files held open at once.
 const MAX_OPEN: usize = 64;
 /// Suffix of temporary files.
@@ -86,6 +88,11 @@ pub struct FileReceiver {
     failed: bool,
     bytes_written: u64,
     gaps: Vec<(u64, u64)>,
+    /// Write-behind run: contiguous bytes of one file not written yet, `(file, offset)` of the
+    /// first one. Written as one `pwrite` when it is full, when a chunk does not continue it,
+    /// and before anything reads the file or records its ranges on disk.
+    run_at: Option<(usize, u64)>,
+    run: Vec<u8>,
 }
 
 fn io_err(what: &str, p: &Path) -> impl FnOnce(io::Error) -> TransferError {
@@ -120,6 +127,8 @@ impl FileReceiver {
             failed: false,
             bytes_written: 0,
             gaps: Vec::new(),
+            run_at: None,
+            run: Vec::new(),
         })
     }
 
@@ -349,28 +358,63 @@ impl FileReceiver {
         }
         let mut gaps = std::mem::take(&mut self.gaps);
         self.files[i].have.gaps(offset, end, &mut gaps);
-        if !gaps.is_empty() {
-            self.ensure_open(i)?;
+        for &(s, e) in &gaps {
+            self.stage(i, s, &data[(s - offset) as usize..(e - offset) as usize])?;
             let f = &mut self.files[i];
-            let file = f.file.as_ref().expect("opened");
-            for &(s, e) in &gaps {
-                let part = &data[(s - offset) as usize..(e - offset) as usize];
-                file.write_all_at(part, s)
-                    .map_err(io_err("writing", &f.temp_path))?;
-                f.have.insert(s, e);
-                f.unsaved += e - s;
-                self.bytes_written += e - s;
-            }
+            f.have.insert(s, e);
+            f.unsaved += e - s;
+            self.bytes_written += e - s;
         }
         self.gaps = gaps;
-        let f = &mut self.files[i];
-        if f.have.covers(0, size) {
+        if self.files[i].have.covers(0, size) {
+            self.flush()?;
             self.finish_file(i)?;
             self.check_done();
-        } else if f.unsaved >= PERSIST_EVERY {
-            save_sidecar(f)?;
+        } else if self.files[i].unsaved >= PERSIST_EVERY {
+            self.flush()?;
+            save_sidecar(&mut self.files[i])?;
         }
         Ok(())
+    }
+
+    /// Adds `part` (bytes of file `i` at `at`) to the write-behind run, writing the run first
+    /// when `part` does not continue it or would overfill it.
+    fn stage(&mut self, i: usize, at: u64, part: &[u8]) -> Result<(), TransferError> {
+        let continues = self
+            .run_at
+            .is_some_and(|(f, start)| f == i && start + self.run.len() as u64 == at);
+        if !continues || self.run.len() + part.len() > WRITE_RUN {
+            self.flush()?;
+        }
+        if part.len() >= WRITE_RUN {
+            self.ensure_open(i)?;
+            let f = &self.files[i];
+            let file = f.file.as_ref().expect("opened");
+            return file
+                .write_all_at(part, at)
+                .map_err(io_err("writing", &f.temp_path));
+        }
+        if self.run.is_empty() {
+            self.run.reserve(WRITE_RUN);
+            self.run_at = Some((i, at));
+        }
+        self.run.extend_from_slice(part);
+        Ok(())
+    }
+
+    /// Writes the write-behind run, if any.
+    fn flush(&mut self) -> Result<(), TransferError> {
+        let Some((i, at)) = self.run_at.take() else {
+            return Ok(());
+        };
+        let r = self.ensure_open(i).and_then(|()| {
+            let f = &self.files[i];
+            let file = f.file.as_ref().expect("opened");
+            file.write_all_at(&self.run, at)
+                .map_err(io_err("writing", &f.temp_path))
+        });
+        self.run.clear();
+        r
     }
 
     fn ensure_open(&mut self, i: usize) -> Result<(), TransferError> {
@@ -378,6 +422,12 @@ impl FileReceiver {
             return Ok(());
         }
         if self.open.len() >= MAX_OPEN {
+            if self
+                .run_at
+                .is_some_and(|(f, _)| self.open.front() == Some(&f))
+            {
+                self.flush()?;
+            }
             if let Some(j) = self.open.pop_front() {
                 self.files[j].file = None;
             }
@@ -521,7 +571,14 @@ impl FileReceiver {
 
 impl Drop for FileReceiver {
     fn drop(&mut self) {
-        for f in &mut self.files {
+        // A sidecar claims only bytes on disk: if the run cannot be written, its file keeps the
+        // sidecar saved last time (which claimed only what was written then).
+        let unwritten = self.run_at.map(|(i, _)| i);
+        let failed = self.flush().is_err();
+        for (i, f) in self.files.iter_mut().enumerate() {
+            if failed && unwritten == Some(i) {
+                continue;
+            }
             if f.verdict.is_none() && f.unsaved > 0 {
                 let _ = save_sidecar(f);
             }

@@ -132,6 +132,77 @@ fn send_datagram(
     Ok(())
 }
 
+/// The client's send path: full-size datagrams leave in batches of up to [`GSO_SEGMENTS`] with
+/// one `send` (UDP GSO: the kernel cuts them apart), one datagram per `send` where the kernel
+/// refuses GSO.
+struct Batch {
+    buf: Vec<u8>,
+    size: usize,
+    gso: bool,
+}
+
+/// Most datagrams per GSO send (the kernel allows 64 and 64 KiB in all).
+const GSO_SEGMENTS: usize = 44;
+
+impl Batch {
+    fn new(sock: &UdpSocket, size: usize) -> Batch {
+        use socklab_sys::sockopt::{set, IntOpt};
+        let segments = GSO_SEGMENTS.min(65_000 / size).max(1);
+        let gso = segments > 1 && set(sock.as_fd(), IntOpt::UdpSegment, size as i32).is_ok();
+        Batch {
+            buf: vec![0u8; if gso { segments * size } else { size }],
+            size,
+            gso,
+        }
+    }
+
+    /// Sends everything the connection has to send now.
+    fn transmit(
+        &mut self,
+        conn: &mut Connection,
+        now: u64,
+        sock: &UdpSocket,
+    ) -> Result<(), TransferError> {
+        loop {
+            let mut len = 0;
+            let mut full = true;
+            while len + self.size <= self.buf.len() {
+                match conn.poll_transmit(now, &mut self.buf[len..len + self.size]) {
+                    Some(n) => {
+                        len += n;
+                        if n < self.size {
+                            break; // only the last datagram of a batch may be shorter
+                        }
+                    }
+                    None => {
+                        full = false;
+                        break;
+                    }
+                }
+            }
+            if len == 0 {
+                return Ok(());
+            }
+            if let Err(e) = send_datagram(sock, &self.buf[..len], None) {
+                if !self.gso || len <= self.size {
+                    return Err(e);
+                }
+                // The route refused GSO (EIO): turn it off and send the datagrams one by one.
+                use socklab_sys::sockopt::{set, IntOpt};
+                let _ = set(sock.as_fd(), IntOpt::UdpSegment, 0);
+                self.gso = false;
+                for d in self.buf[..len].chunks(self.size) {
+                    send_datagram(sock, d, None)?;
+                }
+                self.buf.truncate(self.size);
+            }
+            if !full {
+                return Ok(()); // the connection has nothing more to send now
+            }
+        }
+    }
+}
+
 /// Errors a UDP socket reports for an earlier datagram's ICMP reply; they say nothing about
 /// the current call, and the transport handles the loss.
 fn is_icmp_error(e: &io::Error) -> bool {
@@ -190,7 +261,7 @@ pub fn send_rudp(
     let deadline = base + timeout;
     let cid = u64::from_le_bytes(random_bytes()?);
     let mut conn = Connection::client(config.clone(), cid, 0);
-    let mut out = vec![0u8; config.max_datagram];
+    let mut gso = Batch::new(&sock, config.max_datagram);
     let mut inbuf = vec![0u8; RECV_BUF];
     let mut chunk = vec![0u8; CHUNK];
     let mut done_at = None;
@@ -273,9 +344,7 @@ pub fn send_rudp(
                 .map_err(|e| TransferError::Protocol(format!("rudp write refused: {e}")))?;
             room = room.saturating_sub(len as u64);
         }
-        while let Some(n) = conn.poll_transmit(now, &mut out) {
-            send_datagram(&sock, &out[..n], None)?;
-        }
+        gso.transmit(&mut conn, now, &sock)?;
         if let Some(t) = done_at {
             let files = sender.outcomes();
             return Ok(RudpReport {
