@@ -220,6 +220,57 @@ enum TransferResult {
     Rudp(socklab_net::transfer::RudpReport),
 }
 
+/// Runs the client of `spec` against `to` on its own thread (which inherits the calling
+/// thread's network namespace) and waits for it, checking `stop()` every 100 ms: `None` when
+/// stopped (the thread is left to end by its own timeout). The client always ends by its
+/// timeout; a client that has not returned 30 s after it counts as failed.
+fn transfer_client(
+    spec: &TransferSpec,
+    to: SocketAddr,
+    paths: Vec<PathBuf>,
+    stop: &dyn Fn() -> bool,
+) -> Option<Result<TransferResult, String>> {
+    let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("transfer-client".into())
+        .spawn(move || {
+            let r = match proto {
+                Proto::Tcp => socklab_net::transfer::send_tcp(to, &paths, cc.as_deref(), timeout)
+                    .map(TransferResult::Tcp),
+                Proto::Rudp => socklab_net::transfer::send_rudp(
+                    to,
+                    &paths,
+                    &socklab_rudp::Config::default(),
+                    timeout,
+                )
+                .map(TransferResult::Rudp),
+            };
+            let _ = tx.send(r.map_err(|e| format!("the transfer failed: {e}")));
+        });
+    if let Err(e) = spawned {
+        return Some(Err(format!("cannot start the client thread: {e}")));
+    }
+    let limit = timeout + Duration::from_secs(30);
+    let t0 = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return Some(r),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Err("the client thread ended without a report".into()))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if stop() => return None,
+            Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
+                return Some(Err(format!(
+                    "the client did not return within its timeout ({}) + 30 s",
+                    socklab_net::units::format_duration(timeout)
+                )))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
 /// A closure's result, the link's metrics for its run, and the link's description.
 type InClient<T> = (T, Vec<(&'static str, f64)>, Option<String>);
 
@@ -375,7 +426,12 @@ impl LiveExecutor {
     /// namespace), then every received file compared with its source. A transfer that fails
     /// or times out, or a received file that differs, gives a sample with `failed = 1` and
     /// the reason (and a warning on stderr), so the experiment goes on and the failure counts.
-    fn run_transfer(&mut self, cell: &Cell, spec: &TransferSpec) -> Result<Sample, LabError> {
+    fn run_transfer(
+        &mut self,
+        cell: &Cell,
+        spec: &TransferSpec,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError> {
         let files = self.transfer_files(spec)?;
         let in_link = spec.link.is_some();
         if let Some(l) = &spec.link {
@@ -401,24 +457,17 @@ impl LiveExecutor {
         let server = ServerChild::spawn_server_in(&self.exe, &args, self.ns(in_link))?;
         let to = server.addr();
         let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
-        let (r, link_metrics, link_desc) = self.in_client(in_link, || match spec.proto {
-            Proto::Tcp => {
-                socklab_net::transfer::send_tcp(to, &paths, spec.tcp_cc.as_deref(), spec.timeout)
-                    .map(TransferResult::Tcp)
-            }
-            Proto::Rudp => socklab_net::transfer::send_rudp(
-                to,
-                &paths,
-                &socklab_rudp::Config::default(),
-                spec.timeout,
-            )
-            .map(TransferResult::Rudp),
-        })?;
+        let (r, link_metrics, link_desc) =
+            self.in_client(in_link, || transfer_client(spec, to, paths, stop))?;
+        let Some(r) = r else {
+            return Err(LabError::Run {
+                cell: cell.label.clone(),
+                source: socklab_net::NetError::Interrupted,
+            });
+        };
         // With --once the server ends after the session; one that does not is stopped.
         let (_, usage) = server.finish(Duration::from_secs(2))?;
-        let outcome = r
-            .map_err(|e| format!("the transfer failed: {e}"))
-            .and_then(|r| workfiles::verify_copies(rx.path(), &files).map(|()| r));
+        let outcome = r.and_then(|r| workfiles::verify_copies(rx.path(), &files).map(|()| r));
         drop(rx);
         let mut extra = json!({
             "link": link_desc,
@@ -732,7 +781,7 @@ impl Executor for LiveExecutor {
                 if stop() {
                     return Err(run_err(socklab_net::NetError::Interrupted));
                 }
-                self.run_transfer(cell, spec)
+                self.run_transfer(cell, spec, stop)
             }
         }
     }

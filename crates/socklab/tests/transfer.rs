@@ -448,3 +448,49 @@ fn transfer_through_an_emulated_lossy_link() {
     );
     assert!(out.contains("link=delay 5ms loss 5%") || out.contains("delay 5ms loss 5%"));
 }
+
+/// As root: Ctrl-C in the middle of a long transfer (10 MB through a 2 Mbit/s link) ends the
+/// command promptly with exit 130, not after the transfer's timeout.
+#[test]
+fn ctrl_c_during_a_transfer_ends_it_promptly() {
+    if !root_or_skip("ctrl_c_during_a_transfer_ends_it_promptly") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db");
+    let mut child = common::socklab()
+        .args([
+            "transfer",
+            "--link",
+            "rate 2mbit",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(["--timeout", "120s", "--db", db.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(child.try_wait().unwrap().is_none(), "still transferring");
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("socklab transfer did not stop within 10 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+}
