@@ -24,7 +24,7 @@ impl Suite {
     /// Why the suite cannot run here, if it cannot.
     pub fn unavailable_reason(&self) -> Option<String> {
         match (self.unavailable, self.needs_root) {
-            (Some(why), _) => Some(format!("not available yet: {why}")),
+            (Some(why), _) => Some(why.to_string()),
             (None, true) if !socklab_sys::netns::is_root() => Some(
                 "needs root: its emulated link lives in network namespaces (run as root, e.g. sudo)"
                     .into(),
@@ -41,7 +41,15 @@ impl Suite {
     /// Its plans (`quick` = the short variant).
     pub fn plans(&self, quick: bool) -> Result<Vec<Plan>, LabError> {
         if let Some(why) = self.unavailable_reason() {
-            return Err(LabError::Plan(format!("suite '{}' is {why}", self.name)));
+            let when = if self.unavailable.is_some() {
+                "yet"
+            } else {
+                "here"
+            };
+            return Err(LabError::Plan(format!(
+                "suite '{}' is not available {when}: {why}",
+                self.name
+            )));
         }
         let cmd = format!(
             "socklab lab{} --suite {}",
