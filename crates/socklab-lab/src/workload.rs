@@ -266,6 +266,8 @@ pub const SEED004_LARGE: u64 = 658 * 1500;
 pub const SEED004_SMALL: u64 = 7 * 1500;
 /// Most files one transfer may carry.
 pub const MAX_FILES: usize = 1000;
+/// Most bytes one transfer may carry (its files are generated on disk).
+pub const MAX_TRANSFER_BYTES: u64 = 16 << 30;
 
 /// The files of a transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -802,6 +804,14 @@ fn transfer_from_params(p: &Params) -> Result<TransferSpec, LabError> {
             ));
         }
     }
+    let total: u64 = files.entries().iter().map(|(_, n)| *n).sum();
+    if total > MAX_TRANSFER_BYTES {
+        return Err(LabError::Plan(format!(
+            "the files add up to {}: at most {} (they are written to a temporary directory); give smaller sizes",
+            format_size(total),
+            format_size(MAX_TRANSFER_BYTES)
+        )));
+    }
     Ok(TransferSpec {
         proto,
         tcp_cc,
@@ -953,6 +963,7 @@ mod transfer_tests {
             Some("custom")
         ));
         assert!(e(Params::new().with("timeout", "0s")).contains("1ms to 24h"));
+        assert!(e(Params::new().with("large", "2G")).contains("at most 16G"));
         assert!(
             e(Params::new().with("workload", "custom").with("files", "1Q"))
                 .starts_with("files = '1Q'")
