@@ -33,8 +33,9 @@ pub const MAX_NAME_BYTES: usize = 4096;
 pub const MAX_COMPONENT_BYTES: usize = 255;
 /// Most components in a name.
 pub const MAX_COMPONENTS: usize = 64;
-/// Smallest encoded entry: a one-byte name.
-const MIN_ENTRY_LEN: usize = 2 + 1 + 8 + 32;
+/// Smallest entry the encoding can hold (an empty name). The count is checked against it
+/// before allocating; an entry with an empty name then gets the name error it deserves.
+const MIN_ENTRY_LEN: usize = 2 + 8 + 32;
 
 /// One file of a transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,10 +298,17 @@ mod tests {
     #[test]
     fn transfer_manifest_round_trips() {
         let m = Manifest {
-            files: vec![entry("a", 0), entry("dir/b.bin", 3 << 20), entry("ü", u64::MAX)],
+            files: vec![
+                entry("a", 0),
+                entry("dir/b.bin", 3 << 20),
+                entry("ü", u64::MAX),
+            ],
         };
         let b = m.encode();
-        assert_eq!(Manifest::encoded_len(&b[..HEADER_LEN]).unwrap(), Some(b.len()));
+        assert_eq!(
+            Manifest::encoded_len(&b[..HEADER_LEN]).unwrap(),
+            Some(b.len())
+        );
         assert_eq!(Manifest::encoded_len(&b[..3]).unwrap(), None);
         assert_eq!(Manifest::decode(&b).unwrap(), m);
         let empty = Manifest::default();
@@ -333,7 +341,17 @@ mod tests {
         };
         assert!(err(&d.encode()).contains("appears twice"));
         // Unsafe names are refused by decode already.
-        for bad in ["../x", "/etc/x", "a/../../x", "a\0b", "a\\b", "", "a//b", "./a", "a/"] {
+        for bad in [
+            "../x",
+            "/etc/x",
+            "a/../../x",
+            "a\0b",
+            "a\\b",
+            "",
+            "a//b",
+            "./a",
+            "a/",
+        ] {
             let d = Manifest {
                 files: vec![entry(bad, 1)],
             };
@@ -383,16 +401,26 @@ mod tests {
         let a2 = d.path().join("sub/a.bin");
         std::fs::write(&a2, b"other").unwrap();
         let m = Manifest::from_paths(std::slice::from_ref(&a)).unwrap();
-        assert_eq!(m.files, vec![Entry {
-            name: "a.bin".into(),
-            size: 5,
-            hash: *blake3::hash(b"hello").as_bytes()
-        }]);
+        assert_eq!(
+            m.files,
+            vec![Entry {
+                name: "a.bin".into(),
+                size: 5,
+                hash: *blake3::hash(b"hello").as_bytes()
+            }]
+        );
         let e = Manifest::from_paths(&[a, a2]).unwrap_err().to_string();
-        assert!(e.contains("two files are named 'a.bin'") && e.contains("sub/a.bin"), "{e}");
-        let e = Manifest::from_paths(&[d.path().join("sub")]).unwrap_err().to_string();
+        assert!(
+            e.contains("two files are named 'a.bin'") && e.contains("sub/a.bin"),
+            "{e}"
+        );
+        let e = Manifest::from_paths(&[d.path().join("sub")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a regular file"), "{e}");
-        let e = Manifest::from_paths(&[d.path().join("missing")]).unwrap_err().to_string();
+        let e = Manifest::from_paths(&[d.path().join("missing")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("opening") && e.contains("missing"), "{e}");
     }
 
