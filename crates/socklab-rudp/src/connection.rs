@@ -787,6 +787,10 @@ impl Connection {
         if stream >= MAX_STREAMS {
             return Err((CLOSE_PROTOCOL, format!("stream id {stream} too large")));
         }
+        if data.is_empty() {
+            // Nothing to deliver, and no per-stream state for a peer to make us hold.
+            return Ok(());
+        }
         let end = offset + data.len() as u64;
         let received = self.recv_streams.entry(stream).or_default();
         let was_empty = self.ring_chunks.is_empty();
@@ -1510,5 +1514,37 @@ impl Connection {
             start: pos as u32,
             len: n as u32,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{crc32c::crc32c, varint};
+
+    #[test]
+    fn empty_stream_frames_leave_no_per_stream_state() {
+        let mut conn = Connection::server(Config::default(), 5, 0);
+        for pn in 0..50u64 {
+            // Header, then 100 empty STREAM frames (type, stream id, offset 0, length 0) to
+            // distinct streams (no writer method emits an empty one), then the CRC.
+            let mut p = vec![wire::VERSION << 4 | PacketType::Data as u8];
+            p.extend_from_slice(&5u64.to_le_bytes());
+            p.push(pn as u8);
+            for i in 0..100u64 {
+                let mut v = [0u8; 8];
+                let n = varint::write(&mut v, pn * 100 + i).unwrap();
+                p.push(0x03);
+                p.extend_from_slice(&v[..n]);
+                p.extend_from_slice(&[0, 0]);
+            }
+            let crc = crc32c(&p);
+            p.extend_from_slice(&crc.to_le_bytes());
+            conn.handle_datagram(1_000, &p);
+        }
+        assert_eq!(conn.stats().packets_received, 50);
+        assert!(conn.is_established());
+        assert!(conn.recv_streams.is_empty());
+        assert_eq!(conn.stats().stream_bytes_received, 0);
     }
 }
