@@ -835,8 +835,13 @@ impl Connection {
         for range in ack.ranges() {
             let (lo, hi) = (*range.start(), *range.end());
             let end = hi + 1;
-            let mut pos = lo.max(base);
+            let start = lo.max(base);
+            let mut pos = start;
+            // ACK frames repeat their ranges until acknowledged: most ranges are already
+            // known, and then one lookup is all they cost (no insert).
+            let mut new_pns = false;
             while let Some(gap) = self.acked_pns.first_gap_in(pos..end) {
+                new_pns = true;
                 for pn in gap.clone() {
                     let idx = (pn - base) as usize;
                     let Some(p) = self.sent.get(idx).copied() else {
@@ -879,7 +884,9 @@ impl Connection {
                 }
                 pos = gap.end;
             }
-            self.acked_pns.insert(lo.max(base)..end);
+            if new_pns {
+                self.acked_pns.insert(start..end);
+            }
         }
         self.largest_acked = Some(prior_largest.map_or(ack.largest, |l| l.max(ack.largest)));
         if largest_newly_acked {
