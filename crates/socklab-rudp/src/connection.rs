@@ -20,7 +20,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::cc::{AckSample, Model};
-use crate::rangeset::RangeSet;
+use crate::rangeset::{RangeMap, RangeSet};
 use crate::wire::{self, Ack, Frame, Header, Packet, PacketType, PacketWriter, COOKIE_LEN};
 
 /// Largest stream id a peer may use (bounds the receiver's per-stream state).
@@ -365,7 +365,7 @@ pub struct Connection {
     ack_now: bool,
     ack_deadline: Option<u64>,
     ack_only_streak: u32,
-    recv_streams: HashMap<u32, RangeSet>,
+    recv_streams: HashMap<u32, RangeMap>,
     ring: VecDeque<u8>,
     ring_chunks: VecDeque<(u32, u64, usize)>,
     unique_received: u64,
@@ -1553,5 +1553,48 @@ mod tests {
         assert!(conn.is_established());
         assert!(conn.recv_streams.is_empty());
         assert_eq!(conn.stats().stream_bytes_received, 0);
+    }
+
+    /// One-byte frames in descending order with gaps between them: each is delivered once and
+    /// kept as its own range (in a `RangeMap`, so each insert is O(log n), not a shift of every
+    /// range above it: with the `Vec`-backed `RangeSet` 3000 such packets took 75 s).
+    #[test]
+    fn descending_fragments_are_delivered_once() {
+        let mut conn = Connection::server(Config::default(), 5, 0);
+        let mut offset = 1u64 << 40;
+        let mut frames = 0u64;
+        for pn in 0..200u64 {
+            let mut buf = vec![0u8; 1472];
+            let mut w = PacketWriter::new(
+                &mut buf,
+                Header {
+                    ty: PacketType::Data,
+                    cid: 5,
+                    pn,
+                },
+            )
+            .unwrap();
+            while w.remaining() > 12 {
+                offset -= 2;
+                assert_eq!(w.stream(1, offset, &[(offset % 251) as u8]), 1);
+                frames += 1;
+            }
+            // The same frame again: a duplicate, not delivered.
+            w.stream(1, offset, &[(offset % 251) as u8]);
+            let n = w.finish();
+            conn.handle_datagram(1_000 + pn, &buf[..n]);
+        }
+        assert!(conn.is_established());
+        assert_eq!(conn.recv_streams[&1].range_count() as u64, frames);
+        assert_eq!(conn.stats().stream_bytes_received, frames);
+        let mut got = 0u64;
+        let mut b = [0u8; 16];
+        while let Some(c) = conn.read(&mut b) {
+            assert_eq!((c.stream, c.len), (1, 1));
+            assert_eq!(b[0], (c.offset % 251) as u8);
+            assert_eq!(c.offset, (1u64 << 40) - 2 * (got + 1));
+            got += 1;
+        }
+        assert_eq!(got, frames);
     }
 }
