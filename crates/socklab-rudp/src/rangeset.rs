@@ -2,6 +2,7 @@
 //! Used for received packet numbers, received and acknowledged stream bytes. Inserting at the end
 //! (the common case: data arrives mostly in order) is O(1).
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// A set of `u64` as sorted, disjoint, non-touching `start..end` ranges.
@@ -152,6 +153,97 @@ impl RangeSet {
     }
 }
 
+/// The same kind of set as [`RangeSet`] (disjoint, non-touching `start..end` ranges) kept in a
+/// `BTreeMap`, so that an insert anywhere costs O(log n) instead of moving the ranges above it.
+/// For sets whose shape a peer decides: the stream bytes received, where a hostile sender can
+/// send one-byte frames in descending order with gaps between them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeMap {
+    /// start -> end.
+    ranges: BTreeMap<u64, u64>,
+}
+
+impl RangeMap {
+    /// An empty set.
+    pub fn new() -> RangeMap {
+        RangeMap::default()
+    }
+
+    /// Number of disjoint ranges.
+    pub fn range_count(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Adds `range`; returns how many values were not in the set before.
+    pub fn insert(&mut self, range: Range<u64>) -> u64 {
+        let (start, end) = (range.start, range.end);
+        if start >= end {
+            return 0;
+        }
+        // Fast path: at or after the start of the last range (data arriving in order).
+        if let Some(mut last) = self.ranges.last_entry() {
+            if start >= *last.key() {
+                let last_end = *last.get();
+                if start > last_end {
+                    self.ranges.insert(start, end);
+                    return end - start;
+                }
+                *last.get_mut() = last_end.max(end);
+                return end.saturating_sub(last_end);
+            }
+        }
+        let (mut new_start, mut new_end) = (start, end);
+        let mut covered = 0;
+        // The range starting at or below `start` that touches or overlaps it.
+        if let Some((&s, &e)) = self.ranges.range(..=start).next_back() {
+            if e >= start {
+                covered += e.min(end).saturating_sub(start);
+                new_start = s;
+                new_end = new_end.max(e);
+                self.ranges.remove(&s);
+            }
+        }
+        // The ranges starting inside `start..=end` (touching or overlapping).
+        while let Some((&s, &e)) = self.ranges.range(start..=end).next() {
+            covered += e.min(end).saturating_sub(s);
+            new_end = new_end.max(e);
+            self.ranges.remove(&s);
+        }
+        self.ranges.insert(new_start, new_end);
+        (end - start) - covered
+    }
+
+    /// The first sub-range of `range` that is NOT in the set, if any.
+    pub fn first_gap_in(&self, range: Range<u64>) -> Option<Range<u64>> {
+        let mut start = range.start;
+        if start >= range.end {
+            return None;
+        }
+        // Fast path: beyond the last range (new data arriving in order).
+        if self
+            .ranges
+            .last_key_value()
+            .is_none_or(|(_, &e)| start >= e)
+        {
+            return Some(range);
+        }
+        if let Some((_, &e)) = self.ranges.range(..=start).next_back() {
+            start = start.max(e);
+        }
+        if start >= range.end {
+            return None;
+        }
+        // Ranges do not touch: the next one starts beyond `start`.
+        let next = self.ranges.range(start..).next().map(|(&s, _)| s);
+        Some(start..next.map_or(range.end, |s| s.min(range.end)))
+    }
+
+    /// The ranges, lowest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + '_ {
+        self.ranges.iter().map(|(&s, &e)| s..e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +303,23 @@ mod tests {
             let gap = s.first_gap_in(probe..probe + 10);
             let expected = (probe..probe + 10).find(|v| !model.contains(v));
             prop_assert_eq!(gap.map(|g| g.start), expected);
+        }
+
+        #[test]
+        fn range_map_matches_range_set(
+            ops in proptest::collection::vec((0u64..200, 0u64..20), 1..60),
+            probes in proptest::collection::vec((0u64..230, 0u64..30), 1..20),
+        ) {
+            let mut set = RangeSet::new();
+            let mut map = RangeMap::new();
+            for (start, len) in ops {
+                prop_assert_eq!(map.insert(start..start + len), set.insert(start..start + len));
+                prop_assert_eq!(map.iter().collect::<Vec<_>>(), set.iter().collect::<Vec<_>>());
+                prop_assert_eq!(map.range_count(), set.range_count());
+            }
+            for (start, len) in probes {
+                prop_assert_eq!(map.first_gap_in(start..start + len), set.first_gap_in(start..start + len));
+            }
         }
     }
 }

@@ -1158,12 +1158,23 @@ mod tests {
                 assert!(f.is_empty());
             }
         }
-        // 63 vs 64 bytes: the length varint grows from 1 to 2 bytes.
-        let mut buf = [0u8; 10 + 3 + 64 + CRC_LEN];
-        let mut w = PacketWriter::new(&mut buf, HDR).unwrap();
-        assert_eq!(w.remaining(), 67);
-        assert_eq!(w.stream(0, 0, &data), 63);
-        assert_eq!(w.remaining(), 1);
+        // Around 63 vs 64 data bytes the length varint grows from 1 to 2 bytes. With the
+        // 3 fixed bytes (type, stream 0, offset 0): room 67 = 3 + 1 + 63 is filled exactly;
+        // room 68 still carries 63 bytes (64 would need 3 + 2 + 64 = 69), one byte left;
+        // room 69 carries 64 with a 2-byte length.
+        for (room, n, left) in [
+            (66, 62, 0),
+            (67, 63, 0),
+            (68, 63, 1),
+            (69, 64, 0),
+            (70, 65, 0),
+        ] {
+            let mut buf = vec![0u8; 10 + room + CRC_LEN];
+            let mut w = PacketWriter::new(&mut buf, HDR).unwrap();
+            assert_eq!(w.remaining(), room);
+            assert_eq!(w.stream(0, 0, &data), n, "room {room}");
+            assert_eq!(w.remaining(), left, "room {room}");
+        }
     }
 
     #[test]
@@ -1258,13 +1269,18 @@ mod tests {
 
     #[test]
     fn ack_equality_ignores_encoding() {
-        let minimal = seal(HDR, &[2, 100, 0, 1, 10, 3, 4]);
+        // 100 does not fit a 1-byte varint (at most 63): its minimal form is 0x40 0x64.
+        let minimal = seal(HDR, &[2, 0x40, 100, 0, 1, 10, 3, 4]);
         let padded = seal(HDR, &[2, 0x40, 100, 0x80, 0, 0, 0, 0x40, 1, 10, 0x40, 3, 4]);
-        assert_eq!(frames_of(&minimal), frames_of(&padded));
-        let other = seal(HDR, &[2, 100, 0, 1, 10, 3, 5]);
-        assert_ne!(frames_of(&minimal), frames_of(&other));
-        let other_delay = seal(HDR, &[2, 100, 1, 1, 10, 3, 4]);
-        assert_ne!(frames_of(&minimal), frames_of(&other_delay));
+        let parsed = frames_of(&minimal);
+        assert_eq!(ack_ranges_of(parsed[0]), vec![90..=100, 81..=85]);
+        assert_eq!(parsed, frames_of(&padded));
+        let other = seal(HDR, &[2, 0x40, 100, 0, 1, 10, 3, 5]);
+        assert!(frames_of(&other)[0].is_ok());
+        assert_ne!(parsed, frames_of(&other));
+        let other_delay = seal(HDR, &[2, 0x40, 100, 1, 1, 10, 3, 4]);
+        assert!(frames_of(&other_delay)[0].is_ok());
+        assert_ne!(parsed, frames_of(&other_delay));
     }
 
     #[test]

@@ -90,10 +90,14 @@ fn the_cookie_proves_the_address_and_creates_the_connection() {
     }
 }
 
+/// The receiver acknowledges everything but never reads: the sender stops at exactly the
+/// credit of the Challenge (no more bytes however long it waits, probes included), and resumes
+/// once the receiver reads and grants more.
 #[test]
 fn flow_control_stops_the_sender_at_the_receivers_credit() {
+    const WINDOW: u64 = 65_536;
     let config = Config {
-        recv_window: 65_536,
+        recv_window: WINDOW,
         ..Config::default()
     };
     let mut server = Server::new(config.clone(), [1u8; 32]);
@@ -106,17 +110,57 @@ fn flow_control_stops_the_sender_at_the_receivers_credit() {
     };
     client.handle_datagram(NOW, &out[..n]);
     client.write(1, 0, &vec![5u8; 1 << 20]).unwrap();
-    let mut sent_data = 0u64;
+    assert_eq!(client.peer_credit_left(), WINDOW);
+    let mut conn: Option<Box<Connection>> = None;
     let mut t = NOW;
-    for _ in 0..10_000 {
+    // 1 ms steps, 0.5 ms one-way delay (delivered within the step): 3 s in all.
+    let mut step = |client: &mut Connection, conn: &mut Option<Box<Connection>>, t: u64| {
+        let mut buf = vec![0u8; 2048];
+        while let Some(n) = client.poll_transmit(t, &mut buf) {
+            match conn {
+                Some(c) => c.handle_datagram(t + 500_000, &buf[..n]),
+                None => match server.handle_datagram(t + 500_000, from, &buf[..n], &mut out) {
+                    ServerAction::Accept(c) => *conn = Some(c),
+                    other => panic!("{other:?}"),
+                },
+            }
+        }
+        if let Some(c) = conn {
+            c.handle_timeout(t + 500_000);
+            while let Some(n) = c.poll_transmit(t + 500_000, &mut buf) {
+                client.handle_datagram(t + 1_000_000, &buf[..n]);
+            }
+        }
+        client.handle_timeout(t + 1_000_000);
+    };
+    for _ in 0..3_000 {
+        step(&mut client, &mut conn, t);
         t += 1_000_000;
-        while let Some(_n) = client.poll_transmit(t, &mut out) {}
-        client.handle_timeout(t);
-        sent_data = client.stats().stream_bytes_sent;
     }
-    // Nothing was acknowledged and no credit was granted beyond the first window.
-    assert_eq!(sent_data, 65_536);
+    let receiver = conn.as_mut().expect("the server accepted the connection");
+    // Everything sent was acknowledged, and the sender stopped exactly at the credit.
+    assert!(client.is_established() && !receiver.is_closed());
+    assert_eq!(client.stats().stream_bytes_sent, WINDOW);
     assert_eq!(client.peer_credit_left(), 0);
+    assert_eq!(receiver.stats().stream_bytes_received, WINDOW);
+    assert_eq!(receiver.stats().duplicate_stream_bytes, 0);
+    // Reading grants more credit; the sender goes on (and never beyond what was granted).
+    let mut buf = vec![0u8; 1 << 16];
+    let mut read = 0u64;
+    while let Some(c) = receiver.read(&mut buf) {
+        assert_eq!((c.stream, c.offset), (1, read));
+        read += c.len as u64;
+    }
+    assert_eq!(read, WINDOW);
+    for _ in 0..3_000 {
+        step(&mut client, &mut conn, t);
+        t += 1_000_000;
+    }
+    let receiver = conn.as_mut().unwrap();
+    assert_eq!(client.stats().stream_bytes_sent, 2 * WINDOW);
+    assert_eq!(receiver.stats().stream_bytes_received, 2 * WINDOW);
+    assert_eq!(client.peer_credit_left(), 0);
+    assert!(!receiver.is_closed() && !client.is_closed());
 }
 
 proptest! {

@@ -13,7 +13,8 @@
 //! - [`usage`] — `getrusage` and `wait4`;
 //! - [`process`] — parent-death signal, signals to children, a Ctrl-C flag;
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
-//! - [`netns`] — network namespaces, TUN devices, per-thread CPU time.
+//! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
+//! - [`udp`] — UDP receive with GRO (several datagrams per call).
 
 pub mod host;
 pub mod io;
@@ -21,6 +22,7 @@ pub mod netns;
 pub mod process;
 pub mod sockopt;
 pub mod tcp;
+pub mod udp;
 pub mod usage;
 pub mod zerocopy;
 

@@ -50,6 +50,9 @@ pub enum IntOpt {
     /// `UDP_SEGMENT` (Linux 4.18): a send larger than this many bytes leaves as datagrams of
     /// this size, the last one possibly shorter (UDP GSO); 0 turns it off.
     UdpSegment,
+    /// `UDP_GRO` (Linux 5.0): receive several datagrams of a flow with one call (see
+    /// [`crate::udp::recv_gro`]).
+    UdpGro,
 }
 
 impl IntOpt {
@@ -76,6 +79,7 @@ impl IntOpt {
             SoRcvBufForce => (libc::SOL_SOCKET, libc::SO_RCVBUFFORCE),
             // linux/udp.h: UDP_SEGMENT = 103 (the libc crate names it only for some targets).
             UdpSegment => (libc::SOL_UDP, 103),
+            UdpGro => (libc::SOL_UDP, crate::udp::UDP_GRO),
         }
     }
 }

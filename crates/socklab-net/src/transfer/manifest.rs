@@ -33,8 +33,9 @@ pub const MAX_NAME_BYTES: usize = 4096;
 pub const MAX_COMPONENT_BYTES: usize = 255;
 /// Most components in a name.
 pub const MAX_COMPONENTS: usize = 64;
-/// Smallest encoded entry: a one-byte name.
-const MIN_ENTRY_LEN: usize = 2 + 1 + 8 + 32;
+/// Smallest entry the encoding can hold (an empty name). The count is checked against it
+/// before allocating; an entry with an empty name then gets the name error it deserves.
+const MIN_ENTRY_LEN: usize = 2 + 8 + 32;
 
 /// One file of a transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]

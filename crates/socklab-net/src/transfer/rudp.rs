@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use socklab_rudp::{wire, CloseReason, Config, Connection, Event, Server, ServerAction, CLOSE_OK};
 use socklab_sys::io::{poll_flags, poll_one};
 use socklab_sys::netns::wait_readable;
+use socklab_sys::udp::recv_gro;
 
 use super::{FileOutcome, FileReceiver, FileSender, ServerSession};
 use crate::{NetError, TransferError};
@@ -377,6 +378,19 @@ struct Session {
 }
 
 impl Session {
+    fn new(conn: Box<Connection>, rx: FileReceiver, peer: SocketAddr, now: u64) -> Session {
+        Session {
+            conn,
+            rx,
+            peer,
+            started: now,
+            ctl_off: 0,
+            ctl_pending: Vec::new(),
+            finished_at: None,
+            error: None,
+        }
+    }
+
     /// Moves received chunks into the files and control records into the transport.
     fn pump(&mut self, now: u64, buf: &mut [u8]) {
         while let Some(c) = self.conn.read(buf) {
@@ -458,6 +472,8 @@ pub fn serve_rudp(
         .set_nonblocking(true)
         .map_err(|e| TransferError::io("setting the UDP socket non-blocking", e))?;
     enlarge_buffers(&socket);
+    // Several datagrams per receive call where the kernel can (recv_gro works either way).
+    let _ = socklab_sys::sockopt::set(socket.as_fd(), socklab_sys::sockopt::IntOpt::UdpGro, 1);
     let _ = socklab_sys::netns::set_timer_slack(1_000);
     let mut server = Server::new(config.clone(), random_bytes()?);
     let mut sessions: HashMap<u64, Session> = HashMap::new();
@@ -472,41 +488,35 @@ pub fn serve_rudp(
             return Ok(done);
         }
         for _ in 0..RECV_BATCH {
-            let (n, peer) = match socket.recv_from(&mut inbuf) {
+            let r = match recv_gro(socket.as_fd(), &mut inbuf) {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if is_icmp_error(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => continue, // cut or non-IP
+                Err(e) if is_icmp_error(&e) => continue,
                 Err(e) => return Err(TransferError::io("receiving a datagram", e)),
             };
-            let datagram = &inbuf[..n];
-            let cid = wire::peek_cid(datagram);
-            if let Some(s) = cid.and_then(|c| sessions.get_mut(&c)) {
-                if s.peer == peer {
-                    s.conn.handle_datagram(now, datagram);
-                }
-                continue; // a known id from another address is not routed
-            }
-            match server.handle_datagram(now, peer, datagram, &mut out) {
-                ServerAction::Drop => {}
-                ServerAction::Reply(len) => send_datagram(&socket, &out[..len], Some(peer))?,
-                ServerAction::Accept(conn) => {
-                    if sessions.len() >= MAX_SESSIONS {
-                        continue; // the client retries; it gets in when a session ends
+            // With GRO several datagrams of one sender arrive glued, each `segment` bytes.
+            for datagram in inbuf[..r.len].chunks(r.segment.unwrap_or(r.len).max(1)) {
+                let peer = r.from;
+                let cid = wire::peek_cid(datagram);
+                if let Some(s) = cid.and_then(|c| sessions.get_mut(&c)) {
+                    if s.peer == peer {
+                        s.conn.handle_datagram(now, datagram);
                     }
-                    let rx = FileReceiver::new(dir)?;
-                    sessions.insert(
-                        conn.cid(),
-                        Session {
-                            conn,
-                            rx,
-                            peer,
-                            started: now,
-                            ctl_off: 0,
-                            ctl_pending: Vec::new(),
-                            finished_at: None,
-                            error: None,
-                        },
-                    );
+                    continue; // a known id from another address is not routed
+                }
+                match server.handle_datagram(now, peer, datagram, &mut out) {
+                    ServerAction::Drop => {}
+                    ServerAction::Reply(len) => send_datagram(&socket, &out[..len], Some(peer))?,
+                    ServerAction::Accept(conn) => {
+                        if sessions.len() >= MAX_SESSIONS {
+                            continue; // the client retries; it gets in when a session ends
+                        }
+                        sessions.insert(
+                            conn.cid(),
+                            Session::new(conn, FileReceiver::new(dir)?, peer, now),
+                        );
+                    }
                 }
             }
         }
