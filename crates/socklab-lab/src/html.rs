@@ -333,10 +333,10 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     } else {
         crate::metric::metric(primary).unit.replace("us", "µs")
     };
-    let what = if primary == "gbps" {
-        "throughput"
-    } else {
-        "time per repetition"
+    let what = match primary {
+        "gbps" => "throughput",
+        "total_s" => "transfer time",
+        _ => "time per repetition",
     };
     let measured: Vec<&CellStats> = st
         .cells

@@ -1,6 +1,9 @@
 //! The live executor: runs cells against real sockets. For `to = self` it starts a sink as a
 //! child process (a re-exec of the socklab binary on an ephemeral loopback port), keeps it for
-//! the whole plan, stops it at the end and reads its CPU time from `wait4`'s rusage.
+//! the whole plan, stops it at the end and reads its CPU time from `wait4`'s rusage. A
+//! transfer starts a fresh `transfer serve --once` child per repetition instead (the server
+//! keeps what it received, so a kept server would let the next repetition resume), into a new
+//! temporary directory.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -376,7 +376,7 @@ fn runner_stores_transfer_repetitions_and_the_report_shows_them() {
     let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
     assert!(html.contains("Retransmissions per file"));
     assert!(html.contains("class=\"per-file\""));
-    assert!(html.contains("Mean time per repetition per cell"));
+    assert!(html.contains("Mean transfer time per cell"));
     let csv = std::fs::read_to_string(rep.join("results.csv")).unwrap();
     assert!(csv.lines().next().unwrap().contains(",retx.file-0,"));
     assert_eq!(csv.lines().filter(|l| l.contains(",transfer,")).count(), 4);
