@@ -59,7 +59,11 @@ struct RudpServer {
 
 impl RudpServer {
     fn start(dir: &Path, config: Config, once: bool) -> RudpServer {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        RudpServer::on(UdpSocket::bind("127.0.0.1:0").unwrap(), dir, config, once)
+    }
+
+    /// A server on a socket bound already (in a namespace, say).
+    fn on(sock: UdpSocket, dir: &Path, config: Config, once: bool) -> RudpServer {
         let addr = sock.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let (s2, d2) = (stop.clone(), dir.to_path_buf());
@@ -282,15 +286,7 @@ fn both_transports_cross_a_lossy_emulated_link_byte_identical() {
     let server = {
         let _g = link.namespaces().enter(Side::Server).unwrap();
         let sock = UdpSocket::bind((SERVER_ADDR, 0)).unwrap();
-        let addr = sock.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (s2, d2) = (stop.clone(), dst.path().to_path_buf());
-        let h = std::thread::spawn(move || serve_rudp(sock, &d2, &Config::default(), &s2, true));
-        RudpServer {
-            addr,
-            stop,
-            handle: Some(h),
-        }
+        RudpServer::on(sock, dst.path(), Config::default(), true)
     };
     let r = {
         let _g = link.namespaces().enter(Side::Client).unwrap();
