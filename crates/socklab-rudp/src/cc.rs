@@ -73,6 +73,11 @@ pub struct Model {
     round_acked: u64,
     round_lost: u64,
     round_max_rtt: u64,
+    /// Smallest RTT sample of the current round.
+    round_min_rtt: u64,
+    /// The last finished round's smallest RTT stood well above the minimum: a queue that
+    /// every packet of the round waited in.
+    standing_queue: bool,
     full_bw: f64,
     full_bw_rounds: u32,
     filled_pipe: bool,
@@ -120,6 +125,8 @@ impl Model {
             round_acked: 0,
             round_lost: 0,
             round_max_rtt: 0,
+            round_min_rtt: u64::MAX,
+            standing_queue: false,
             full_bw: 0.0,
             full_bw_rounds: 0,
             filled_pipe: false,
@@ -240,6 +247,7 @@ impl Model {
         }
         if let Some(rtt) = s.rtt_ns {
             self.round_max_rtt = self.round_max_rtt.max(rtt);
+            self.round_min_rtt = self.round_min_rtt.min(rtt);
             if rtt <= self.min_rtt_ns || now.saturating_sub(self.min_rtt_stamp) > MIN_RTT_WINDOW_NS
             {
                 if rtt < self.min_rtt_ns || self.mode != Mode::ProbeRtt {
@@ -288,9 +296,15 @@ impl Model {
                 self.set_cap(self.path_rate() * 0.95);
             }
         }
+        // Even the round's fastest packet queued: the queue stood the whole round (jitter moves
+        // single samples, not the minimum of a round's worth).
+        self.standing_queue = self.min_rtt_ns != u64::MAX
+            && self.round_min_rtt != u64::MAX
+            && self.round_min_rtt > self.min_rtt_ns + (self.min_rtt_ns / 4).max(4_000_000);
         self.round_acked = 0;
         self.round_lost = 0;
         self.round_max_rtt = 0;
+        self.round_min_rtt = u64::MAX;
     }
 
     fn update_bw(&mut self, rate: f64, app_limited: bool) {
@@ -331,7 +345,10 @@ impl Model {
                         self.full_bw_rounds = 0;
                     } else {
                         self.full_bw_rounds += 1;
-                        if self.full_bw_rounds >= 3 {
+                        // Three rounds without growth (BBR's rule), or one when a standing queue
+                        // already shows the pipe is full: more rounds at the startup gain only
+                        // overflow the bottleneck's buffer.
+                        if self.full_bw_rounds >= 3 || self.standing_queue {
                             self.filled_pipe = true;
                             self.mode = Mode::Drain;
                         }
