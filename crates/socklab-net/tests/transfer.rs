@@ -51,6 +51,11 @@ fn assert_received(dir: &Path, sent: &[PathBuf]) {
     assert_eq!(names.len(), sent.len(), "unexpected files: {names:?}");
 }
 
+/// A rudp transfer with the default settings and a 30 s timeout, which must succeed.
+fn send(to: SocketAddr, files: &[PathBuf]) -> socklab_net::transfer::RudpReport {
+    send_rudp(to, files, &Config::default(), Duration::from_secs(30)).unwrap()
+}
+
 struct RudpServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -192,13 +197,7 @@ fn garbage_datagrams_to_a_live_server_write_nothing_and_do_not_stop_it() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(std::fs::read_dir(dst.path()).unwrap().count(), 0);
     // The server still works.
-    let r = send_rudp(
-        server.addr,
-        &files,
-        &Config::default(),
-        Duration::from_secs(30),
-    )
-    .unwrap();
+    let r = send(server.addr, &files);
     assert!(r.files[0].ok);
     let sessions = server.finish();
     assert_eq!(sessions.len(), 1, "garbage created sessions: {sessions:?}");
@@ -237,13 +236,7 @@ fn an_interrupted_rudp_transfer_resumes_where_it_stopped() {
     );
     // Second try resumes.
     let server = RudpServer::start(dst.path(), server_cfg, true);
-    let r = send_rudp(
-        server.addr,
-        &files,
-        &Config::default(),
-        Duration::from_secs(30),
-    )
-    .unwrap();
+    let r = send(server.addr, &files);
     assert!(r.files[0].ok);
     assert!(r.files[0].skipped_bytes > 0, "{:?}", r.files[0]);
     assert_eq!(r.sent_bytes + r.files[0].skipped_bytes, 6_000_000);
