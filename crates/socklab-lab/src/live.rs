@@ -21,9 +21,10 @@ use socklab_net::link::{Driver, EmulatedLink, LinkConfig, Namespaces, Side, SERV
 
 use crate::plan::Cell;
 use crate::runner::{Executor, Sample};
-use crate::workload::{FileSet, LinkParams, Proto, Target, TransferSpec, Workload};
+use crate::workload::{FileSet, LinkParams, Target, TransferSpec, Workload};
 use crate::LabError;
 use socklab_net::transfer::workfiles::{self, WorkFile};
+use socklab_net::transfer::TransferReport;
 
 /// A server child process (`socklab sink` or `socklab echo`, re-executed).
 #[derive(Debug)]
@@ -217,12 +218,6 @@ impl Drop for ServerChild {
     }
 }
 
-/// A client's report of one transfer.
-enum TransferResult {
-    Tcp(socklab_net::transfer::TcpReport),
-    Rudp(socklab_net::transfer::RudpReport),
-}
-
 /// Runs the client of `spec` against `to` on its own thread (which inherits the calling
 /// thread's network namespace) and waits for it, checking `stop()` every 100 ms: `None` when
 /// stopped (the thread is left to end by its own timeout). The client always ends by its
@@ -232,23 +227,13 @@ fn transfer_client(
     to: SocketAddr,
     paths: Vec<PathBuf>,
     stop: &dyn Fn() -> bool,
-) -> Option<Result<TransferResult, String>> {
+) -> Option<Result<TransferReport, String>> {
     let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
     let (tx, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("transfer-client".into())
         .spawn(move || {
-            let r = match proto {
-                Proto::Tcp => socklab_net::transfer::send_tcp(to, &paths, cc.as_deref(), timeout)
-                    .map(TransferResult::Tcp),
-                Proto::Rudp => socklab_net::transfer::send_rudp(
-                    to,
-                    &paths,
-                    &socklab_rudp::Config::default(),
-                    timeout,
-                )
-                .map(TransferResult::Rudp),
-            };
+            let r = socklab_net::transfer::send(proto, to, &paths, cc.as_deref(), timeout);
             let _ = tx.send(r.map_err(|e| format!("the transfer failed: {e}")));
         });
     if let Err(e) = spawned {
@@ -489,10 +474,8 @@ impl LiveExecutor {
                 extra["error"] = json!(why);
             }
             Ok(r) => {
-                let (total_ns, bytes, per_file) = match &r {
-                    TransferResult::Tcp(t) => (t.total_ns, t.bytes, &t.per_file_retransmits),
-                    TransferResult::Rudp(u) => (u.total_ns, u.bytes, &u.per_file_retransmits),
-                };
+                let (total_ns, bytes, per_file) =
+                    (r.total_ns(), r.bytes(), r.per_file_retransmits());
                 let total_s = total_ns as f64 / 1e9;
                 metrics.extend([
                     ("failed", 0.0),
@@ -503,7 +486,7 @@ impl LiveExecutor {
                     ("rcv_sys_s", usage.sys.as_secs_f64()),
                 ]);
                 match &r {
-                    TransferResult::Tcp(t) => {
+                    TransferReport::Tcp(t) => {
                         metrics.extend([
                             ("retx", t.total_retrans as f64),
                             ("srtt_us", f64::from(t.rtt_us)),
@@ -514,7 +497,7 @@ impl LiveExecutor {
                         extra["mss"] = json!(t.tcp.snd_mss);
                         extra["cwnd"] = json!(t.tcp.snd_cwnd);
                     }
-                    TransferResult::Rudp(u) => {
+                    TransferReport::Rudp(u) => {
                         let st = &u.stats;
                         metrics.extend([
                             ("retx", st.retransmitted_packets as f64),

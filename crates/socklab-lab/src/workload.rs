@@ -229,35 +229,7 @@ pub enum Workload {
     Transfer(TransferSpec),
 }
 
-/// The transport of a file transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
-    /// One persistent TCP connection.
-    Tcp,
-    /// socklab's reliable transport over UDP.
-    Rudp,
-}
-
-impl Proto {
-    /// The name used in parameters and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Proto::Tcp => "tcp",
-            Proto::Rudp => "rudp",
-        }
-    }
-}
-
-impl std::str::FromStr for Proto {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Proto, String> {
-        match s.trim() {
-            "tcp" => Ok(Proto::Tcp),
-            "rudp" => Ok(Proto::Rudp),
-            _ => Err("choose tcp or rudp".into()),
-        }
-    }
-}
+pub use socklab_net::transfer::Proto;
 
 /// Seed 004's file sizes: its packets carried 1500 bytes, a large file was 658 packets and a
 /// small one 7, so 658 × 1500 = 987000 and 7 × 1500 = 10500 bytes.

@@ -265,6 +265,15 @@ pub(crate) fn parse_order(s: &str, seed: u64) -> Result<Order, Failure> {
     }
 }
 
+/// A command-line list as experiment data: one value is a fixed parameter, several an axis.
+pub(crate) fn list_axis(key: &str, vals: &[String], axes: &mut Vec<Axis>, fixed: &mut Params) {
+    if vals.len() == 1 {
+        fixed.set(key, vals[0].clone());
+    } else {
+        axes.push(Axis::single(key, vals.iter().cloned()));
+    }
+}
+
 fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     let mut fixed = Params::new();
     if let Some(to) = &a.to {
@@ -294,13 +303,6 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     }
     let swept = |k: &str| sweeps.iter().any(|(key, _)| key == k);
     let mut axes = Vec::new();
-    let list_axis = |key: &str, vals: &[String], axes: &mut Vec<Axis>, fixed: &mut Params| {
-        if vals.len() == 1 {
-            fixed.set(key, vals[0].clone());
-        } else {
-            axes.push(Axis::single(key, vals.iter().cloned()));
-        }
-    };
     list_axis("strategy", &a.strategy, &mut axes, &mut fixed);
     let (nb, bs) = (!swept("nbufs"), !swept("bufsize"));
     if nb && bs && a.nbufs.len() > 1 && a.bufsize.len() > 1 && !a.cross {

@@ -6,17 +6,18 @@ use std::path::Path;
 
 use serde_json::json;
 use socklab_lab::params::Params;
-use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::plan::{Group, Plan};
 use socklab_lab::store::Store;
 use socklab_lab::table::{num, Table};
 use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
-use socklab_net::transfer::{FileOutcome, ServerSession};
+use socklab_net::transfer::{FileOutcome, ServerSession, TransferReport};
 use socklab_net::units::{format_size, parse_duration};
 use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
 use crate::commands::{
-    command_line, out, parse_bind, parse_order, run_and_print, server_started, usage, Failure,
+    command_line, list_axis, out, parse_bind, parse_order, run_and_print, server_started, usage,
+    Failure,
 };
 
 pub fn transfer(a: TransferArgs) -> Result<(), Failure> {
@@ -198,61 +199,42 @@ fn send(a: TransferSendArgs) -> Result<(), Failure> {
     }
     install_interrupt_flag()?;
     let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
-    let (files, per_file, total_ns, bytes, summary, extra) = match proto {
-        Proto::Tcp => {
-            let r = socklab_net::transfer::send_tcp(to, &a.files, cc.as_deref(), timeout)
-                .map_err(run)?;
-            let summary = format!(
+    let r =
+        socklab_net::transfer::send(proto, to, &a.files, cc.as_deref(), timeout).map_err(run)?;
+    let (summary, extra) = match &r {
+        TransferReport::Tcp(r) => (
+            format!(
                 "cc {}, retransmissions {} segments (tcpi_total_retrans), srtt {} us, min rtt {} us, segments out {}",
                 r.cc, r.total_retrans, r.rtt_us, r.tcp.min_rtt_us, r.segs_out
-            );
-            let extra = json!({
+            ),
+            json!({
                 "cc": r.cc, "total_retrans": r.total_retrans, "srtt_us": r.rtt_us,
                 "min_rtt_us": r.tcp.min_rtt_us, "segs_out": r.segs_out,
-            });
-            (
-                r.files,
-                r.per_file_retransmits,
-                r.total_ns,
-                r.bytes,
-                summary,
-                extra,
-            )
-        }
-        Proto::Rudp => {
-            let r = socklab_net::transfer::send_rudp(
-                to,
-                &a.files,
-                &socklab_rudp::Config::default(),
-                timeout,
-            )
-            .map_err(run)?;
+            }),
+        ),
+        TransferReport::Rudp(r) => {
             let st = &r.stats;
-            let summary = format!(
-                "retransmitted packets {}, spurious losses {}, srtt {} us, min rtt {} us, packets sent {}, received {}",
-                st.retransmitted_packets,
-                st.spurious_losses,
-                num(st.srtt_ns as f64 / 1000.0),
-                num(st.min_rtt_ns as f64 / 1000.0),
-                st.packets_sent,
-                st.packets_received
-            );
-            let extra = json!({
-                "retransmitted_packets": st.retransmitted_packets,
-                "spurious_losses": st.spurious_losses, "lost_packets": st.lost_packets,
-                "srtt_us": st.srtt_ns as f64 / 1000.0, "min_rtt_us": st.min_rtt_ns as f64 / 1000.0,
-                "packets_sent": st.packets_sent, "packets_received": st.packets_received,
-            });
             (
-                r.files,
-                r.per_file_retransmits,
-                r.total_ns,
-                r.bytes,
-                summary,
-                extra,
+                format!(
+                    "retransmitted packets {}, spurious losses {}, srtt {} us, min rtt {} us, packets sent {}, received {}",
+                    st.retransmitted_packets,
+                    st.spurious_losses,
+                    num(st.srtt_ns as f64 / 1000.0),
+                    num(st.min_rtt_ns as f64 / 1000.0),
+                    st.packets_sent,
+                    st.packets_received
+                ),
+                json!({
+                    "retransmitted_packets": st.retransmitted_packets,
+                    "spurious_losses": st.spurious_losses, "lost_packets": st.lost_packets,
+                    "srtt_us": st.srtt_ns as f64 / 1000.0, "min_rtt_us": st.min_rtt_ns as f64 / 1000.0,
+                    "packets_sent": st.packets_sent, "packets_received": st.packets_received,
+                }),
             )
         }
     };
+    let (files, per_file, total_ns, bytes) =
+        (r.files(), r.per_file_retransmits(), r.total_ns(), r.bytes());
     let secs = total_ns as f64 / 1e9;
     let goodput = bytes as f64 * 8.0 / secs.max(1e-9) / 1e6;
     if a.json {
@@ -275,7 +257,7 @@ fn send(a: TransferSendArgs) -> Result<(), Failure> {
             serde_json::to_string_pretty(&v).unwrap_or_default()
         ));
     }
-    out(&file_table(&files, &per_file).to_text())?;
+    out(&file_table(files, per_file).to_text())?;
     out(&format!(
         "{} files, {} in {} s: goodput {} Mbit/s ({}); {summary}\n",
         files.len(),
@@ -332,12 +314,7 @@ fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
     for p in protos {
         let mut g = Group::new("transfer", fixed.clone().with("proto", p.as_str()));
         if p.trim() == "tcp" {
-            if a.tcp_cc.len() == 1 {
-                g.fixed.set("tcp_cc", a.tcp_cc[0].clone());
-            } else {
-                g.axes
-                    .push(Axis::single("tcp_cc", a.tcp_cc.iter().cloned()));
-            }
+            list_axis("tcp_cc", &a.tcp_cc, &mut g.axes, &mut g.fixed);
         }
         a.link.add_to(&mut g);
         groups.push(g);

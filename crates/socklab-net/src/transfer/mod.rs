@@ -41,6 +41,95 @@ pub use rudp::{send_rudp, serve_rudp, RudpReport};
 pub use sender::FileSender;
 pub use tcp::{send_tcp, serve_tcp, ServerSession, TcpReport};
 
+/// The transport of a file transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    /// One persistent TCP connection.
+    Tcp,
+    /// socklab's reliable transport over UDP.
+    Rudp,
+}
+
+impl Proto {
+    /// The name used in parameters and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Rudp => "rudp",
+        }
+    }
+}
+
+impl std::str::FromStr for Proto {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Proto, String> {
+        match s.trim() {
+            "tcp" => Ok(Proto::Tcp),
+            "rudp" => Ok(Proto::Rudp),
+            _ => Err("choose tcp or rudp".into()),
+        }
+    }
+}
+
+/// What the client of either transport measured.
+#[derive(Debug, Clone)]
+pub enum TransferReport {
+    /// [`send_tcp`]'s report.
+    Tcp(TcpReport),
+    /// [`send_rudp`]'s report.
+    Rudp(RudpReport),
+}
+
+impl TransferReport {
+    /// Nanoseconds from the start of the connection until `Done` arrived.
+    pub fn total_ns(&self) -> u64 {
+        match self {
+            TransferReport::Tcp(r) => r.total_ns,
+            TransferReport::Rudp(r) => r.total_ns,
+        }
+    }
+
+    /// File bytes in the manifest.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            TransferReport::Tcp(r) => r.bytes,
+            TransferReport::Rudp(r) => r.bytes,
+        }
+    }
+
+    /// Per-file outcomes.
+    pub fn files(&self) -> &[FileOutcome] {
+        match self {
+            TransferReport::Tcp(r) => &r.files,
+            TransferReport::Rudp(r) => &r.files,
+        }
+    }
+
+    /// Retransmissions while each file was being sent (TCP: segments; rudp: packets).
+    pub fn per_file_retransmits(&self) -> &[u64] {
+        match self {
+            TransferReport::Tcp(r) => &r.per_file_retransmits,
+            TransferReport::Rudp(r) => &r.per_file_retransmits,
+        }
+    }
+}
+
+/// Sends `paths` to the server at `to` over `proto` (TCP with congestion control `tcp_cc` if
+/// given; rudp with its default settings).
+pub fn send(
+    proto: Proto,
+    to: std::net::SocketAddr,
+    paths: &[std::path::PathBuf],
+    tcp_cc: Option<&str>,
+    timeout: std::time::Duration,
+) -> Result<TransferReport, TransferError> {
+    match proto {
+        Proto::Tcp => send_tcp(to, paths, tcp_cc, timeout).map(TransferReport::Tcp),
+        Proto::Rudp => send_rudp(to, paths, &socklab_rudp::Config::default(), timeout)
+            .map(TransferReport::Rudp),
+    }
+}
+
 /// What became of one file, as one side saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileOutcome {
