@@ -151,7 +151,15 @@ pub enum TransferError {
     /// The transfer did not finish in time.
     #[error("{0}")]
     Timeout(String),
-    /// A socket-level error (connect, socket options).
+    /// The transfer server could not be reached.
+    #[error("cannot reach a transfer server at {addr}: {source} (start one there with `socklab transfer serve --proto tcp|rudp --port PORT --dir DIR`)")]
+    Connect {
+        /// Where we tried.
+        addr: SocketAddr,
+        /// What the kernel (or the handshake) said.
+        source: io::Error,
+    },
+    /// A socket-level error (socket options).
     #[error(transparent)]
     Net(#[from] NetError),
     /// The run was interrupted (Ctrl-C) before it finished.

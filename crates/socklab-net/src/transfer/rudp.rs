@@ -25,7 +25,7 @@ use socklab_sys::netns::wait_readable;
 use socklab_sys::udp::recv_gro;
 
 use super::{FileOutcome, FileReceiver, FileSender, ServerSession};
-use crate::{NetError, TransferError};
+use crate::TransferError;
 
 /// Bytes the client hands the transport per write.
 const CHUNK: usize = 64 * 1024;
@@ -217,13 +217,10 @@ fn is_icmp_error(e: &io::Error) -> bool {
 
 fn closed_error(reason: &CloseReason, to: SocketAddr) -> TransferError {
     match reason {
-        CloseReason::HandshakeTimeout => TransferError::Net(NetError::Connect {
+        CloseReason::HandshakeTimeout => TransferError::Connect {
             addr: to,
-            source: io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no rudp server answered (start one with `socklab transfer serve --proto rudp`)",
-            ),
-        }),
+            source: io::Error::new(io::ErrorKind::TimedOut, "no rudp server answered"),
+        },
         CloseReason::IdleTimeout => TransferError::Timeout(format!(
             "the rudp connection to {to} went idle: nothing arrived for the idle timeout"
         )),
@@ -252,7 +249,7 @@ pub fn send_rudp(
     let sock =
         UdpSocket::bind((local, 0)).map_err(|e| TransferError::io("binding a UDP socket", e))?;
     sock.connect(to)
-        .map_err(|source| NetError::Connect { addr: to, source })?;
+        .map_err(|source| TransferError::Connect { addr: to, source })?;
     sock.set_nonblocking(true)
         .map_err(|e| TransferError::io("setting the UDP socket non-blocking", e))?;
     enlarge_buffers(&sock);
@@ -289,10 +286,10 @@ pub fn send_rudp(
                     // Port unreachable for our Initials: nothing listens there.
                     refused += 1;
                     if refused >= REFUSED_INITIALS {
-                        return Err(TransferError::Net(NetError::Connect {
+                        return Err(TransferError::Connect {
                             addr: to,
                             source: e,
-                        }));
+                        });
                     }
                 }
                 Err(e) if is_icmp_error(&e) || e.kind() == io::ErrorKind::Interrupted => {}

@@ -506,7 +506,7 @@ pub fn send_tcp(
         set_cc(SockRef::from(&sock), c)?;
     }
     sock.connect_timeout(&to.into(), timeout)
-        .map_err(|source| NetError::Connect { addr: to, source })?;
+        .map_err(|source| TransferError::Connect { addr: to, source })?;
     let cc_eff = read_cc(SockRef::from(&sock))?;
     let stream: TcpStream = sock.into();
     let opt = |e| TransferError::io("setting socket options", e);
