@@ -22,6 +22,7 @@ pub mod payload;
 pub mod pingpong;
 pub mod protocol;
 pub mod reference;
+pub mod server;
 pub mod sink;
 pub mod sockopt;
 pub mod states;
