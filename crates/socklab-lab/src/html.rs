@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 
 use socklab_net::units::parse_size;
 
-use crate::output::{common_config, notes, per_file_table, summary_table, PER_FILE_NOTE};
+use crate::output::{
+    common_config, designs_table, notes, per_file_table, summary_table, DESIGNS_NOTE, PER_FILE_NOTE,
+};
 use crate::store::Store;
 use crate::summary::{experiment_stats, CellStats, ExperimentStats};
 use crate::svg::{self, esc, BarRow, Series, StripRow};
@@ -149,6 +151,14 @@ fn experiment_html(out: &mut String, st: &ExperimentStats) {
             inline_markdown(PER_FILE_NOTE)
         );
         out.push_str(&table_html(&t, "per-file", None));
+    }
+    if let Some(t) = designs_table(st) {
+        let _ = writeln!(
+            out,
+            "<h3>Server designs</h3>\n<p class=\"designs\">{}</p>",
+            inline_markdown(DESIGNS_NOTE)
+        );
+        out.push_str(&table_html(&t, "designs", None));
     }
     charts_html(out, st);
     let notes = notes(st);

@@ -7,6 +7,8 @@ pub mod error;
 pub mod file;
 pub mod html;
 pub mod live;
+pub mod liveload;
+pub mod loadspec;
 pub mod metric;
 pub mod output;
 pub mod params;

@@ -33,11 +33,15 @@ pub struct ServerChild {
     addr: SocketAddr,
     /// The `EFFECTIVE k=v …` line a server prints once it has applied its options.
     effective: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    /// The `STATS {json}` line `socklab serve` prints when it stops.
+    stats: std::sync::Arc<std::sync::Mutex<Option<String>>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The line a sink started with `--announce` prints first on stdout.
 pub const ANNOUNCE_PREFIX: &str = "LISTENING ";
+
+use socklab_net::server::report::STATS_PREFIX;
 
 impl ServerChild {
     /// Starts `exe sink --bind 127.0.0.1 --port 0 --announce --quiet` and waits (at most 10 s)
@@ -93,16 +97,23 @@ impl ServerChild {
         let (tx, rx) = mpsc::channel();
         let effective = std::sync::Arc::new(std::sync::Mutex::new(None));
         let eff = effective.clone();
+        let stats = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let st = stats.clone();
         let reader = std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
             let first = lines.next().and_then(Result::ok).unwrap_or_default();
             let _ = tx.send(first);
             // Later lines until the child exits: the effective server-side options.
             for l in lines.map_while(Result::ok) {
-                if let Some(v) = l.strip_prefix("EFFECTIVE ") {
-                    if let Ok(mut g) = eff.lock() {
-                        *g = Some(v.to_string());
-                    }
+                let (slot, prefix) = if l.starts_with("EFFECTIVE ") {
+                    (&eff, "EFFECTIVE ")
+                } else if l.starts_with(STATS_PREFIX) {
+                    (&st, STATS_PREFIX)
+                } else {
+                    continue;
+                };
+                if let (Ok(mut g), Some(v)) = (slot.lock(), l.strip_prefix(prefix)) {
+                    *g = Some(v.to_string());
                 }
             }
         });
@@ -110,6 +121,7 @@ impl ServerChild {
             child: Some(child),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             effective,
+            stats,
             reader: Some(reader),
         };
         let line = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
@@ -134,7 +146,15 @@ impl ServerChild {
     }
 
     /// Stops it (SIGTERM) and returns its `wait4` accounting as facts.
-    pub fn stop(mut self) -> Result<Vec<(String, String)>, LabError> {
+    pub fn stop(self) -> Result<Vec<(String, String)>, LabError> {
+        self.stop_with_usage().map(|(facts, _)| facts)
+    }
+
+    /// Like [`ServerChild::stop`], also returning the child's CPU accounting from `wait4`
+    /// (itself plus the children it reaped).
+    pub fn stop_with_usage(
+        mut self,
+    ) -> Result<(Vec<(String, String)>, socklab_sys::usage::Usage), LabError> {
         let child = self
             .child
             .take()
@@ -149,7 +169,7 @@ impl ServerChild {
             .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
         let (status, usage) =
             wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the server child: {e}")))?;
-        Ok(self.reaped(status, &usage))
+        Ok((self.reaped(status, &usage), usage))
     }
 
     /// Waits up to `grace` for a server that ends by itself (`--once`), then stops it
@@ -204,6 +224,9 @@ impl ServerChild {
         ];
         if let Some(e) = self.effective.lock().ok().and_then(|g| g.clone()) {
             facts.push(("effective_opts".into(), e));
+        }
+        if let Some(e) = self.stats.lock().ok().and_then(|g| g.clone()) {
+            facts.push(("serve_stats".into(), e));
         }
         facts
     }
@@ -768,6 +791,12 @@ impl Executor for LiveExecutor {
                     return Err(run_err(socklab_net::NetError::Interrupted));
                 }
                 self.run_transfer(cell, spec, stop)
+            }
+            Workload::Load(spec) => {
+                if stop() {
+                    return Err(run_err(socklab_net::NetError::Interrupted));
+                }
+                crate::liveload::run_load(&self.exe, cell, spec, stop)
             }
         }
     }

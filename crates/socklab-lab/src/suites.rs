@@ -103,9 +103,15 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "designs",
-        reproduces: "seed 002 / Stevens fig. 27.1: CPU per connection of every server design",
-        files: &[],
-        unavailable: Some("needs the server designs and load generator (socklab serve, socklab load)"),
+        reproduces: "seed 002 / Stevens fig. 27.1: server CPU per connection of every server design (minus the iterative baseline), and every design under HTTP keep-alive",
+        files: &[
+            ("designs.toml", include_str!("../../../experiments/designs.toml")),
+            (
+                "designs-http.toml",
+                include_str!("../../../experiments/designs-http.toml"),
+            ),
+        ],
+        unavailable: None,
         needs_root: false,
     },
     Suite {
@@ -152,12 +158,14 @@ mod tests {
         assert_eq!((s[0].cells.len(), s[0].reps), (7, 40));
         assert_eq!(s[0].cells[0].label, "opts=baseline");
         assert_eq!(s[1].cells.len(), 2);
-        let e = suite("designs")
-            .unwrap()
-            .plans(true)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not available yet"), "{e}");
+        let d = suite("designs").unwrap().plans(true).unwrap();
+        assert_eq!((d[0].cells.len(), d[0].reps), (16, 2), "every design once");
+        assert!(d[0]
+            .cells
+            .iter()
+            .all(|c| c.workload.params().get("loops") == Some("50")));
+        assert_eq!(d[1].cells.len(), 15, "every design but iterative");
+        assert_eq!(suite("designs").unwrap().plans(false).unwrap()[0].reps, 5);
         let lossy = suite("lossy").unwrap();
         if socklab_sys::netns::is_root() {
             let full = lossy.plans(false).unwrap();

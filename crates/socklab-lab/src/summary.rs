@@ -148,7 +148,8 @@ impl ExperimentStats {
         )
     }
 
-    /// The baseline cell of `workload` (options `baseline`), when the experiment has one and
+    /// The baseline cell of `workload` (options `baseline`, or the `iterative` server design:
+    /// the book's baseline), when the experiment has one and
     /// other cells to compare with it.
     pub fn baseline(&self, workload: &str) -> Option<usize> {
         let same = self
@@ -160,7 +161,9 @@ impl ExperimentStats {
             return None;
         }
         self.cells.iter().position(|c| {
-            c.cell.workload == workload && c.cell.config.get("opts") == Some("baseline")
+            c.cell.workload == workload
+                && (c.cell.config.get("opts") == Some("baseline")
+                    || c.cell.config.get("design") == Some("iterative"))
         })
     }
 

@@ -6,6 +6,7 @@
 //! | `pipe` | `size bytes` |
 //! | `memcpy` | `size bytes` |
 //! | `transfer` | `proto tcp_cc workload large small files timeout seed` |
+//! | `load` | `to design workers handler body clients loops bytes connections duration rate new_connection threads timeout` |
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -227,6 +228,8 @@ pub enum Workload {
     Memcpy(RefSpec),
     /// Files over TCP or the reliable UDP transport (seed 004).
     Transfer(TransferSpec),
+    /// A server design under load (seed 002).
+    Load(crate::loadspec::LoadSpec),
 }
 
 pub use socklab_net::transfer::Proto;
@@ -455,7 +458,9 @@ pub const TRANSFER_KEYS: &[KeyDoc] = &[
 ];
 
 /// The workload names.
-pub const KINDS: &[&str] = &["bulk", "pingpong", "states", "pipe", "memcpy", "transfer"];
+pub const KINDS: &[&str] = &[
+    "bulk", "pingpong", "states", "pipe", "memcpy", "transfer", "load",
+];
 
 fn check_keys(kind: &str, params: &Params) -> Result<(), LabError> {
     let keys = Workload::keys(kind);
@@ -606,6 +611,10 @@ impl Workload {
                 check_keys(kind, p)?;
                 Ok(Workload::Transfer(transfer_from_params(p)?))
             }
+            "load" => {
+                check_keys(kind, p)?;
+                Ok(Workload::Load(crate::loadspec::from_params(p)?))
+            }
             other => Err(LabError::Plan(format!(
                 "unknown workload '{other}': choose one of {}",
                 KINDS.join(", ")
@@ -622,6 +631,7 @@ impl Workload {
             Workload::Pipe(_) => "pipe",
             Workload::Memcpy(_) => "memcpy",
             Workload::Transfer(_) => "transfer",
+            Workload::Load(_) => "load",
         }
     }
 
@@ -691,6 +701,7 @@ impl Workload {
                 p.set("timeout", format_duration(t.timeout));
                 p.set("seed", t.seed.to_string());
             }
+            Workload::Load(l) => p = crate::loadspec::params(l),
         }
         p
     }
@@ -702,6 +713,7 @@ impl Workload {
             "pingpong" => (PINGPONG_KEYS, LINK_KEYS),
             "states" => (STATES_KEYS, &[]),
             "transfer" => (TRANSFER_KEYS, LINK_KEYS),
+            "load" => (crate::loadspec::LOAD_KEYS, &[]),
             _ => (REF_KEYS, &[]),
         };
         own.iter().chain(link).copied().collect()
