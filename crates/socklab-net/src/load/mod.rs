@@ -277,9 +277,13 @@ impl Failures {
 /// How late the generator itself was, and what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorStats {
-    /// Open loop: actual send time minus intended send time, per request (microseconds).
-    /// `None` in closed loop.
+    /// Open loop: actual send time minus intended send time, per request (microseconds). It
+    /// includes waiting for a connection still busy with its previous request (the server's
+    /// doing); `None` in closed loop.
     pub send_lag: Option<Timing>,
+    /// Open loop: how late the generator woke for requests whose connection was idle, waiting
+    /// for the send time (microseconds) — the generator's own timer lag; `None` in closed loop.
+    pub timer_lag: Option<Timing>,
     /// Time each event-loop iteration spent working between two `epoll_wait` calls
     /// (microseconds): long iterations delay every connection of that thread.
     pub loop_busy: Timing,
