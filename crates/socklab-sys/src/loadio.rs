@@ -20,6 +20,9 @@ pub struct Event {
     pub writable: bool,
     /// An error or hang-up is pending (`EPOLLERR`/`EPOLLHUP`).
     pub error: bool,
+    /// The peer closed its side, or the connection is gone (`EPOLLRDHUP`/`EPOLLHUP`): with
+    /// edge triggering, read until end of file, since no further edge will come.
+    pub hangup: bool,
 }
 
 /// A buffer of readiness reports, allocated once.
@@ -55,6 +58,7 @@ impl Events {
                 readable: ev & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0,
                 writable: ev & libc::EPOLLOUT as u32 != 0,
                 error: ev & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0,
+                hangup: ev & (libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0,
             }
         })
     }

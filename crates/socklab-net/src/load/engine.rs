@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use socklab_sys::errno;
-use socklab_sys::loadio::{Epoll, Events};
+use socklab_sys::loadio::{Epoll, Event, Events};
 use socklab_sys::sockopt::{self as rawopt, IntOpt};
 use socklab_sys::usage::{getrusage, Who};
 
@@ -448,12 +448,7 @@ impl Worker<'_> {
                 if i >= self.conns.len() || self.conns[i].generation != generation {
                     continue;
                 }
-                self.on_event(
-                    i,
-                    ev.readable || ev.error,
-                    ev.writable || ev.error,
-                    &mut buf,
-                );
+                self.on_event(i, ev, &mut buf);
             }
             record(&mut self.out.loop_busy, self.sh.now() - busy_start);
         }
@@ -584,7 +579,9 @@ impl Worker<'_> {
         c.st = St::Reading;
     }
 
-    fn on_event(&mut self, i: usize, readable: bool, writable: bool, buf: &mut [u8]) {
+    fn on_event(&mut self, i: usize, ev: Event, buf: &mut [u8]) {
+        let readable = ev.readable || ev.error;
+        let writable = ev.writable || ev.error;
         match self.conns[i].st {
             St::Connecting if writable => {
                 let err = self.conns[i].sock.as_ref().map(|s| s.take_error());
@@ -600,7 +597,7 @@ impl Worker<'_> {
                 }
             }
             St::Writing if writable => self.write(i),
-            St::Reading if readable => self.read(i, buf),
+            St::Reading if readable => self.read(i, buf, ev.hangup || ev.error),
             St::Idle | St::Sleeping if readable => {
                 // A kept-alive connection between requests: the server closed it (idle
                 // timeout) or sent something unasked. Drop it; the next request reconnects.
@@ -611,7 +608,10 @@ impl Worker<'_> {
         }
     }
 
-    fn read(&mut self, i: usize, buf: &mut [u8]) {
+    /// Reads what is there. With edge triggering a short read means the queue is empty and the
+    /// next arrival brings a new event — unless the peer already closed (`drain`): then read
+    /// on to the end of file.
+    fn read(&mut self, i: usize, buf: &mut [u8], drain: bool) {
         let proto = self.sh.cfg.protocol;
         let want = self.sh.cfg.bytes;
         loop {
@@ -666,7 +666,7 @@ impl Worker<'_> {
                     return;
                 }
             }
-            if n < buf.len() {
+            if n < buf.len() && !drain {
                 // A short read emptied the receive queue: the next arrival is a new edge.
                 return;
             }
