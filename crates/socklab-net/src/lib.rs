@@ -10,13 +10,15 @@
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
 //! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
 //! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
-//! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp).
+//! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp);
+//! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop).
 
 pub mod aligned;
 pub mod bulk;
 pub mod echo;
 pub mod error;
 pub mod link;
+pub mod load;
 pub mod partial;
 pub mod payload;
 pub mod pingpong;

@@ -14,10 +14,12 @@
 //! - [`process`] — parent-death signal, signals to children, a Ctrl-C flag;
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
-//! - [`udp`] — UDP receive with GRO (several datagrams per call).
+//! - [`udp`] — UDP receive with GRO (several datagrams per call);
+//! - [`loadio`] — the load generator's edge-triggered epoll set.
 
 pub mod host;
 pub mod io;
+pub mod loadio;
 pub mod netns;
 pub mod process;
 pub mod sockopt;
@@ -47,8 +49,8 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 /// The `errno` values socklab reacts to, named, so crates above this one need no `libc`.
 pub mod errno {
     pub use libc::{
-        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, EINPROGRESS, EINTR, EMFILE,
-        ENFILE, ENOBUFS, ENOMEM, EPERM,
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, ECONNREFUSED, ECONNRESET,
+        EINPROGRESS, EINTR, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
     };
 }
 

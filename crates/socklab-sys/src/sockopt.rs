@@ -53,6 +53,10 @@ pub enum IntOpt {
     /// `UDP_GRO` (Linux 5.0): receive several datagrams of a flow with one call (see
     /// [`crate::udp::recv_gro`]).
     UdpGro,
+    /// `IP_BIND_ADDRESS_NO_PORT` (Linux 4.2): a `bind()` to an address with port 0 defers the
+    /// port choice to `connect()`, which picks one unique for the whole 4-tuple (so many
+    /// source addresses multiply the ports a client can use).
+    IpBindAddressNoPort,
 }
 
 impl IntOpt {
@@ -80,6 +84,8 @@ impl IntOpt {
             // linux/udp.h: UDP_SEGMENT = 103 (the libc crate names it only for some targets).
             UdpSegment => (libc::SOL_UDP, 103),
             UdpGro => (libc::SOL_UDP, crate::udp::UDP_GRO),
+            // linux/in.h: IP_BIND_ADDRESS_NO_PORT = 24.
+            IpBindAddressNoPort => (libc::IPPROTO_IP, 24),
         }
     }
 }

@@ -1,0 +1,779 @@
+//! The per-thread event loops of the load generator.
+//!
+//! Each thread owns a share of the connections (connection `c` goes to thread `c % threads`),
+//! one edge-triggered epoll set, one read buffer, a min-heap of wake-up times (open-loop send
+//! times and back-offs), and its own histograms. A connection is a small state machine:
+//! `Idle → (Connecting →) Writing → Reading → Idle`, restarted at once in closed loop or at its
+//! next intended send time in open loop. Nothing is allocated per request: request bytes are
+//! formatted once, the heap and buffers are sized up front, replies are parsed as they stream.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socklab_sys::errno;
+use socklab_sys::loadio::{Epoll, Event, Events};
+use socklab_sys::sockopt::{self as rawopt, IntOpt};
+use socklab_sys::usage::{getrusage, Who};
+
+use super::http::{self, ReplyParser};
+use super::metrics::{histogram, record, Timing};
+use super::schedule::Schedule;
+use super::{Failures, GeneratorStats, LoadConfig, LoadProtocol, LoadReport};
+use crate::NetError;
+
+/// Largest echo request.
+pub const ECHO_MAX: usize = 1 << 20;
+
+/// Bytes read per `read()` call.
+const READ_BUF: usize = 64 << 10;
+/// How often in-flight requests are checked against their timeout.
+const TIMEOUT_SCAN_NS: u64 = 10_000_000;
+/// Closed loop: a connection whose connect failed waits this long before its next attempt, so
+/// a refusing server does not turn the generator into a busy loop.
+const CONNECT_BACKOFF_NS: u64 = 10_000_000;
+/// Longest single wait in the event loop (the stop flag is polled at least this often).
+const MAX_WAIT: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    /// No request in flight; the next one starts when its time comes.
+    Idle,
+    /// Waiting on the heap (open-loop send time or back-off).
+    Sleeping,
+    Connecting,
+    Writing,
+    Reading,
+    /// Quota used up.
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Fail {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    BadReply,
+}
+
+struct Conn {
+    sock: Option<Socket>,
+    /// Bumped on every new socket; the high half of the epoll token.
+    generation: u32,
+    sched: Schedule,
+    /// Requests started so far on this slot.
+    k: u64,
+    st: St,
+    written: usize,
+    got: usize,
+    parser: ReplyParser,
+    /// Open loop: when the current request was meant to leave (ns since start).
+    intended: u64,
+    /// When the current request started (its connect, or its first write).
+    start: u64,
+    connect_start: u64,
+    write_start: u64,
+    first_byte: bool,
+    /// Sleeping until its open-loop send time (not a back-off).
+    on_timer: bool,
+}
+
+struct ThreadOut {
+    connect: Histogram<u64>,
+    first_byte: Histogram<u64>,
+    response: Histogram<u64>,
+    corrected: Histogram<u64>,
+    send_lag: Histogram<u64>,
+    timer_lag: Histogram<u64>,
+    loop_busy: Histogram<u64>,
+    completed: u64,
+    failed: Failures,
+    connections_opened: u64,
+    bytes_written: u64,
+    bytes_read: u64,
+    cpu_user: Duration,
+    cpu_sys: Duration,
+    wall: Duration,
+}
+
+impl ThreadOut {
+    fn new() -> ThreadOut {
+        ThreadOut {
+            connect: histogram(),
+            first_byte: histogram(),
+            response: histogram(),
+            corrected: histogram(),
+            send_lag: histogram(),
+            timer_lag: histogram(),
+            loop_busy: histogram(),
+            completed: 0,
+            failed: Failures::default(),
+            connections_opened: 0,
+            bytes_written: 0,
+            bytes_read: 0,
+            cpu_user: Duration::ZERO,
+            cpu_sys: Duration::ZERO,
+            wall: Duration::ZERO,
+        }
+    }
+}
+
+/// What every thread shares.
+struct Shared<'a> {
+    cfg: &'a LoadConfig,
+    stop: &'a AtomicBool,
+    /// Set by a thread that must end the run (ports exhausted): the others stop too.
+    abort: AtomicBool,
+    abort_reason: Mutex<Option<String>>,
+    request: Vec<u8>,
+    sources: Vec<Ipv4Addr>,
+    start: Instant,
+    end_ns: u64,
+}
+
+impl Shared<'_> {
+    fn abort(&self, reason: String) {
+        let mut r = self.abort_reason.lock().unwrap_or_else(|e| e.into_inner());
+        if r.is_none() {
+            *r = Some(reason);
+        }
+        self.abort.store(true, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The request bytes of a run.
+pub(super) fn request_bytes(cfg: &LoadConfig) -> Vec<u8> {
+    match cfg.protocol {
+        LoadProtocol::Stevens => format!("{}\n", cfg.bytes).into_bytes(),
+        LoadProtocol::Echo => (0..cfg.bytes).map(|i| b'a' + (i % 26) as u8).collect(),
+        LoadProtocol::Http => {
+            let host = cfg.host.clone().unwrap_or_else(|| cfg.to.to_string());
+            http::request(&cfg.path, &host, cfg.new_connection_per_request)
+        }
+    }
+}
+
+pub(super) fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, NetError> {
+    let threads = cfg.threads.min(cfg.connections).max(1);
+    let shared = Shared {
+        cfg,
+        stop,
+        abort: AtomicBool::new(false),
+        abort_reason: Mutex::new(None),
+        request: request_bytes(cfg),
+        sources: cfg.source_ips(),
+        start: Instant::now(),
+        end_ns: cfg.duration.map_or(u64::MAX, |d| {
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+        }),
+    };
+    // Every epoll set is made before any thread starts, so a setup failure is an error, not a
+    // half-run.
+    let mut polls = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        polls.push(Epoll::new().map_err(|e| NetError::io("epoll_create1", e))?);
+    }
+    let barrier = Barrier::new(threads);
+    let outs: Vec<ThreadOut> = std::thread::scope(|s| {
+        let handles: Vec<_> = polls
+            .into_iter()
+            .enumerate()
+            .map(|(t, ep)| {
+                let shared = &shared;
+                let barrier = &barrier;
+                std::thread::Builder::new()
+                    .name(format!("load-{t}"))
+                    .spawn_scoped(s, move || {
+                        barrier.wait();
+                        worker(shared, t, threads, ep)
+                    })
+            })
+            .collect();
+        let mut outs = Vec::new();
+        for h in handles {
+            match h {
+                Ok(h) => match h.join() {
+                    Ok(o) => outs.push(o),
+                    Err(p) => std::panic::resume_unwind(p),
+                },
+                Err(e) => shared.abort(format!("cannot start a load thread: {e}")),
+            }
+        }
+        outs
+    });
+    let elapsed = shared.start.elapsed();
+    let wall = match cfg.duration {
+        Some(d) if elapsed > d => d,
+        _ => elapsed,
+    };
+    let mut aborted = shared
+        .abort_reason
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if aborted.is_none() && stop.load(Ordering::Relaxed) {
+        aborted = Some("interrupted".into());
+    }
+    Ok(assemble(cfg, outs, wall, aborted))
+}
+
+fn assemble(
+    cfg: &LoadConfig,
+    outs: Vec<ThreadOut>,
+    wall: Duration,
+    aborted: Option<String>,
+) -> LoadReport {
+    let mut all = ThreadOut::new();
+    let mut util = Vec::with_capacity(outs.len());
+    for o in &outs {
+        let merge = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
+            // Both have the same bounds and auto-resize: add cannot fail.
+            let _ = into.add(from);
+        };
+        merge(&mut all.connect, &o.connect);
+        merge(&mut all.first_byte, &o.first_byte);
+        merge(&mut all.response, &o.response);
+        merge(&mut all.corrected, &o.corrected);
+        merge(&mut all.send_lag, &o.send_lag);
+        merge(&mut all.timer_lag, &o.timer_lag);
+        merge(&mut all.loop_busy, &o.loop_busy);
+        all.completed += o.completed;
+        all.failed.add(&o.failed);
+        all.connections_opened += o.connections_opened;
+        all.bytes_written += o.bytes_written;
+        all.bytes_read += o.bytes_read;
+        all.cpu_user += o.cpu_user;
+        all.cpu_sys += o.cpu_sys;
+        let w = o.wall.as_secs_f64();
+        util.push(if w > 0.0 {
+            ((o.cpu_user + o.cpu_sys).as_secs_f64() / w).min(1.0)
+        } else {
+            0.0
+        });
+    }
+    let secs = wall.as_secs_f64().max(1e-9);
+    let open = cfg.rate.is_some();
+    let mut warnings = Vec::new();
+    for (t, u) in util.iter().enumerate() {
+        if *u > 0.9 {
+            warnings.push(format!(
+                "generator thread {t} was busy {:.0}% of the time: the client may be the bottleneck (add --threads, or lower the load)",
+                u * 100.0
+            ));
+        }
+    }
+    let timer_lag = Timing::from_ns(&all.timer_lag);
+    if let Some(rate) = cfg.rate {
+        let p99_ms = timer_lag.percentiles.p99_us / 1000.0;
+        if timer_lag.count > 0 && p99_ms > 1.0 {
+            warnings.push(format!(
+                "the generator woke {p99_ms:.1} ms late (p99) for its own send times: it cannot keep the schedule (add --threads, or lower --rate)"
+            ));
+        }
+        let achieved = all.completed as f64 / secs;
+        if all.completed + all.failed.total() > 0 && achieved < 0.9 * rate {
+            warnings.push(format!(
+                "achieved {achieved:.0} of the {rate:.0} requests/s asked for: the server (or the generator) did not keep up; the corrected latency shows the cost"
+            ));
+        }
+    }
+    LoadReport {
+        config: cfg.clone(),
+        duration_s: secs,
+        completed: all.completed,
+        failed: all.failed,
+        connections_opened: all.connections_opened,
+        requests_per_s: all.completed as f64 / secs,
+        connections_per_s: all.connections_opened as f64 / secs,
+        bytes_written: all.bytes_written,
+        bytes_read: all.bytes_read,
+        transfer_bytes_per_s: all.bytes_read as f64 / secs,
+        connect: Timing::from_ns(&all.connect),
+        first_byte: Timing::from_ns(&all.first_byte),
+        response: Timing::from_ns(&all.response),
+        response_corrected: open.then(|| Timing::from_ns(&all.corrected)),
+        generator: GeneratorStats {
+            send_lag: open.then(|| Timing::from_ns(&all.send_lag)),
+            timer_lag: open.then_some(timer_lag),
+            loop_busy: Timing::from_ns(&all.loop_busy),
+            thread_utilisation: util,
+            cpu_user_s: all.cpu_user.as_secs_f64(),
+            cpu_sys_s: all.cpu_sys.as_secs_f64(),
+            warnings,
+        },
+        aborted,
+    }
+}
+
+/// True for the `connect()`/`bind()` errors of an exhausted 4-tuple space.
+fn is_port_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(errno::EADDRNOTAVAIL | errno::EADDRINUSE)
+    )
+}
+
+fn exhaustion_message(cfg: &LoadConfig, e: &io::Error) -> String {
+    format!(
+        "connect to {} failed: {e}: the client ran out of ephemeral ports (connections in TIME_WAIT hold them); use more source addresses (--source-addrs {}, loopback targets), a lower --rate or fewer --connections, keep-alive instead of --new-connection-per-request, or sysctl net.ipv4.tcp_tw_reuse=1 / a wider net.ipv4.ip_local_port_range",
+        cfg.to,
+        (cfg.source_addrs.max(1) * 4).min(256)
+    )
+}
+
+struct Worker<'a> {
+    sh: &'a Shared<'a>,
+    ep: Epoll,
+    conns: Vec<Conn>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    out: ThreadOut,
+    next_source: usize,
+    active: usize,
+}
+
+fn worker(sh: &Shared<'_>, t: usize, threads: usize, ep: Epoll) -> ThreadOut {
+    let cfg = sh.cfg;
+    let usage0 = getrusage(Who::Thread);
+    let wall0 = Instant::now();
+    let n = cfg.connections as u64;
+    let conns: Vec<Conn> = (t..cfg.connections)
+        .step_by(threads)
+        .map(|c| Conn {
+            sock: None,
+            generation: 0,
+            sched: Schedule::new(c as u64, n, cfg.loops, cfg.requests, cfg.rate),
+            k: 0,
+            st: St::Idle,
+            written: 0,
+            got: 0,
+            parser: ReplyParser::new(),
+            intended: 0,
+            start: 0,
+            connect_start: 0,
+            write_start: 0,
+            first_byte: false,
+            on_timer: false,
+        })
+        .collect();
+    let mut w = Worker {
+        sh,
+        ep,
+        heap: BinaryHeap::with_capacity(conns.len() + 1),
+        active: conns.len(),
+        conns,
+        out: ThreadOut::new(),
+        next_source: t,
+    };
+    w.run();
+    let used = getrusage(Who::Thread).since(&usage0);
+    w.out.cpu_user = used.user;
+    w.out.cpu_sys = used.sys;
+    w.out.wall = wall0.elapsed();
+    // Sockets close here, after the clock stopped.
+    w.out
+}
+
+impl Worker<'_> {
+    fn run(&mut self) {
+        let mut events = Events::with_capacity(self.conns.len().clamp(16, 1024));
+        let mut buf = vec![0u8; READ_BUF];
+        let now = self.sh.now();
+        for i in 0..self.conns.len() {
+            self.next_request(i, now);
+        }
+        let mut next_scan = now + TIMEOUT_SCAN_NS;
+        loop {
+            let now = self.sh.now();
+            if self.active == 0
+                || now >= self.sh.end_ns
+                || self.sh.stop.load(Ordering::Relaxed)
+                || self.sh.abort.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            // Wake-ups that are due.
+            while let Some(&Reverse((at, i))) = self.heap.peek() {
+                if at > now {
+                    break;
+                }
+                self.heap.pop();
+                let c = &mut self.conns[i];
+                if c.st == St::Sleeping {
+                    c.st = St::Idle;
+                    let now = self.sh.now();
+                    if c.on_timer {
+                        // Woken for its own send time: how late the generator was.
+                        c.on_timer = false;
+                        record(&mut self.out.timer_lag, now.saturating_sub(at));
+                    }
+                    self.next_request(i, now);
+                }
+            }
+            if now >= next_scan {
+                self.scan_timeouts(now);
+                next_scan = now + TIMEOUT_SCAN_NS;
+            }
+            let mut wake = next_scan.min(self.sh.end_ns);
+            if let Some(&Reverse((at, _))) = self.heap.peek() {
+                wake = wake.min(at);
+            }
+            let now = self.sh.now();
+            let timeout = Duration::from_nanos(wake.saturating_sub(now)).min(MAX_WAIT);
+            let n = match self.ep.wait(&mut events, Some(timeout)) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.sh.abort(format!("epoll_wait failed: {e}"));
+                    break;
+                }
+            };
+            if n == 0 {
+                continue;
+            }
+            let busy_start = self.sh.now();
+            for ev in events.iter() {
+                let i = (ev.token & 0xffff_ffff) as usize;
+                let generation = (ev.token >> 32) as u32;
+                if i >= self.conns.len() || self.conns[i].generation != generation {
+                    continue;
+                }
+                self.on_event(i, ev, &mut buf);
+            }
+            record(&mut self.out.loop_busy, self.sh.now() - busy_start);
+        }
+    }
+
+    /// The slot's next request: now, later (open loop), or none (quota used up).
+    fn next_request(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        if c.k >= c.sched.quota {
+            c.st = St::Done;
+            c.sock = None;
+            self.active -= 1;
+            return;
+        }
+        if let Some(at) = c.sched.intended_ns(c.k) {
+            c.intended = at;
+            if at > now {
+                c.st = St::Sleeping;
+                c.on_timer = true;
+                self.heap.push(Reverse((at, i)));
+                return;
+            }
+        }
+        self.begin(i, now);
+    }
+
+    /// Starts the slot's current request now.
+    fn begin(&mut self, i: usize, now: u64) {
+        let open = self.sh.cfg.rate.is_some();
+        {
+            let c = &mut self.conns[i];
+            if open {
+                record(&mut self.out.send_lag, now.saturating_sub(c.intended));
+            }
+            c.k += 1;
+            c.start = now;
+            c.written = 0;
+            c.got = 0;
+            c.first_byte = false;
+            c.parser.reset();
+        }
+        if self.conns[i].sock.is_some() {
+            self.conns[i].write_start = now;
+            self.write(i);
+        } else {
+            self.connect(i, now);
+        }
+    }
+
+    fn connect(&mut self, i: usize, now: u64) {
+        let sh = self.sh;
+        let to = sh.cfg.to;
+        let domain = Domain::for_address(to);
+        let sock = match Socket::new(domain, Type::STREAM.nonblocking(), Some(Protocol::TCP)) {
+            Ok(s) => s,
+            Err(e) => {
+                // Out of descriptors and the like: a connect failure, and a pause.
+                let _ = e;
+                self.fail(i, Fail::Connect, now);
+                return;
+            }
+        };
+        if !sh.sources.is_empty() {
+            let src = sh.sources[self.next_source % sh.sources.len()];
+            self.next_source = self.next_source.wrapping_add(1);
+            let bound = rawopt::set(sock.as_fd(), IntOpt::IpBindAddressNoPort, 1)
+                .and_then(|()| sock.bind(&SockAddr::from(SocketAddrV4::new(src, 0))));
+            if let Err(e) = bound {
+                if is_port_exhaustion(&e) {
+                    sh.abort(exhaustion_message(sh.cfg, &e));
+                } else {
+                    sh.abort(format!("cannot bind a client socket to {src}: {e}"));
+                }
+                return;
+            }
+        }
+        let c = &mut self.conns[i];
+        c.generation = c.generation.wrapping_add(1);
+        c.connect_start = now;
+        let token = (u64::from(c.generation) << 32) | i as u64;
+        if let Err(e) = self.ep.add(sock.as_fd(), token) {
+            sh.abort(format!("epoll_ctl failed: {e}"));
+            return;
+        }
+        match sock.connect(&SockAddr::from(to)) {
+            Ok(()) => {
+                c.sock = Some(sock);
+                self.connected(i);
+            }
+            Err(e) if e.raw_os_error() == Some(errno::EINPROGRESS) => {
+                c.sock = Some(sock);
+                c.st = St::Connecting;
+            }
+            Err(e) if is_port_exhaustion(&e) => sh.abort(exhaustion_message(sh.cfg, &e)),
+            Err(_) => self.fail(i, Fail::Connect, now),
+        }
+    }
+
+    fn connected(&mut self, i: usize) {
+        let now = self.sh.now();
+        let c = &mut self.conns[i];
+        record(&mut self.out.connect, now - c.connect_start);
+        self.out.connections_opened += 1;
+        c.write_start = now;
+        self.write(i);
+    }
+
+    fn write(&mut self, i: usize) {
+        let req = &self.sh.request;
+        let c = &mut self.conns[i];
+        c.st = St::Writing;
+        let Some(sock) = c.sock.as_ref() else { return };
+        while c.written < req.len() {
+            match sock.send_with_flags(&req[c.written..], socklab_sys::msg::MSG_NOSIGNAL) {
+                Ok(n) => {
+                    c.written += n;
+                    self.out.bytes_written += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let now = self.sh.now();
+                    self.fail(i, Fail::Write, now);
+                    return;
+                }
+            }
+        }
+        c.st = St::Reading;
+    }
+
+    fn on_event(&mut self, i: usize, ev: Event, buf: &mut [u8]) {
+        let readable = ev.readable || ev.error;
+        let writable = ev.writable || ev.error;
+        match self.conns[i].st {
+            St::Connecting if writable => {
+                let err = self.conns[i].sock.as_ref().map(|s| s.take_error());
+                match err {
+                    Some(Ok(None)) => self.connected(i),
+                    Some(Ok(Some(e)) | Err(e)) if is_port_exhaustion(&e) => {
+                        self.sh.abort(exhaustion_message(self.sh.cfg, &e))
+                    }
+                    _ => {
+                        let now = self.sh.now();
+                        self.fail(i, Fail::Connect, now);
+                    }
+                }
+            }
+            St::Writing if writable => self.write(i),
+            St::Reading if readable => self.read(i, buf, ev.hangup || ev.error),
+            St::Idle | St::Sleeping if readable => {
+                // A kept-alive connection between requests: the server closed it (idle
+                // timeout) or sent something unasked. Drop it; the next request reconnects.
+                let c = &mut self.conns[i];
+                c.sock = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads what is there. With edge triggering a short read means the queue is empty and the
+    /// next arrival brings a new event — unless the peer already closed (`drain`): then read
+    /// on to the end of file.
+    fn read(&mut self, i: usize, buf: &mut [u8], drain: bool) {
+        let proto = self.sh.cfg.protocol;
+        let want = self.sh.cfg.bytes;
+        loop {
+            let c = &mut self.conns[i];
+            let Some(sock) = c.sock.as_ref() else { return };
+            let n = match (&*sock).read(buf) {
+                Ok(0) => {
+                    let now = self.sh.now();
+                    self.fail(i, Fail::Read, now);
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    let now = self.sh.now();
+                    self.fail(i, Fail::Read, now);
+                    return;
+                }
+            };
+            self.out.bytes_read += n as u64;
+            if !c.first_byte {
+                c.first_byte = true;
+                let now = self.sh.now();
+                record(&mut self.out.first_byte, now - c.write_start);
+            }
+            // Ok(true): complete; Ok(false): more to come; Err: bad reply.
+            let verdict = match proto {
+                LoadProtocol::Stevens | LoadProtocol::Echo => {
+                    c.got += n;
+                    if c.got > want {
+                        Err(())
+                    } else {
+                        Ok(c.got == want)
+                    }
+                }
+                LoadProtocol::Http => match c.parser.feed(&buf[..n]) {
+                    Ok(Some(used)) if used == n => Ok(true),
+                    Ok(Some(_)) | Err(_) => Err(()),
+                    Ok(None) => Ok(false),
+                },
+            };
+            match verdict {
+                Ok(true) => {
+                    self.complete(i);
+                    return;
+                }
+                Ok(false) => {}
+                Err(()) => {
+                    let now = self.sh.now();
+                    self.fail(i, Fail::BadReply, now);
+                    return;
+                }
+            }
+            if n < buf.len() && !drain {
+                // A short read emptied the receive queue: the next arrival is a new edge.
+                return;
+            }
+        }
+    }
+
+    fn complete(&mut self, i: usize) {
+        let now = self.sh.now();
+        let open = self.sh.cfg.rate.is_some();
+        let per_request = self.sh.cfg.new_connection_per_request;
+        let c = &mut self.conns[i];
+        record(&mut self.out.response, now - c.start);
+        if open {
+            record(&mut self.out.corrected, now.saturating_sub(c.intended));
+        }
+        self.out.completed += 1;
+        let keep =
+            !per_request && (self.sh.cfg.protocol != LoadProtocol::Http || c.parser.keep_alive());
+        if !keep {
+            // The client closes first (stevens): the whole reply is in, so this is a FIN,
+            // never a reset.
+            c.sock = None;
+        }
+        c.st = St::Idle;
+        self.next_request(i, now);
+    }
+
+    fn fail(&mut self, i: usize, kind: Fail, now: u64) {
+        let f = &mut self.out.failed;
+        match kind {
+            Fail::Connect => f.connect += 1,
+            Fail::Read => f.read += 1,
+            Fail::Write => f.write += 1,
+            Fail::Timeout => f.timeout += 1,
+            Fail::BadReply => f.bad_reply += 1,
+        }
+        let c = &mut self.conns[i];
+        c.sock = None;
+        // The next request starts from the event loop, not from here: failures that happen
+        // at once (a refused connect) cannot recurse. In closed loop a failed connect also
+        // pauses the slot, so a refusing server does not make the generator spin.
+        let back_off = matches!(kind, Fail::Connect) && self.sh.cfg.rate.is_none();
+        c.st = St::Sleeping;
+        c.on_timer = false;
+        self.heap.push(Reverse((
+            now + if back_off { CONNECT_BACKOFF_NS } else { 0 },
+            i,
+        )));
+    }
+
+    fn scan_timeouts(&mut self, now: u64) {
+        let limit = u64::try_from(self.sh.cfg.timeout.as_nanos()).unwrap_or(u64::MAX);
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if matches!(c.st, St::Connecting | St::Writing | St::Reading)
+                && now.saturating_sub(c.start) >= limit
+            {
+                self.fail(i, Fail::Timeout, now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    #[test]
+    fn request_bytes_per_protocol() {
+        let to: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let mut cfg = LoadConfig::new(to, LoadProtocol::Stevens);
+        cfg.bytes = 4000;
+        assert_eq!(request_bytes(&cfg), b"4000\n");
+        cfg.protocol = LoadProtocol::Echo;
+        cfg.bytes = 30;
+        let r = request_bytes(&cfg);
+        assert_eq!(r.len(), 30);
+        assert_eq!(&r[..3], b"abc");
+        cfg.protocol = LoadProtocol::Http;
+        cfg.new_connection_per_request = false;
+        cfg.path = "/index.html".into();
+        assert_eq!(
+            request_bytes(&cfg),
+            b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+        );
+        cfg.host = Some("example".into());
+        cfg.new_connection_per_request = true;
+        assert_eq!(
+            request_bytes(&cfg),
+            b"GET /index.html HTTP/1.1\r\nHost: example\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn exhaustion_is_recognised_and_explained() {
+        let e = io::Error::from_raw_os_error(errno::EADDRNOTAVAIL);
+        assert!(is_port_exhaustion(&e));
+        assert!(!is_port_exhaustion(&io::Error::from_raw_os_error(
+            errno::ECONNREFUSED
+        )));
+        let cfg = LoadConfig::new("127.0.0.1:1".parse().unwrap(), LoadProtocol::Stevens);
+        let m = exhaustion_message(&cfg, &e);
+        assert!(
+            m.contains("--source-addrs") && m.contains("tcp_tw_reuse"),
+            "{m}"
+        );
+        assert!(!m.contains('\n'));
+    }
+}
