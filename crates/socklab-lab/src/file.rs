@@ -201,6 +201,10 @@ fn check_param(
         "tcp_cc" if value.trim() == crate::workload::NOT_APPLICABLE => {
             p.set("proto", "rudp");
         }
+        // Keys of the request modes of load (stevens, the default handler, has clients/loops).
+        "connections" | "duration" | "rate" | "new_connection" if kind == "load" => {
+            p.set("handler", "http");
+        }
         _ => {}
     }
     Workload::from_params(kind, &p)
@@ -612,7 +616,7 @@ quick = { fixed = { bytes = "64K" } }
         let e = err("name = \"a\"\nworkload = \"bulkk\"\n");
         assert_eq!(
             e,
-            "x.toml:2: unknown workload 'bulkk': choose one of bulk, pingpong, states, pipe, memcpy, transfer"
+            "x.toml:2: unknown workload 'bulkk': choose one of bulk, pingpong, states, pipe, memcpy, transfer, load"
         );
         let e = err("name = \"a\"\nworkload = \"bulk\"\nreps = 0\n");
         assert_eq!(e, "x.toml:3: 'reps' must be a whole number of at least 1");
