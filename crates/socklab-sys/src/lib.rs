@@ -12,6 +12,8 @@
 //! - [`tcp`] — `TCP_INFO`;
 //! - [`usage`] — `getrusage` and `wait4`;
 //! - [`process`] — parent-death signal, signals to children, a Ctrl-C flag;
+//! - [`procs`] — the classic servers' primitives: `fork`/`_exit`/reaping, an `fcntl` lock, a
+//!   process-shared mutex and counters in shared memory, `SCM_RIGHTS` passing, `RLIMIT_NOFILE`;
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
@@ -22,6 +24,7 @@ pub mod io;
 pub mod loadio;
 pub mod netns;
 pub mod process;
+pub mod procs;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;

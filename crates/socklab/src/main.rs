@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod netem;
 mod progress;
+mod serve;
 mod transfer;
 
 use std::process::ExitCode;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         Command::Results(r) => commands::results(r),
         Command::Lab(a) => commands::lab(a),
         Command::Netem(a) => netem::netem(*a),
+        Command::Serve(a) => serve::serve(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,101 @@
+//! `socklab serve` over loopback with real processes: every classic design answers Stevens
+//! clients with the right bytes and HTTP keep-alive GETs, and on SIGINT prints the classic
+//! `user time = U, sys time = S` line and per-worker counts that add up to the connections made.
+
+mod common;
+mod serve_support;
+
+use common::run;
+use serve_support::{for_designs, http_keepalive, stevens, Server, CLASSIC};
+
+/// Connections each Stevens test makes (three clients in parallel, then one more).
+const STEVENS_CONNECTIONS: u64 = 7;
+const STEVENS_COUNTS: &[usize] = &[4000, 16384, 1, 4000];
+
+fn stevens_then_sigint(design: &str) -> Result<(), String> {
+    let server = Server::start(design, &["--workers", "3"]);
+    let addr = server.addr;
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..3)
+            .map(|_| s.spawn(move || (0..2).try_for_each(|_| stevens(addr, STEVENS_COUNTS))))
+            .collect();
+        hs.into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("client panicked".into())))
+    })?;
+    stevens(addr, STEVENS_COUNTS)?;
+    let st = server.stop();
+    if st.code != Some(0) {
+        return Err(format!("exit code {:?}: {}", st.code, st.stdout));
+    }
+    let first = st.stdout.lines().next().unwrap_or("");
+    let ok_first = first
+        .strip_prefix("user time = ")
+        .and_then(|r| r.split_once(", sys time = "))
+        .is_some_and(|(u, s)| u.parse::<f64>().is_ok() && s.parse::<f64>().is_ok());
+    if !ok_first {
+        return Err(format!("first line after LISTENING: {first:?}"));
+    }
+    if st.connections() != STEVENS_CONNECTIONS {
+        return Err(format!(
+            "per-worker connections add to {}, want {STEVENS_CONNECTIONS}: {}",
+            st.connections(),
+            st.stdout
+        ));
+    }
+    let want_req = STEVENS_CONNECTIONS * STEVENS_COUNTS.len() as u64;
+    if st.requests() != want_req {
+        return Err(format!("requests {} want {want_req}", st.requests()));
+    }
+    let workers = st.stats["workers"].as_array().map_or(0, |w| w.len());
+    let pool = !matches!(design, "iterative" | "fork" | "thread");
+    if workers != if pool { 3 } else { 1 } {
+        return Err(format!("{workers} worker entries"));
+    }
+    if pool && !st.stdout.contains("connections per worker:") {
+        return Err(format!("no per-worker line: {}", st.stdout));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_classic_design_serves_stevens_clients_and_reports_on_sigint() {
+    for_designs(CLASSIC, 4, stevens_then_sigint);
+}
+
+#[test]
+fn every_classic_design_serves_http_keepalive() {
+    for_designs(CLASSIC, 4, |design| {
+        let server = Server::start(
+            design,
+            &["--workers", "2", "--handler", "http", "--body", "1K"],
+        );
+        http_keepalive(server.addr, 3, 1024)?;
+        http_keepalive(server.addr, 2, 1024)?;
+        let st = server.stop();
+        if (st.connections(), st.requests()) != (2, 5) {
+            return Err(format!(
+                "connections {} requests {}, want 2 and 5",
+                st.connections(),
+                st.requests()
+            ));
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn bad_values_exit_2_naming_the_value() {
+    for (args, needle) in [
+        (&["serve", "--design", "prefork-lock"][..], "'prefork-lock'"),
+        (&["serve", "--handler", "ftp"], "'ftp'"),
+        (&["serve", "--idle-timeout", "0s"], "--idle-timeout"),
+        (&["serve", "--nofile", "3"], "--nofile 3"),
+        (&["serve", "--workers", "0", "--port", "0"], "--workers 0"),
+        (&["serve", "--bind", "localhost"], "'localhost'"),
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    }
+}
