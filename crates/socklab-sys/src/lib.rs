@@ -14,8 +14,12 @@
 //! - [`process`] — parent-death signal, signals to children, a Ctrl-C flag;
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
-//! - [`udp`] — UDP receive with GRO (several datagrams per call).
+//! - [`udp`] — UDP receive with GRO (several datagrams per call);
+//! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
+//! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
+//!   ring, send from owned buffers.
 
+pub mod epoll;
 pub mod host;
 pub mod io;
 pub mod netns;
@@ -23,6 +27,7 @@ pub mod process;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
+pub mod uring;
 pub mod usage;
 pub mod zerocopy;
 
