@@ -46,8 +46,7 @@ impl Epoll {
         let mut ev = libc::epoll_event { events, u64: token };
         // SAFETY: both descriptors are open for the call; `ev` is a valid epoll_event the
         // kernel only reads (it is ignored for EPOLL_CTL_DEL).
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd.as_raw_fd(), &mut ev) })
-            .map(drop)
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd.as_raw_fd(), &mut ev) }).map(drop)
     }
 
     /// Watches `fd` for `events` (a mask of [`IN`], [`OUT`], [`RDHUP`], [`ET`],

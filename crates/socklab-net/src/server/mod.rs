@@ -16,6 +16,7 @@ pub mod design;
 mod event;
 pub mod handler;
 pub mod report;
+mod slab;
 mod tokio_rt;
 mod uring;
 
@@ -55,7 +56,6 @@ pub struct ServeConfig {
 
 /// Everything a design needs to run, checked and built once.
 #[derive(Debug)]
-#[allow(dead_code)]
 pub(crate) struct Ctx<'a> {
     pub cfg: &'a ServeConfig,
     pub replies: Arc<Replies>,
@@ -95,7 +95,6 @@ pub const MAX_WORKERS: usize = 1024;
 /// Creates the listening socket of `cfg`: `SO_REUSEADDR` (and `SO_REUSEPORT` with `reuseport`),
 /// the server-side options, dual-stack for `[::]` (falling back to IPv4 where the host has no
 /// IPv6), `listen(backlog)`. Blocking; a design sets `O_NONBLOCK` itself where it wants it.
-#[allow(dead_code)] // the designs land next
 pub(crate) fn listener(cfg: &ServeConfig, reuseport: bool) -> Result<Socket, NetError> {
     match open_listener(cfg.bind, cfg, reuseport) {
         Err(NetError::Bind { source, .. })
@@ -113,7 +112,6 @@ pub(crate) fn listener(cfg: &ServeConfig, reuseport: bool) -> Result<Socket, Net
     }
 }
 
-#[allow(dead_code)]
 fn open_listener(addr: SocketAddr, cfg: &ServeConfig, reuseport: bool) -> Result<Socket, NetError> {
     let err = |source: std::io::Error| NetError::bind(addr, source);
     let sock =
