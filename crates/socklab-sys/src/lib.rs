@@ -52,8 +52,8 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 /// The `errno` values socklab reacts to, named, so crates above this one need no `libc`.
 pub mod errno {
     pub use libc::{
-        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, EINPROGRESS, EINTR, EMFILE,
-        ENFILE, ENOBUFS, ENOMEM, EPERM,
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECANCELED, ECONNABORTED, EINPROGRESS,
+        EINTR, EINVAL, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM,
     };
 }
 

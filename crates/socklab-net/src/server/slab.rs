@@ -77,11 +77,6 @@ impl<T> Slab<T> {
         Some(val)
     }
 
-    /// Number of values stored.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
     /// Appends to `out` the tokens of the values for which `f` is true.
     pub fn select(&self, out: &mut Vec<u64>, mut f: impl FnMut(&T) -> bool) {
         for (idx, s) in self.slots.iter().enumerate() {
@@ -143,7 +138,7 @@ mod tests {
         let mut s = Slab::new();
         let a = s.insert("a");
         let b = s.insert("b");
-        assert_eq!(s.len(), 2);
+        assert_eq!(s.len, 2);
         assert_eq!(s.remove(a), Some("a"));
         assert_eq!(s.remove(a), None);
         let c = s.insert("c");
