@@ -17,8 +17,12 @@
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
-//! - [`loadio`] — the load generator's edge-triggered epoll set.
+//! - [`loadio`] — the load generator's edge-triggered epoll set;
+//! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
+//! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
+//!   ring, send from owned buffers.
 
+pub mod epoll;
 pub mod host;
 pub mod io;
 pub mod loadio;
@@ -28,6 +32,7 @@ pub mod procs;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
+pub mod uring;
 pub mod usage;
 pub mod zerocopy;
 
@@ -52,8 +57,8 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 /// The `errno` values socklab reacts to, named, so crates above this one need no `libc`.
 pub mod errno {
     pub use libc::{
-        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECONNABORTED, ECONNREFUSED, ECONNRESET,
-        EINPROGRESS, EINTR, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
+        EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECANCELED, ECONNABORTED, ECONNREFUSED,
+        ECONNRESET, EINPROGRESS, EINTR, EINVAL, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
     };
 }
 

@@ -16,6 +16,7 @@ pub mod design;
 mod event;
 pub mod handler;
 pub mod report;
+mod slab;
 mod tokio_rt;
 mod uring;
 

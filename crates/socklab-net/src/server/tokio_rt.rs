@@ -1,18 +1,199 @@
-//! The tokio design.
+//! The tokio design: a multi-thread runtime with `--workers` worker threads, one accept task
+//! on the listener, one task per connection driving the shared [`Session`] with one 16 KiB
+//! buffer per connection (no allocation per request).
+//!
+//! Per-worker counts: each runtime thread takes an index when it starts (`on_thread_start`);
+//! a connection (and every request answered on it) is counted for the worker thread that
+//! first ran its task. Tasks may migrate between workers afterwards (work stealing), so the
+//! counts say where connections started, not where all their CPU went.
+//!
+//! Stop: the calling thread polls the stop flag every 50 ms, then shuts the runtime down
+//! (dropping every task closes its connection) with a bounded wait.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::{Ctx, ServeReport};
+use socklab_sys::usage::{getrusage, Who};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::{Ctx, Design, Replies, ServeReport, WorkerCount};
 use crate::NetError;
+
+/// Per-connection read buffer.
+const BUF: usize = 16 << 10;
+/// How often the calling thread looks at the stop flag.
+const POLL_STOP: Duration = Duration::from_millis(50);
+/// Longest wait for the runtime's tasks to end after stop.
+const SHUTDOWN: Duration = Duration::from_millis(300);
+
+thread_local! {
+    /// This runtime thread's worker index.
+    static WORKER: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Counts shared by the tasks.
+#[derive(Debug)]
+struct Counts {
+    connections: Vec<AtomicU64>,
+    requests: Vec<AtomicU64>,
+    accept_errors: AtomicU64,
+}
 
 /// Runs the design of `ctx` until `ctx.stop`.
 pub(crate) fn serve(
     ctx: &Ctx<'_>,
     on_listening: &mut dyn FnMut(SocketAddr),
 ) -> Result<ServeReport, NetError> {
-    let _ = on_listening;
-    Err(NetError::Invalid(format!(
-        "the '{}' design is not built yet",
-        ctx.cfg.design
-    )))
+    let cfg = ctx.cfg;
+    let start = Instant::now();
+    let workers = cfg.workers;
+    let counts = Arc::new(Counts {
+        connections: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        requests: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        accept_errors: AtomicU64::new(0),
+    });
+    let next = Arc::new(AtomicUsize::new(0));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("sl-tokio")
+        .enable_io()
+        .enable_time()
+        .on_thread_start(move || {
+            let i = next.fetch_add(1, Ordering::Relaxed) % workers;
+            WORKER.with(|w| w.set(i));
+        })
+        .build()
+        .map_err(|e| NetError::io("starting the tokio runtime", e))?;
+    let sock = super::listener(cfg, false)?;
+    sock.set_nonblocking(true)
+        .map_err(|e| NetError::io("setting the listener non-blocking", e))?;
+    let addr = super::event::local_addr(&sock)?;
+    let listener = {
+        let _guard = rt.enter();
+        TcpListener::from_std(sock.into())
+            .map_err(|e| NetError::io("registering the listener with tokio", e))?
+    };
+    on_listening(addr);
+    let accept = {
+        let counts = counts.clone();
+        let replies = ctx.replies.clone();
+        let idle = cfg.idle_timeout;
+        let opts = cfg.opts.clone();
+        rt.spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        let _ = opts.apply_accepted(&socket2::SockRef::from(&stream));
+                        let counts = counts.clone();
+                        let replies = replies.clone();
+                        tokio::spawn(async move {
+                            let w = WORKER.with(Cell::get);
+                            counts.connections[w].fetch_add(1, Ordering::Relaxed);
+                            connection(stream, &replies, idle, &counts.requests[w]).await;
+                        });
+                    }
+                    Err(e) if crate::error::is_transient_accept_error(&e) => {
+                        if super::event::is_resource_error(&e) {
+                            counts.accept_errors.fetch_add(1, Ordering::Relaxed);
+                            tokio::time::sleep(super::event::ACCEPT_BACKOFF).await;
+                        }
+                    }
+                    Err(_) => {
+                        counts.accept_errors.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(super::event::ACCEPT_BACKOFF).await;
+                    }
+                }
+            }
+        })
+    };
+    while !ctx.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(POLL_STOP);
+    }
+    accept.abort();
+    rt.shutdown_timeout(SHUTDOWN);
+    let per_worker = (0..workers)
+        .map(|i| WorkerCount {
+            connections: counts.connections[i].load(Ordering::Relaxed),
+            requests: counts.requests[i].load(Ordering::Relaxed),
+        })
+        .collect();
+    Ok(ServeReport::new(
+        Design::Tokio,
+        cfg.handler,
+        &getrusage(Who::Process),
+        per_worker,
+        counts.accept_errors.load(Ordering::Relaxed),
+        start.elapsed(),
+    ))
+}
+
+/// Serves one connection until the client leaves, the session says close, an error, or the
+/// idle timeout; adds the requests it answers to `answered` before every read (so a task
+/// dropped at shutdown has reported what it did).
+async fn connection(stream: TcpStream, r: &Replies, idle: Option<Duration>, answered: &AtomicU64) {
+    let mut s = r.session();
+    let mut reported = 0;
+    drive(stream, r, idle, &mut s, answered, &mut reported).await;
+    answered.fetch_add(s.requests() - reported, Ordering::Relaxed);
+}
+
+async fn drive(
+    mut stream: TcpStream,
+    r: &Replies,
+    idle: Option<Duration>,
+    s: &mut super::Session,
+    answered: &AtomicU64,
+    reported: &mut u64,
+) {
+    let mut buf = vec![0u8; BUF];
+    let (mut start, mut end) = (0usize, 0usize);
+    loop {
+        // Answer everything buffered.
+        loop {
+            let c = s.receive(&buf[start..end]);
+            start += c;
+            while s.has_pending() {
+                let p = s.pending(r);
+                let n = p.len();
+                if stream.write_all(p).await.is_err() {
+                    return;
+                }
+                s.sent(n, r);
+            }
+            if s.should_close() {
+                return;
+            }
+            if start == end || c == 0 {
+                break;
+            }
+        }
+        if start == end {
+            start = 0;
+            end = 0;
+        } else if end == buf.len() {
+            buf.copy_within(start..end, 0);
+            end -= start;
+            start = 0;
+        }
+        if s.requests() != *reported {
+            answered.fetch_add(s.requests() - *reported, Ordering::Relaxed);
+            *reported = s.requests();
+        }
+        let read = stream.read(&mut buf[end..]);
+        let got = match idle {
+            None => read.await,
+            Some(t) => match tokio::time::timeout(t, read).await {
+                Ok(r) => r,
+                Err(_) => return,
+            },
+        };
+        match got {
+            Ok(0) | Err(_) => return,
+            Ok(n) => end += n,
+        }
+    }
 }
