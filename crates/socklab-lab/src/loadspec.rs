@@ -214,7 +214,7 @@ pub fn from_params(p: &Params) -> Result<LoadSpec, LabError> {
         design: p.parse_or("design", Design::Epoll, |s| {
             s.parse::<Design>().map_err(|e| e.to_string())
         })?,
-        workers: p.parse_or("workers", None, workers_value)?,
+        workers: None,
         handler,
         body: p.parse_or(
             "body",
@@ -232,6 +232,13 @@ pub fn from_params(p: &Params) -> Result<LoadSpec, LabError> {
             duration_in(Duration::from_millis(1), Duration::from_secs(3600)),
         )?,
     };
+    let mut spec = spec;
+    if spec.design.has_workers() {
+        spec.workers = p.parse_or("workers", None, workers_value)?;
+    } else {
+        // Checked, then dropped: a matrix may give every design the same workers.
+        p.parse_or("workers", None, workers_value)?;
+    }
     if matches!(spec.to, Target::Addr(_)) {
         for k in ["design", "workers", "body"] {
             if p.get(k).is_some() {
@@ -250,11 +257,14 @@ pub fn params(spec: &LoadSpec) -> Params {
     p.set("to", spec.to.to_string());
     if spec.to == Target::SelfSink {
         p.set("design", spec.design.name());
-        p.set(
-            "workers",
-            spec.workers
-                .map_or_else(|| "cores".to_string(), |n| n.to_string()),
-        );
+        // Designs without a pool (iterative, fork, thread, epoll) have no worker count.
+        if spec.design.has_workers() {
+            p.set(
+                "workers",
+                spec.workers
+                    .map_or_else(|| "cores".to_string(), |n| n.to_string()),
+            );
+        }
         if spec.handler == Handler::Http {
             p.set("body", format_size(spec.body as u64));
         }
