@@ -477,3 +477,20 @@ impl<'a> Worker<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_feature_is_one_line_naming_it_and_the_fallback() {
+        let e = unsupported(Unsupported {
+            feature: "provided buffer rings (IORING_REGISTER_PBUF_RING, Linux 5.19)",
+            source: io::Error::from_raw_os_error(socklab_sys::errno::EINVAL),
+        })
+        .to_string();
+        assert!(e.contains("IORING_REGISTER_PBUF_RING"), "{e}");
+        assert!(e.contains("--design epoll"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}
