@@ -286,14 +286,7 @@ impl<'a> Worker<'a> {
     ) -> Result<(WorkerCount, u64), NetError> {
         let mut sweep = IdleSweep::new(self.cfg.idle_timeout, Instant::now());
         while !stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            let mut timeout = TICK;
-            if let Some(t) = self.resume_at {
-                timeout = timeout.min(t.saturating_duration_since(now));
-            }
-            if let Some(t) = sweep.until_next(now) {
-                timeout = timeout.min(t);
-            }
+            let timeout = sweep.wait_timeout(Instant::now(), TICK, self.resume_at);
             let n = self
                 .ep
                 .wait(&mut self.events, Some(timeout))
@@ -313,29 +306,19 @@ impl<'a> Worker<'a> {
                     Err(_) => self.resume_at = Some(now + ACCEPT_BACKOFF),
                 }
             }
-            if let Some(idle) = sweep.due(now) {
-                let mut expired = std::mem::take(&mut sweep.expired);
-                self.conns.select(&mut expired, |c| {
-                    now.saturating_duration_since(c.last) >= idle
-                });
-                for t in expired.drain(..) {
-                    self.close(t);
-                }
-                sweep.expired = expired;
+            let expired = sweep.expired(now, &self.conns, |c| c.last);
+            for &t in &expired {
+                self.close(t);
             }
+            sweep.done(expired);
         }
-        self.count.requests += self.conns_requests();
-        Ok((self.count, self.accept_errors))
-    }
-
-    /// Requests answered on connections still open (closed ones were counted at close).
-    fn conns_requests(&mut self) -> u64 {
-        let mut open = Vec::new();
-        self.conns.select(&mut open, |_| true);
-        open.into_iter()
-            .filter_map(|t| self.conns.remove(t))
+        // Connections still open: their requests count (closed ones were counted at close).
+        self.count.requests += self
+            .conns
+            .take_all()
             .map(|c| c.session.requests())
-            .sum()
+            .sum::<u64>();
+        Ok((self.count, self.accept_errors))
     }
 
     fn accept(&mut self, now: Instant) {

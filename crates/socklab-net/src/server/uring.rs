@@ -227,13 +227,11 @@ impl<'a> Worker<'a> {
         let mut sweep = IdleSweep::new(self.cfg.idle_timeout, Instant::now());
         let result = self.event_loop(stop, abort, &mut sweep);
         // Close every connection (its requests count), then the ring cancels what is left.
-        let mut open = Vec::new();
-        self.conns.select(&mut open, |_| true);
-        for t in open {
-            if let Some(c) = self.conns.remove(t) {
-                self.count.requests += c.session.requests();
-            }
-        }
+        self.count.requests += self
+            .conns
+            .take_all()
+            .map(|c| c.session.requests())
+            .sum::<u64>();
         result.map(|()| (self.count, self.accept_errors))
     }
 
@@ -244,14 +242,7 @@ impl<'a> Worker<'a> {
         sweep: &mut IdleSweep,
     ) -> Result<(), NetError> {
         while !stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            let mut timeout = TICK;
-            if let Some(t) = self.resume_at {
-                timeout = timeout.min(t.saturating_duration_since(now));
-            }
-            if let Some(t) = sweep.until_next(now) {
-                timeout = timeout.min(t);
-            }
+            let timeout = sweep.wait_timeout(Instant::now(), TICK, self.resume_at);
             self.ring.wait(timeout).map_err(|e| ring_err("wait", e))?;
             let now = Instant::now();
             while let Some(c) = self.ring.next_completion() {
@@ -271,16 +262,11 @@ impl<'a> Worker<'a> {
                 self.resume_at = None;
                 self.arm_accept()?;
             }
-            if let Some(idle) = sweep.due(now) {
-                let mut expired = std::mem::take(&mut sweep.expired);
-                self.conns.select(&mut expired, |c| {
-                    now.saturating_duration_since(c.last) >= idle
-                });
-                for t in expired.drain(..) {
-                    self.close(t);
-                }
-                sweep.expired = expired;
+            let expired = sweep.expired(now, &self.conns, |c| c.last);
+            for &t in &expired {
+                self.close(t);
             }
+            sweep.done(expired);
         }
         Ok(())
     }
