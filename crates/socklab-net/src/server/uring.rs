@@ -13,14 +13,14 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::Instant;
 
 use socket2::Socket;
 use socklab_sys::uring::{Completion, RecvBuf, Ring, RingConfig, Unsupported};
-use socklab_sys::usage::{getrusage, Who};
 
-use super::event::{is_resource_error, local_addr, reuseport_listeners, ACCEPT_BACKOFF, TICK};
+use super::event::{
+    is_resource_error, local_addr, report, reuseport_listeners, run_workers, ACCEPT_BACKOFF, TICK,
+};
 use super::slab::{IdleSweep, Slab};
 use super::{Ctx, Design, Handler, Replies, ServeConfig, ServeReport, Session, WorkerCount};
 use crate::NetError;
@@ -56,85 +56,14 @@ pub(crate) fn serve(
     let workers = cfg.workers;
     let listeners = reuseport_listeners(cfg, workers)?;
     let addr = local_addr(&listeners[0])?;
-    let abort = AtomicBool::new(false);
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), NetError>>();
-    let results: Vec<Result<(WorkerCount, u64), NetError>> = std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(workers);
-        for (i, l) in listeners.iter().enumerate() {
-            let ready = ready_tx.clone();
-            let abort = &abort;
-            let h = std::thread::Builder::new()
-                .name(format!("sl-uring-{i}"))
-                .spawn_scoped(s, move || {
-                    // The ring is created on the thread that uses it (single issuer).
-                    let w = match Worker::new(ctx, l) {
-                        Ok(w) => {
-                            let _ = ready.send(Ok(()));
-                            w
-                        }
-                        Err(e) => {
-                            let _ = ready.send(Err(e));
-                            return Err(NetError::Invalid("worker not started".into()));
-                        }
-                    };
-                    drop(ready);
-                    let r = w.run(ctx.stop, abort);
-                    if r.is_err() {
-                        abort.store(true, Ordering::Relaxed);
-                    }
-                    r
-                });
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    let _ = ready_tx.send(Err(NetError::io("starting a uring worker thread", e)));
-                }
-            }
-        }
-        drop(ready_tx);
-        let mut first_err = None;
-        for _ in 0..workers {
-            match ready_rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => break,
-            }
-        }
-        if let Some(e) = first_err {
-            abort.store(true, Ordering::Relaxed);
-            for h in handles {
-                let _ = h.join();
-            }
-            return vec![Err(e)];
-        }
-        on_listening(addr);
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(NetError::Invalid("a uring worker thread panicked".into()))
-                })
-            })
-            .collect()
-    });
-    let mut counts = Vec::with_capacity(workers);
-    let mut accept_errors = 0;
-    for r in results {
-        let (c, e) = r?;
-        counts.push(c);
-        accept_errors += e;
-    }
-    drop(listeners);
-    Ok(ServeReport::new(
-        Design::Uring,
-        cfg.handler,
-        &getrusage(Who::Process),
-        counts,
-        accept_errors,
-        start.elapsed(),
-    ))
+    let results = run_workers(
+        workers,
+        "sl-uring",
+        |i| Worker::new(ctx, &listeners[i]),
+        |w, abort| w.run(ctx.stop, abort),
+        &mut || on_listening(addr),
+    )?;
+    Ok(report(Design::Uring, cfg, results, start))
 }
 
 /// One connection.
