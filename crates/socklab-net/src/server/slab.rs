@@ -184,4 +184,38 @@ mod tests {
         assert_eq!(out, vec![b]);
         assert!(c < 1 << 56);
     }
+
+    #[test]
+    fn idle_sweep_lists_only_the_expired_and_only_when_due() {
+        let t0 = Instant::now();
+        let mut s = Slab::new();
+        let old = s.insert(t0);
+        let _new = s.insert(t0 + Duration::from_millis(900));
+        let mut sweep = IdleSweep::new(Some(Duration::from_secs(1)), t0);
+        // Not due yet (every 250 ms).
+        let none = sweep.expired(t0 + Duration::from_millis(100), &s, |v| *v);
+        assert!(none.is_empty());
+        sweep.done(none);
+        let due = t0 + Duration::from_millis(1200);
+        let list = sweep.expired(due, &s, |v| *v);
+        assert_eq!(list, vec![old]);
+        sweep.done(list);
+        assert_eq!(
+            sweep.wait_timeout(due, Duration::from_secs(5), None),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            sweep.wait_timeout(
+                due,
+                Duration::from_secs(5),
+                Some(due + Duration::from_millis(20))
+            ),
+            Duration::from_millis(20)
+        );
+        let never = IdleSweep::new(None, t0);
+        assert_eq!(
+            never.wait_timeout(t0, Duration::from_millis(100), None),
+            Duration::from_millis(100)
+        );
+    }
 }
