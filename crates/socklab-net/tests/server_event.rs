@@ -88,11 +88,13 @@ impl Running {
     /// descriptor leaked.
     fn finish(self) -> ServeReport {
         self.stop.store(true, Ordering::Relaxed);
+        let asked = std::time::Instant::now();
         let report = self
             .done
             .recv_timeout(WAIT)
             .unwrap_or_else(|_| panic!("the {} server did not stop", self.design))
             .unwrap();
+        eprintln!("{} stopped {:?} after being asked", self.design, asked.elapsed());
         let expect_workers = if self.design == Design::Epoll {
             1
         } else {
