@@ -14,9 +14,10 @@
 //! - `reuseport`: one `SO_REUSEPORT` listener per worker (the first bound from `--bind`, the
 //!   others to its port).
 //!
-//! `accept4` runs until `EAGAIN` (at most [`ACCEPT_BATCH`] per wake-up). Out of descriptors or
-//! memory, the loop counts an accept error and stops watching the listener for
-//! [`ACCEPT_BACKOFF`] instead of spinning on a level-triggered listener that stays readable.
+//! `accept4` runs until `EAGAIN` (at most [`ACCEPT_BATCH`] per wake-up). On any accept error but
+//! `ECONNABORTED`/`EINTR` (out of descriptors or memory, above all) the loop counts it and stops
+//! watching the listener for [`ACCEPT_BACKOFF`] instead of spinning on a level-triggered
+//! listener that stays readable.
 
 use std::io;
 use std::net::SocketAddr;
