@@ -94,7 +94,11 @@ impl Running {
             .recv_timeout(WAIT)
             .unwrap_or_else(|_| panic!("the {} server did not stop", self.design))
             .unwrap();
-        eprintln!("{} stopped {:?} after being asked", self.design, asked.elapsed());
+        eprintln!(
+            "{} stopped {:?} after being asked",
+            self.design,
+            asked.elapsed()
+        );
         let expect_workers = if self.design == Design::Epoll {
             1
         } else {
@@ -297,7 +301,16 @@ fn idle_timeout(design: Design) {
     assert!(read_to_end(&mut quiet).is_empty());
     let mut again = srv.connect();
     stevens_request(&mut again, 10);
-    drop((quiet, busy, again));
+    // A client that asks for 16 MB and reads nothing: the server gives up on it too.
+    let mut slow = srv.connect();
+    slow.write_all(&b"16384\n".repeat(1024)).unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    let mut got = Vec::new();
+    match slow.read_to_end(&mut got) {
+        Ok(n) => assert!(n < 16384 * 1024, "the server sent all {n} bytes"),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+    }
+    drop((quiet, busy, again, slow));
     srv.finish();
 }
 

@@ -159,7 +159,13 @@ async fn drive(
             while s.has_pending() {
                 let p = s.pending(r);
                 let n = p.len();
-                if stream.write_all(p).await.is_err() {
+                let write = stream.write_all(p);
+                let written = match idle {
+                    None => write.await.is_ok(),
+                    // A client that reads nothing for the idle timeout is dropped too.
+                    Some(t) => matches!(tokio::time::timeout(t, write).await, Ok(Ok(()))),
+                };
+                if !written {
                     return;
                 }
                 s.sent(n, r);
