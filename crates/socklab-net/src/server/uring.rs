@@ -133,7 +133,8 @@ impl<'a> Worker<'a> {
             bytes_are_progress: matches!(ctx.cfg.handler, Handler::Echo | Handler::Discard),
         };
         w.arm_accept()?;
-        // Submit now, so an unsupported accept shows up before the server says it listens.
+        // Submit now: the listener is being accepted on before the server says it listens
+        // (an unsupported multishot accept is reported by the loop's first completion).
         w.ring
             .wait(std::time::Duration::ZERO)
             .map_err(|e| ring_err("submit", e))?;
