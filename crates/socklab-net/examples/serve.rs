@@ -39,5 +39,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let report = serve(&cfg, &STOP, &mut |a| println!("listening on {a}"))?;
     print!("{}", report.human());
+    println!("{}", report.stats_line());
     Ok(())
 }
