@@ -88,11 +88,17 @@ impl Running {
     /// descriptor leaked.
     fn finish(self) -> ServeReport {
         self.stop.store(true, Ordering::Relaxed);
+        let asked = std::time::Instant::now();
         let report = self
             .done
             .recv_timeout(WAIT)
             .unwrap_or_else(|_| panic!("the {} server did not stop", self.design))
             .unwrap();
+        eprintln!(
+            "{} stopped {:?} after being asked",
+            self.design,
+            asked.elapsed()
+        );
         let expect_workers = if self.design == Design::Epoll {
             1
         } else {
@@ -295,8 +301,50 @@ fn idle_timeout(design: Design) {
     assert!(read_to_end(&mut quiet).is_empty());
     let mut again = srv.connect();
     stevens_request(&mut again, 10);
-    drop((quiet, busy, again));
+    // A client that asks for 16 MB and reads nothing: the server gives up on it too.
+    let mut slow = srv.connect();
+    slow.write_all(&b"16384\n".repeat(1024)).unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    let mut got = Vec::new();
+    match slow.read_to_end(&mut got) {
+        Ok(n) => assert!(n < 16384 * 1024, "the server sent all {n} bytes"),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+    }
+    drop((quiet, busy, again, slow));
     srv.finish();
+}
+
+/// Out of descriptors: the server counts accept errors, backs off, and serves the waiting
+/// client once descriptors are free again.
+fn out_of_descriptors(design: Design) {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut srv = start(design, Handler::Stevens, None);
+    let mut warm = srv.connect();
+    stevens_request(&mut warm, 10);
+    // A socket made now, connected once the descriptor table is full.
+    let client = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let null = std::fs::File::open("/dev/null").unwrap();
+    let mut filler = Vec::new();
+    loop {
+        match null.try_clone() {
+            Ok(f) => filler.push(f),
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(socklab_sys::errno::EMFILE), "{e}");
+                break;
+            }
+        }
+    }
+    client.connect(&srv.addr.into()).unwrap();
+    srv.made += 1;
+    // Give the server time to meet EMFILE (it wakes at once; this only bounds the test).
+    thread::sleep(Duration::from_millis(300));
+    drop(filler);
+    let mut c: TcpStream = client.into();
+    c.set_read_timeout(Some(WAIT)).unwrap();
+    stevens_request(&mut c, 100);
+    drop((warm, c, null));
+    let report = srv.finish();
+    assert!(report.accept_errors >= 1, "{report:?}");
 }
 
 macro_rules! design_tests {
@@ -318,6 +366,10 @@ macro_rules! design_tests {
             #[test]
             fn idle_connections_time_out() {
                 idle_timeout($d);
+            }
+            #[test]
+            fn out_of_descriptors_backs_off_and_recovers() {
+                out_of_descriptors($d);
             }
         }
     )*};

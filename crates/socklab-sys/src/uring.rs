@@ -23,7 +23,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
@@ -139,7 +139,7 @@ impl Mmap {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )
@@ -227,7 +227,12 @@ pub struct Ring {
     cqes: VecDeque<cqueue::Entry>,
     /// Requests submitted whose last completion has not arrived.
     inflight: usize,
+    /// Unique among the rings of the process: a [`RecvBuf`] names its ring.
+    id: usize,
 }
+
+/// The next [`Ring`]'s id.
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 impl fmt::Debug for Ring {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -350,6 +355,7 @@ impl Ring {
             },
             cqes: VecDeque::new(),
             inflight: 0,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -573,7 +579,7 @@ impl Ring {
     }
 
     fn id(&self) -> usize {
-        self.bufs.data.ptr.as_ptr() as usize
+        self.id
     }
 
     /// The bytes of a received buffer.

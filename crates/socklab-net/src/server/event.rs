@@ -14,14 +14,16 @@
 //! - `reuseport`: one `SO_REUSEPORT` listener per worker (the first bound from `--bind`, the
 //!   others to its port).
 //!
-//! `accept4` runs until `EAGAIN` (at most [`ACCEPT_BATCH`] per wake-up). Out of descriptors or
-//! memory, the loop counts an accept error and stops watching the listener for
-//! [`ACCEPT_BACKOFF`] instead of spinning on a level-triggered listener that stays readable.
+//! `accept4` runs until `EAGAIN` (at most [`ACCEPT_BATCH`] per wake-up). On any accept error but
+//! `ECONNABORTED`/`EINTR` (out of descriptors or memory, above all) the loop counts it and stops
+//! watching the listener for [`ACCEPT_BACKOFF`] instead of spinning on a level-triggered
+//! listener that stays readable.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
@@ -73,67 +75,106 @@ pub(crate) fn serve(
     } else {
         epoll::IN
     };
-    let mut loops = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let l = &listeners[if design == Design::Reuseport { i } else { 0 }];
-        loops.push(Worker::new(ctx, l.as_fd(), interest)?);
-    }
-    on_listening(addr);
-    let abort = AtomicBool::new(false);
-    let results = run_workers(loops, "sl-epoll", |w| w.run(ctx.stop, &abort), &abort);
-    let mut counts = Vec::with_capacity(workers);
-    let mut accept_errors = 0;
-    for r in results {
-        let (c, e) = r?;
-        counts.push(c);
-        accept_errors += e;
-    }
-    Ok(ServeReport::new(
+    let results = run_workers(
+        workers,
+        "sl-epoll",
+        |i| {
+            let l = &listeners[if design == Design::Reuseport { i } else { 0 }];
+            Worker::new(ctx, l.as_fd(), interest)
+        },
+        |w, abort| w.run(ctx.stop, abort),
+        &mut || on_listening(addr),
+    )?;
+    Ok(report(design, cfg, results, start))
+}
+
+/// The report of a design whose workers each returned their counts and accept errors.
+pub(super) fn report(
+    design: Design,
+    cfg: &ServeConfig,
+    results: Vec<(WorkerCount, u64)>,
+    start: Instant,
+) -> ServeReport {
+    let accept_errors = results.iter().map(|r| r.1).sum();
+    ServeReport::new(
         design,
         cfg.handler,
         &getrusage(Who::Process),
-        counts,
+        results.into_iter().map(|r| r.0).collect(),
         accept_errors,
         start.elapsed(),
-    ))
+    )
 }
 
-/// Runs `f` on each item in its own named thread, joins them all, and returns their results
-/// in order; a worker that fails (or cannot start) sets `abort` so the others stop too.
-pub(super) fn run_workers<W: Send, R: Send>(
-    items: Vec<W>,
+/// Runs `n` workers, each on its own named thread: `make(i)` builds worker `i` on its thread
+/// (an io_uring must be created where it is used), `on_ready` runs once every worker is built,
+/// then each runs `run` until it returns. A worker that fails to build or run sets the abort
+/// flag `run` receives, so the others stop too; all threads are joined, and the first error
+/// is returned.
+pub(super) fn run_workers<W, R: Send>(
+    n: usize,
     name: &str,
-    f: impl Fn(W) -> Result<R, NetError> + Sync,
-    abort: &AtomicBool,
-) -> Vec<Result<R, NetError>> {
-    let f = &f;
-    std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(items.len());
-        for (i, w) in items.into_iter().enumerate() {
+    make: impl Fn(usize) -> Result<W, NetError> + Sync,
+    run: impl Fn(W, &AtomicBool) -> Result<R, NetError> + Sync,
+    on_ready: &mut dyn FnMut(),
+) -> Result<Vec<R>, NetError> {
+    let abort = AtomicBool::new(false);
+    let (make, run, abort) = (&make, &run, &abort);
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), NetError>>();
+    let results: Vec<Result<R, NetError>> = std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(n);
+        for i in 0..n {
+            let ready = ready_tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn_scoped(s, move || {
-                    let r = f(w);
+                    let w = match make(i) {
+                        Ok(w) => w,
+                        Err(e) => {
+                            abort.store(true, Ordering::Relaxed);
+                            let _ = ready.send(Err(e));
+                            return Err(NetError::Interrupted);
+                        }
+                    };
+                    let _ = ready.send(Ok(()));
+                    drop(ready);
+                    let r = run(w, abort);
                     if r.is_err() {
                         abort.store(true, Ordering::Relaxed);
                     }
                     r
                 });
-            if h.is_err() {
-                abort.store(true, Ordering::Relaxed);
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    abort.store(true, Ordering::Relaxed);
+                    let _ = ready_tx.send(Err(NetError::io("starting a server worker thread", e)));
+                }
             }
-            handles.push(h);
         }
+        drop(ready_tx);
+        let mut first_err = None;
+        for msg in ready_rx.iter().take(n) {
+            if let Err(e) = msg {
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_err {
+            abort.store(true, Ordering::Relaxed);
+            handles.into_iter().for_each(|h| drop(h.join()));
+            return vec![Err(e)];
+        }
+        on_ready();
         handles
             .into_iter()
-            .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| {
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
                     Err(NetError::Invalid("a server worker thread panicked".into()))
-                }),
-                Err(e) => Err(NetError::io("starting a server worker thread", e)),
+                })
             })
             .collect()
-    })
+    });
+    results.into_iter().collect()
 }
 
 /// `workers` `SO_REUSEPORT` listeners on one port: the first bound as configured (port 0
@@ -286,14 +327,7 @@ impl<'a> Worker<'a> {
     ) -> Result<(WorkerCount, u64), NetError> {
         let mut sweep = IdleSweep::new(self.cfg.idle_timeout, Instant::now());
         while !stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            let mut timeout = TICK;
-            if let Some(t) = self.resume_at {
-                timeout = timeout.min(t.saturating_duration_since(now));
-            }
-            if let Some(t) = sweep.until_next(now) {
-                timeout = timeout.min(t);
-            }
+            let timeout = sweep.wait_timeout(Instant::now(), TICK, self.resume_at);
             let n = self
                 .ep
                 .wait(&mut self.events, Some(timeout))
@@ -313,29 +347,19 @@ impl<'a> Worker<'a> {
                     Err(_) => self.resume_at = Some(now + ACCEPT_BACKOFF),
                 }
             }
-            if let Some(idle) = sweep.due(now) {
-                let mut expired = std::mem::take(&mut sweep.expired);
-                self.conns.select(&mut expired, |c| {
-                    now.saturating_duration_since(c.last) >= idle
-                });
-                for t in expired.drain(..) {
-                    self.close(t);
-                }
-                sweep.expired = expired;
+            let expired = sweep.expired(now, &self.conns, |c| c.last);
+            for &t in &expired {
+                self.close(t);
             }
+            sweep.done(expired);
         }
-        self.count.requests += self.conns_requests();
-        Ok((self.count, self.accept_errors))
-    }
-
-    /// Requests answered on connections still open (closed ones were counted at close).
-    fn conns_requests(&mut self) -> u64 {
-        let mut open = Vec::new();
-        self.conns.select(&mut open, |_| true);
-        open.into_iter()
-            .filter_map(|t| self.conns.remove(t))
+        // Connections still open: their requests count (closed ones were counted at close).
+        self.count.requests += self
+            .conns
+            .take_all()
             .map(|c| c.session.requests())
-            .sum()
+            .sum::<u64>();
+        Ok((self.count, self.accept_errors))
     }
 
     fn accept(&mut self, now: Instant) {

@@ -9,7 +9,8 @@
 //! - `classic` — the process and thread designs (iterative … prethread-accept);
 //! - `event` — epoll, epoll-shared, epoll-exclusive, reuseport;
 //! - `uring` — io_uring per core;
-//! - `tokio_rt` — the tokio runtime design.
+//! - `tokio_rt` — the tokio runtime design;
+//! - `slab` — the event loops' connection slab and idle sweep.
 
 mod classic;
 pub mod design;

@@ -77,6 +77,13 @@ impl<T> Slab<T> {
         Some(val)
     }
 
+    /// Removes every value.
+    pub fn take_all(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.free.clear();
+        self.len = 0;
+        self.slots.drain(..).filter_map(|s| s.val)
+    }
+
     /// Appends to `out` the tokens of the values for which `f` is true.
     pub fn select(&self, out: &mut Vec<u64>, mut f: impl FnMut(&T) -> bool) {
         for (idx, s) in self.slots.iter().enumerate() {
@@ -96,7 +103,7 @@ pub(super) struct IdleSweep {
     every: Duration,
     next: Instant,
     /// Reused list of expired tokens.
-    pub expired: Vec<u64>,
+    expired: Vec<u64>,
 }
 
 impl IdleSweep {
@@ -112,20 +119,46 @@ impl IdleSweep {
         }
     }
 
-    /// The idle timeout if a sweep is due at `now` (and schedules the next one).
-    pub fn due(&mut self, now: Instant) -> Option<Duration> {
-        let t = self.timeout?;
-        if now < self.next {
-            return None;
-        }
+    /// The tokens of the values of `slab` whose `last` progress is older than the timeout,
+    /// when a sweep is due at `now` (none otherwise). Hand the list back with
+    /// [`IdleSweep::done`] once they are closed.
+    pub fn expired<T>(
+        &mut self,
+        now: Instant,
+        slab: &Slab<T>,
+        last: impl Fn(&T) -> Instant,
+    ) -> Vec<u64> {
+        let mut out = std::mem::take(&mut self.expired);
+        let Some(t) = self.timeout.filter(|_| now >= self.next) else {
+            return out;
+        };
         self.next = now + self.every;
-        Some(t)
+        slab.select(&mut out, |v| now.saturating_duration_since(last(v)) >= t);
+        out
     }
 
-    /// How long until the next sweep (for the wait timeout).
-    pub fn until_next(&self, now: Instant) -> Option<Duration> {
-        self.timeout
-            .map(|_| self.next.saturating_duration_since(now))
+    /// Takes back the list [`IdleSweep::expired`] gave (its memory is reused).
+    pub fn done(&mut self, mut list: Vec<u64>) {
+        list.clear();
+        self.expired = list;
+    }
+
+    /// How long an event loop may wait at `now`: at most `tick`, less when the next sweep or
+    /// `resume_at` comes sooner.
+    pub fn wait_timeout(
+        &self,
+        now: Instant,
+        tick: Duration,
+        resume_at: Option<Instant>,
+    ) -> Duration {
+        let mut t = tick;
+        if self.timeout.is_some() {
+            t = t.min(self.next.saturating_duration_since(now));
+        }
+        if let Some(r) = resume_at {
+            t = t.min(r.saturating_duration_since(now));
+        }
+        t
     }
 }
 
@@ -150,5 +183,39 @@ mod tests {
         s.select(&mut out, |v| *v == "b");
         assert_eq!(out, vec![b]);
         assert!(c < 1 << 56);
+    }
+
+    #[test]
+    fn idle_sweep_lists_only_the_expired_and_only_when_due() {
+        let t0 = Instant::now();
+        let mut s = Slab::new();
+        let old = s.insert(t0);
+        let _new = s.insert(t0 + Duration::from_millis(900));
+        let mut sweep = IdleSweep::new(Some(Duration::from_secs(1)), t0);
+        // Not due yet (every 250 ms).
+        let none = sweep.expired(t0 + Duration::from_millis(100), &s, |v| *v);
+        assert!(none.is_empty());
+        sweep.done(none);
+        let due = t0 + Duration::from_millis(1200);
+        let list = sweep.expired(due, &s, |v| *v);
+        assert_eq!(list, vec![old]);
+        sweep.done(list);
+        assert_eq!(
+            sweep.wait_timeout(due, Duration::from_secs(5), None),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            sweep.wait_timeout(
+                due,
+                Duration::from_secs(5),
+                Some(due + Duration::from_millis(20))
+            ),
+            Duration::from_millis(20)
+        );
+        let never = IdleSweep::new(None, t0);
+        assert_eq!(
+            never.wait_timeout(t0, Duration::from_millis(100), None),
+            Duration::from_millis(100)
+        );
     }
 }

@@ -2,10 +2,11 @@
 //! on the listener, one task per connection driving the shared [`Session`] with one 16 KiB
 //! buffer per connection (no allocation per request).
 //!
-//! Per-worker counts: each runtime thread takes an index when it starts (`on_thread_start`);
-//! a connection (and every request answered on it) is counted for the worker thread that
-//! first ran its task. Tasks may migrate between workers afterwards (work stealing), so the
-//! counts say where connections started, not where all their CPU went.
+//! Per-worker counts: each runtime thread takes an index when it starts (`on_thread_start`).
+//! Requests are counted for the thread that answered them (added up before each read); a
+//! connection for the thread that answered its first request (or dropped it, when it had
+//! none). Tasks migrate between workers (work stealing), so these say where the work was
+//! done, not which thread accepted (one accept task does that).
 //!
 //! Stop: the calling thread polls the stop flag every 50 ms, then shuts the runtime down
 //! (dropping every task closes its connection) with a bounded wait.
@@ -88,12 +89,15 @@ pub(crate) fn serve(
                 match listener.accept().await {
                     Ok((stream, _)) => {
                         let _ = opts.apply_accepted(&socket2::SockRef::from(&stream));
-                        let counts = counts.clone();
                         let replies = replies.clone();
+                        // Made here: a task dropped before it ever ran still counts.
+                        let mut tally = Tally {
+                            counts: counts.clone(),
+                            reported: 0,
+                            counted: false,
+                        };
                         tokio::spawn(async move {
-                            let w = WORKER.with(Cell::get);
-                            counts.connections[w].fetch_add(1, Ordering::Relaxed);
-                            connection(stream, &replies, idle, &counts.requests[w]).await;
+                            connection(stream, &replies, idle, &mut tally).await;
                         });
                     }
                     Err(e) if crate::error::is_transient_accept_error(&e) => {
@@ -131,14 +135,48 @@ pub(crate) fn serve(
     ))
 }
 
+/// One connection's share of the counts.
+#[derive(Debug)]
+struct Tally {
+    counts: Arc<Counts>,
+    /// Requests already added to the counts.
+    reported: u64,
+    /// The connection has been counted.
+    counted: bool,
+}
+
+impl Tally {
+    /// Adds the requests answered since the last call to this thread's worker.
+    fn flush(&mut self, answered: u64) {
+        if answered == self.reported {
+            return;
+        }
+        let w = WORKER.with(Cell::get);
+        self.counts.requests[w].fetch_add(answered - self.reported, Ordering::Relaxed);
+        self.reported = answered;
+        if !self.counted {
+            self.counted = true;
+            self.counts.connections[w].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        if !self.counted {
+            let w = WORKER.with(Cell::get);
+            self.counts.connections[w].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Serves one connection until the client leaves, the session says close, an error, or the
-/// idle timeout; adds the requests it answers to `answered` before every read (so a task
-/// dropped at shutdown has reported what it did).
-async fn connection(stream: TcpStream, r: &Replies, idle: Option<Duration>, answered: &AtomicU64) {
+/// idle timeout; its requests go to `tally` before every read (so a task dropped at shutdown
+/// has reported what it did).
+async fn connection(stream: TcpStream, r: &Replies, idle: Option<Duration>, tally: &mut Tally) {
     let mut s = r.session();
-    let mut reported = 0;
-    drive(stream, r, idle, &mut s, answered, &mut reported).await;
-    answered.fetch_add(s.requests() - reported, Ordering::Relaxed);
+    drive(stream, r, idle, &mut s, tally).await;
+    tally.flush(s.requests());
 }
 
 async fn drive(
@@ -146,8 +184,7 @@ async fn drive(
     r: &Replies,
     idle: Option<Duration>,
     s: &mut super::Session,
-    answered: &AtomicU64,
-    reported: &mut u64,
+    tally: &mut Tally,
 ) {
     let mut buf = vec![0u8; BUF];
     let (mut start, mut end) = (0usize, 0usize);
@@ -159,7 +196,13 @@ async fn drive(
             while s.has_pending() {
                 let p = s.pending(r);
                 let n = p.len();
-                if stream.write_all(p).await.is_err() {
+                let write = stream.write_all(p);
+                let written = match idle {
+                    None => write.await.is_ok(),
+                    // A client that reads nothing for the idle timeout is dropped too.
+                    Some(t) => matches!(tokio::time::timeout(t, write).await, Ok(Ok(()))),
+                };
+                if !written {
                     return;
                 }
                 s.sent(n, r);
@@ -179,10 +222,7 @@ async fn drive(
             end -= start;
             start = 0;
         }
-        if s.requests() != *reported {
-            answered.fetch_add(s.requests() - *reported, Ordering::Relaxed);
-            *reported = s.requests();
-        }
+        tally.flush(s.requests());
         let read = stream.read(&mut buf[end..]);
         let got = match idle {
             None => read.await,

@@ -13,14 +13,14 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::Instant;
 
 use socket2::Socket;
 use socklab_sys::uring::{Completion, RecvBuf, Ring, RingConfig, Unsupported};
-use socklab_sys::usage::{getrusage, Who};
 
-use super::event::{is_resource_error, local_addr, reuseport_listeners, ACCEPT_BACKOFF, TICK};
+use super::event::{
+    is_resource_error, local_addr, report, reuseport_listeners, run_workers, ACCEPT_BACKOFF, TICK,
+};
 use super::slab::{IdleSweep, Slab};
 use super::{Ctx, Design, Handler, Replies, ServeConfig, ServeReport, Session, WorkerCount};
 use crate::NetError;
@@ -56,85 +56,14 @@ pub(crate) fn serve(
     let workers = cfg.workers;
     let listeners = reuseport_listeners(cfg, workers)?;
     let addr = local_addr(&listeners[0])?;
-    let abort = AtomicBool::new(false);
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), NetError>>();
-    let results: Vec<Result<(WorkerCount, u64), NetError>> = std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(workers);
-        for (i, l) in listeners.iter().enumerate() {
-            let ready = ready_tx.clone();
-            let abort = &abort;
-            let h = std::thread::Builder::new()
-                .name(format!("sl-uring-{i}"))
-                .spawn_scoped(s, move || {
-                    // The ring is created on the thread that uses it (single issuer).
-                    let w = match Worker::new(ctx, l) {
-                        Ok(w) => {
-                            let _ = ready.send(Ok(()));
-                            w
-                        }
-                        Err(e) => {
-                            let _ = ready.send(Err(e));
-                            return Err(NetError::Invalid("worker not started".into()));
-                        }
-                    };
-                    drop(ready);
-                    let r = w.run(ctx.stop, abort);
-                    if r.is_err() {
-                        abort.store(true, Ordering::Relaxed);
-                    }
-                    r
-                });
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    let _ = ready_tx.send(Err(NetError::io("starting a uring worker thread", e)));
-                }
-            }
-        }
-        drop(ready_tx);
-        let mut first_err = None;
-        for _ in 0..workers {
-            match ready_rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => break,
-            }
-        }
-        if let Some(e) = first_err {
-            abort.store(true, Ordering::Relaxed);
-            for h in handles {
-                let _ = h.join();
-            }
-            return vec![Err(e)];
-        }
-        on_listening(addr);
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(NetError::Invalid("a uring worker thread panicked".into()))
-                })
-            })
-            .collect()
-    });
-    let mut counts = Vec::with_capacity(workers);
-    let mut accept_errors = 0;
-    for r in results {
-        let (c, e) = r?;
-        counts.push(c);
-        accept_errors += e;
-    }
-    drop(listeners);
-    Ok(ServeReport::new(
-        Design::Uring,
-        cfg.handler,
-        &getrusage(Who::Process),
-        counts,
-        accept_errors,
-        start.elapsed(),
-    ))
+    let results = run_workers(
+        workers,
+        "sl-uring",
+        |i| Worker::new(ctx, &listeners[i]),
+        |w, abort| w.run(ctx.stop, abort),
+        &mut || on_listening(addr),
+    )?;
+    Ok(report(Design::Uring, cfg, results, start))
 }
 
 /// One connection.
@@ -204,7 +133,8 @@ impl<'a> Worker<'a> {
             bytes_are_progress: matches!(ctx.cfg.handler, Handler::Echo | Handler::Discard),
         };
         w.arm_accept()?;
-        // Submit now, so an unsupported accept shows up before the server says it listens.
+        // Submit now: the listener is being accepted on before the server says it listens
+        // (an unsupported multishot accept is reported by the loop's first completion).
         w.ring
             .wait(std::time::Duration::ZERO)
             .map_err(|e| ring_err("submit", e))?;
@@ -227,13 +157,11 @@ impl<'a> Worker<'a> {
         let mut sweep = IdleSweep::new(self.cfg.idle_timeout, Instant::now());
         let result = self.event_loop(stop, abort, &mut sweep);
         // Close every connection (its requests count), then the ring cancels what is left.
-        let mut open = Vec::new();
-        self.conns.select(&mut open, |_| true);
-        for t in open {
-            if let Some(c) = self.conns.remove(t) {
-                self.count.requests += c.session.requests();
-            }
-        }
+        self.count.requests += self
+            .conns
+            .take_all()
+            .map(|c| c.session.requests())
+            .sum::<u64>();
         result.map(|()| (self.count, self.accept_errors))
     }
 
@@ -244,14 +172,7 @@ impl<'a> Worker<'a> {
         sweep: &mut IdleSweep,
     ) -> Result<(), NetError> {
         while !stop.load(Ordering::Relaxed) && !abort.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            let mut timeout = TICK;
-            if let Some(t) = self.resume_at {
-                timeout = timeout.min(t.saturating_duration_since(now));
-            }
-            if let Some(t) = sweep.until_next(now) {
-                timeout = timeout.min(t);
-            }
+            let timeout = sweep.wait_timeout(Instant::now(), TICK, self.resume_at);
             self.ring.wait(timeout).map_err(|e| ring_err("wait", e))?;
             let now = Instant::now();
             while let Some(c) = self.ring.next_completion() {
@@ -271,16 +192,11 @@ impl<'a> Worker<'a> {
                 self.resume_at = None;
                 self.arm_accept()?;
             }
-            if let Some(idle) = sweep.due(now) {
-                let mut expired = std::mem::take(&mut sweep.expired);
-                self.conns.select(&mut expired, |c| {
-                    now.saturating_duration_since(c.last) >= idle
-                });
-                for t in expired.drain(..) {
-                    self.close(t);
-                }
-                sweep.expired = expired;
+            let expired = sweep.expired(now, &self.conns, |c| c.last);
+            for &t in &expired {
+                self.close(t);
             }
+            sweep.done(expired);
         }
         Ok(())
     }
@@ -475,5 +391,22 @@ impl<'a> Worker<'a> {
             // queued, the descriptor is closed at once.
             let _ = self.ring.close(c.fd);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_feature_is_one_line_naming_it_and_the_fallback() {
+        let e = unsupported(Unsupported {
+            feature: "provided buffer rings (IORING_REGISTER_PBUF_RING, Linux 5.19)",
+            source: io::Error::from_raw_os_error(socklab_sys::errno::EINVAL),
+        })
+        .to_string();
+        assert!(e.contains("IORING_REGISTER_PBUF_RING"), "{e}");
+        assert!(e.contains("--design epoll"), "{e}");
+        assert!(!e.contains('\n'));
     }
 }
