@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serve_support::{connect, for_designs, raise_nofile, stevens, stevens_retry, Server, CLASSIC};
+use serve_support::{connect, for_designs, raise_nofile, stevens, stevens_retry, Server};
 
 /// The designs under test (the modern ones join at merge).
 const DESIGNS: &[&str] = &[
