@@ -111,6 +111,51 @@ fn sigterm_stops_every_design_with_workers_blocked_in_read() {
     });
 }
 
+/// A preforked worker killed with SIGKILL (even holding the accept lock or mutex: the fcntl
+/// lock dies with it, the mutex is robust) leaves the others serving; the report still comes.
+#[test]
+fn a_killed_worker_leaves_the_pool_serving() {
+    let pools = [
+        "prefork-nolock",
+        "prefork-flock",
+        "prefork-mutex",
+        "prefork-fdpass",
+    ];
+    for_designs(&pools, 4, |design| {
+        let server = Server::start(design, &["--workers", "3"]);
+        stevens(server.addr, &[10])?;
+        // The children are forked after the LISTENING line: wait (at most 5 s) for all three.
+        let t0 = std::time::Instant::now();
+        let mut kids = serve_support::children_of(server.pid());
+        while kids.len() < 3 && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            kids = serve_support::children_of(server.pid());
+        }
+        if kids.len() != 3 {
+            return Err(format!("{} worker processes, want 3", kids.len()));
+        }
+        socklab_sys::process::kill(kids[0], socklab_sys::process::Signal::Kill)
+            .map_err(|e| e.to_string())?;
+        // Wait (at most 5 s) until it is dead (gone, or a zombie not yet reaped).
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{}/stat", kids[0])).is_ok_and(|st| {
+            st.rsplit_once(')')
+                .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+        }) && t0.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for _ in 0..6 {
+            stevens(server.addr, &[4000, 100])?;
+        }
+        let st = server.stop();
+        if st.code != Some(0) || st.connections() != 7 {
+            return Err(format!("exit {:?}: {}", st.code, st.stdout));
+        }
+        Ok(())
+    });
+}
+
 #[test]
 fn bad_values_exit_2_naming_the_value() {
     for (args, needle) in [

@@ -172,7 +172,7 @@ fn count_fds(pid: u32) -> usize {
 }
 
 /// Processes whose parent is `pid`, from /proc/*/stat.
-fn children_of(pid: u32) -> Vec<u32> {
+pub fn children_of(pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
