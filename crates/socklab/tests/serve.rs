@@ -156,6 +156,49 @@ fn a_killed_worker_leaves_the_pool_serving() {
     });
 }
 
+/// The echo and discard handlers, and the dual-stack default listener reached over IPv6.
+#[test]
+fn echo_and_discard_handlers_and_ipv6() {
+    use std::io::{Read, Write};
+    let server = Server::start("prethread-accept", &["--workers", "2", "--handler", "echo"]);
+    let mut c = serve_support::connect(server.addr).unwrap();
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let mut back = vec![0u8; data.len()];
+    std::thread::scope(|s| {
+        let mut w = c.try_clone().unwrap();
+        let data = &data;
+        s.spawn(move || w.write_all(data).unwrap());
+        c.read_exact(&mut back).unwrap();
+    });
+    assert_eq!(back, data);
+    drop(c);
+    // `::` listens dual-stack: the same server over IPv6 (where the host has it).
+    let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, server.addr.port()));
+    match serve_support::connect(v6) {
+        Ok(mut c) => {
+            c.write_all(b"over v6").unwrap();
+            let mut got = [0u8; 7];
+            c.read_exact(&mut got).unwrap();
+            assert_eq!(&got, b"over v6");
+        }
+        Err(e) => eprintln!("SKIP the IPv6 part: {e}"),
+    }
+    let st = server.stop();
+    assert_eq!(st.requests(), 0, "echo counts no requests");
+
+    let server = Server::start(
+        "prefork-nolock",
+        &["--workers", "2", "--handler", "discard"],
+    );
+    let mut c = serve_support::connect(server.addr).unwrap();
+    c.write_all(&[7u8; 50_000]).unwrap();
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "discard answers nothing");
+    assert_eq!(server.stop().connections(), 1);
+}
+
 #[test]
 fn bad_values_exit_2_naming_the_value() {
     for (args, needle) in [
