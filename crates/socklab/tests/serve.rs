@@ -215,3 +215,29 @@ fn bad_values_exit_2_naming_the_value() {
         assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
     }
 }
+
+#[test]
+fn help_names_every_flag_the_lab_relies_on() {
+    let (code, out, _) = run(&["serve", "--help"]);
+    assert_eq!(code, 0);
+    for flag in [
+        "--design",
+        "--workers",
+        "--handler",
+        "--body",
+        "--port",
+        "--bind",
+        "--backlog",
+        "--opts",
+        "--idle-timeout",
+        "--nofile",
+        "--announce",
+        "--quiet",
+        "Examples",
+        "prefork-fdpass",
+        "[default: prethread-accept]",
+        "[default: 10s]",
+    ] {
+        assert!(out.contains(flag), "{flag} missing from:\n{out}");
+    }
+}
