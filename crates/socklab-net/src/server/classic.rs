@@ -269,20 +269,29 @@ enum AcceptLock {
 }
 
 /// A held [`AcceptLock`].
+/// (The guards are held for their `Drop`, which unlocks.)
 enum Held<'a> {
     None,
-    File(#[allow(dead_code)] procs::FileLockGuard<'a>),
-    Shared(#[allow(dead_code)] procs::SharedMutexGuard<'a>),
-    Thread(#[allow(dead_code)] std::sync::MutexGuard<'a, ()>),
+    File {
+        _guard: procs::FileLockGuard<'a>,
+    },
+    Shared {
+        _guard: procs::SharedMutexGuard<'a>,
+    },
+    Thread {
+        _guard: std::sync::MutexGuard<'a, ()>,
+    },
 }
 
 impl AcceptLock {
     fn lock(&self) -> io::Result<Held<'_>> {
         Ok(match self {
             AcceptLock::None => Held::None,
-            AcceptLock::File(l) => Held::File(l.lock()?),
-            AcceptLock::Shared(m) => Held::Shared(m.lock()?),
-            AcceptLock::Thread(m) => Held::Thread(m.lock().unwrap_or_else(|p| p.into_inner())),
+            AcceptLock::File(l) => Held::File { _guard: l.lock()? },
+            AcceptLock::Shared(m) => Held::Shared { _guard: m.lock()? },
+            AcceptLock::Thread(m) => Held::Thread {
+                _guard: m.lock().unwrap_or_else(|p| p.into_inner()),
+            },
         })
     }
 }
