@@ -818,11 +818,17 @@ mod tests {
             c.read_exact(&mut got).unwrap();
             assert!(got.iter().all(u8::is_ascii_lowercase));
         }
+        // Pipelined requests in one segment: answered in order.
+        c.write_all(b"10\n20\n30\n").unwrap();
+        let mut got = vec![0u8; 60];
+        c.read_exact(&mut got).unwrap();
+        assert_eq!(&got[..10], b"abcdefghij");
+        assert_eq!(&got[10..30], b"abcdefghijklmnopqrst");
         drop(c);
         STOP.store(true, Ordering::SeqCst);
         let r = t.join().unwrap().unwrap();
         assert_eq!(r.connections(), 1);
-        assert_eq!(r.requests(), 3);
+        assert_eq!(r.requests(), 6);
         assert_eq!(r.workers.len(), 2);
     }
 }
