@@ -39,6 +39,9 @@ use crate::NetError;
 pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// The pause after an `accept` that failed for lack of descriptors or memory.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
+/// How often an otherwise idle parent (or main thread) looks at the stop flag and reaps: rare
+/// enough to add little to the server's context switches.
+const WATCH: Duration = Duration::from_millis(50);
 /// How long the parent waits for its children to leave on their own before `SIGKILL`.
 const STOP_GRACE: Duration = Duration::from_millis(300);
 /// A worker's read buffer.
@@ -386,7 +389,7 @@ fn run_child(parent: u32, f: impl FnOnce()) -> ! {
 fn supervise(w: &Worker<'_>, mut pids: HashSet<u32>) -> Result<(), NetError> {
     let mut last = None;
     while !w.ctx.stop.load(Ordering::Relaxed) && !pids.is_empty() {
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(WATCH);
         while let Ok(Some(r)) = procs::reap_any() {
             pids.remove(&r.pid);
             last = Some(r);
@@ -684,7 +687,7 @@ fn prethread(w: &Worker<'_>, listener: &Socket, lock: &AcceptLock) {
             }
         }
         while !w.stopped() {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(WATCH);
         }
         w.tally.set_stop();
     });
