@@ -457,20 +457,33 @@ pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
 
 const CMSG_SPACE_ONE_FD: usize = 64;
 
+/// An iovec over `data` (one byte).
+fn one_byte_iov(data: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// A msghdr with one iovec and the whole of `cbuf` as control buffer. The pointers it holds
+/// are valid as long as `iov` (and the byte it points to) and `cbuf` are.
+fn one_byte_msghdr(iov: &mut libc::iovec, cbuf: &mut [u64; CMSG_SPACE_ONE_FD / 8]) -> libc::msghdr {
+    // SAFETY: msghdr is plain old data; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_SPACE_ONE_FD as _;
+    msg
+}
+
 /// Sends `fd` over the `AF_UNIX` socket `sock` with one data byte `byte`
 /// (`sendmsg(SCM_RIGHTS)`, `MSG_NOSIGNAL`). The caller may close its copy afterwards.
 pub fn send_fd(sock: BorrowedFd<'_>, fd: BorrowedFd<'_>, byte: u8) -> io::Result<()> {
     let mut data = [byte];
-    let mut iov = libc::iovec {
-        iov_base: data.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
+    let mut iov = one_byte_iov(&mut data);
     let mut cbuf = [0u64; CMSG_SPACE_ONE_FD / 8];
-    // SAFETY: msghdr is plain old data; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
+    let mut msg = one_byte_msghdr(&mut iov, &mut cbuf);
     // SAFETY: CMSG_SPACE is a pure computation.
     msg.msg_controllen =
         unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as _;
@@ -501,17 +514,9 @@ pub fn send_fd(sock: BorrowedFd<'_>, fd: BorrowedFd<'_>, byte: u8) -> io::Result
 /// `InvalidData` when a byte came without a descriptor.
 pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
     let mut data = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: data.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
+    let mut iov = one_byte_iov(&mut data);
     let mut cbuf = [0u64; CMSG_SPACE_ONE_FD / 8];
-    // SAFETY: msghdr is plain old data; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = CMSG_SPACE_ONE_FD as _;
+    let mut msg = one_byte_msghdr(&mut iov, &mut cbuf);
     let n = loop {
         // SAFETY: msg and everything it points to (iov, data, cbuf) are valid and writable.
         let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };

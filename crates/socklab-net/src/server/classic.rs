@@ -39,6 +39,9 @@ use crate::NetError;
 pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// The pause after an `accept` that failed for lack of descriptors or memory.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
+/// How often an otherwise idle parent (or main thread) looks at the stop flag and reaps: rare
+/// enough to add little to the server's context switches.
+const WATCH: Duration = Duration::from_millis(50);
 /// How long the parent waits for its children to leave on their own before `SIGKILL`.
 const STOP_GRACE: Duration = Duration::from_millis(300);
 /// A worker's read buffer.
@@ -269,20 +272,29 @@ enum AcceptLock {
 }
 
 /// A held [`AcceptLock`].
+/// (The guards are held for their `Drop`, which unlocks.)
 enum Held<'a> {
     None,
-    File(#[allow(dead_code)] procs::FileLockGuard<'a>),
-    Shared(#[allow(dead_code)] procs::SharedMutexGuard<'a>),
-    Thread(#[allow(dead_code)] std::sync::MutexGuard<'a, ()>),
+    File {
+        _guard: procs::FileLockGuard<'a>,
+    },
+    Shared {
+        _guard: procs::SharedMutexGuard<'a>,
+    },
+    Thread {
+        _guard: std::sync::MutexGuard<'a, ()>,
+    },
 }
 
 impl AcceptLock {
     fn lock(&self) -> io::Result<Held<'_>> {
         Ok(match self {
             AcceptLock::None => Held::None,
-            AcceptLock::File(l) => Held::File(l.lock()?),
-            AcceptLock::Shared(m) => Held::Shared(m.lock()?),
-            AcceptLock::Thread(m) => Held::Thread(m.lock().unwrap_or_else(|p| p.into_inner())),
+            AcceptLock::File(l) => Held::File { _guard: l.lock()? },
+            AcceptLock::Shared(m) => Held::Shared { _guard: m.lock()? },
+            AcceptLock::Thread(m) => Held::Thread {
+                _guard: m.lock().unwrap_or_else(|p| p.into_inner()),
+            },
         })
     }
 }
@@ -371,16 +383,34 @@ fn run_child(parent: u32, f: impl FnOnce()) -> ! {
     procs::exit_now(if ok { 0 } else { 101 })
 }
 
-/// Waits for `ctx.stop`, reaping children that end early; then sets the shared stop word,
-/// gives the children [`STOP_GRACE`] to leave, `SIGKILL`s the rest and reaps every one.
-fn supervise(w: &Worker<'_>, mut pids: HashSet<u32>, mut poll: impl FnMut(&mut HashSet<u32>)) {
+/// Waits for `ctx.stop`, reaping children that end early (the pool goes on with the others,
+/// as the book's); then sets the shared stop word, gives the children [`STOP_GRACE`] to leave,
+/// `SIGKILL`s the rest and reaps every one. An error when every worker ended before the stop.
+fn supervise(w: &Worker<'_>, mut pids: HashSet<u32>) -> Result<(), NetError> {
+    let mut last = None;
     while !w.ctx.stop.load(Ordering::Relaxed) && !pids.is_empty() {
-        poll(&mut pids);
+        std::thread::sleep(WATCH);
         while let Ok(Some(r)) = procs::reap_any() {
             pids.remove(&r.pid);
+            last = Some(r);
         }
     }
+    let all_gone = pids.is_empty() && !w.ctx.stop.load(Ordering::Relaxed);
     stop_children(w.tally, pids);
+    match last {
+        Some(r) if all_gone => Err(pool_gone(r.code)),
+        _ => Ok(()),
+    }
+}
+
+/// The error of a pool whose every worker process ended unasked.
+fn pool_gone(code: i32) -> NetError {
+    NetError::Io {
+        context: format!(
+            "every worker process ended before the stop signal (the last with status {code})"
+        ),
+        source: io::Error::other("no worker left to serve"),
+    }
 }
 
 /// Sets the stop word, reaps children for up to [`STOP_GRACE`], then kills and reaps the rest.
@@ -440,8 +470,7 @@ fn prefork(w: &Worker<'_>, listener: &Socket, lock: &AcceptLock) -> Result<(), N
     let pids = fork_workers(w, w.tally.workers, |i| {
         run_child(parent, || w.work_locked(listener, i, lock))
     })?;
-    supervise(w, pids, |_| std::thread::sleep(Duration::from_millis(20)));
-    Ok(())
+    supervise(w, pids)
 }
 
 /// fork: `accept → fork`; the child closes the listener, serves, `_exit`s; the parent closes
@@ -504,7 +533,7 @@ fn prefork_fdpass(w: &Worker<'_>, listener: &Socket) -> Result<(), NetError> {
         pairs.push((Some(UnixStream::from(a)), Some(UnixStream::from(b))));
     }
     let parent = procs::pid();
-    let pids = fork_workers(w, n, |i| {
+    let mut pids = fork_workers(w, n, |i| {
         // Keep only this child's end: close the parents' ends and the other children's.
         let mine = pairs[i].1.take();
         for p in pairs.iter_mut() {
@@ -550,7 +579,13 @@ fn prefork_fdpass(w: &Worker<'_>, listener: &Socket) -> Result<(), NetError> {
                 match (&chans[i]).read(&mut b) {
                     Ok(1) => idle[i] = true,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => {}
-                    _ => alive[i] = false, // the child is gone
+                    _ => {
+                        // The child is gone: reap it now rather than at the stop.
+                        alive[i] = false;
+                        while let Ok(Some(r)) = procs::reap_any() {
+                            pids.remove(&r.pid);
+                        }
+                    }
                 }
             }
         }
@@ -573,12 +608,17 @@ fn prefork_fdpass(w: &Worker<'_>, listener: &Socket) -> Result<(), NetError> {
             }
         }
     }
+    let all_gone = !w.stopped();
     drop(chans); // EOF for every child still waiting in recvmsg
-    let mut pids = pids;
+    let mut last = None;
     while let Ok(Some(r)) = procs::reap_any() {
         pids.remove(&r.pid);
+        last = Some(r.code);
     }
     stop_children(w.tally, pids);
+    if all_gone {
+        return Err(pool_gone(last.unwrap_or(-1)));
+    }
     Ok(())
 }
 
@@ -647,7 +687,7 @@ fn prethread(w: &Worker<'_>, listener: &Socket, lock: &AcceptLock) {
             }
         }
         while !w.stopped() {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(WATCH);
         }
         w.tally.set_stop();
     });
@@ -781,11 +821,17 @@ mod tests {
             c.read_exact(&mut got).unwrap();
             assert!(got.iter().all(u8::is_ascii_lowercase));
         }
+        // Pipelined requests in one segment: answered in order.
+        c.write_all(b"10\n20\n30\n").unwrap();
+        let mut got = vec![0u8; 60];
+        c.read_exact(&mut got).unwrap();
+        assert_eq!(&got[..10], b"abcdefghij");
+        assert_eq!(&got[10..30], b"abcdefghijklmnopqrst");
         drop(c);
         STOP.store(true, Ordering::SeqCst);
         let r = t.join().unwrap().unwrap();
         assert_eq!(r.connections(), 1);
-        assert_eq!(r.requests(), 3);
+        assert_eq!(r.requests(), 6);
         assert_eq!(r.workers.len(), 2);
     }
 }

@@ -12,7 +12,8 @@ use crate::NetError;
 pub enum Design {
     /// One process, one connection at a time: `socket, bind, listen`, then loop
     /// `accept → (read, write)* → close`. The book's baseline: its CPU time is subtracted from
-    /// the others'.
+    /// the others'. One idle client blocks everyone behind it: the idle timeout
+    /// ([`ServeConfig::idle_timeout`](super::ServeConfig::idle_timeout)) is its only defence.
     Iterative,
     /// A new process per connection: loop `accept → fork`; the child `close(listener)`, serves,
     /// `_exit`s; the parent `close(conn)` and reaps with `waitpid(WNOHANG)` on `SIGCHLD`.

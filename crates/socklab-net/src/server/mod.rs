@@ -51,7 +51,9 @@ pub struct ServeConfig {
     pub backlog: i32,
     /// Server-side socket options (listener and accepted sockets).
     pub opts: OptSet,
-    /// Close a connection that sends nothing for this long (None: never).
+    /// Close a connection that completes no request (echo, discard: sends no byte) and takes
+    /// no reply byte for this long (None: never). What frees a pool worker held by an idle or
+    /// slow client; the iterative design's only defence. `socklab serve` defaults to 10 s.
     pub idle_timeout: Option<std::time::Duration>,
 }
 

@@ -104,8 +104,13 @@ impl Server {
     }
 
     /// SIGINT, then the report (the server must exit within 10 s).
-    pub fn stop(mut self) -> Stopped {
-        kill(self.child.id(), Signal::Int).unwrap();
+    pub fn stop(self) -> Stopped {
+        self.stop_with(Signal::Int)
+    }
+
+    /// `sig`, then the report (the server must exit within 10 s).
+    pub fn stop_with(mut self, sig: Signal) -> Stopped {
+        kill(self.child.id(), sig).unwrap();
         let t0 = Instant::now();
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -167,7 +172,7 @@ fn count_fds(pid: u32) -> usize {
 }
 
 /// Processes whose parent is `pid`, from /proc/*/stat.
-fn children_of(pid: u32) -> Vec<u32> {
+pub fn children_of(pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
