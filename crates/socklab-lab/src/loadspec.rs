@@ -350,12 +350,20 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_key_and_the_fix() {
-        let e = parse(&[("design", "prefork-lock")]).unwrap_err().to_string();
-        assert!(e.contains("prefork-lock") && e.contains("prefork-flock"), "{e}");
+        let e = parse(&[("design", "prefork-lock")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("prefork-lock") && e.contains("prefork-flock"),
+            "{e}"
+        );
         let e = parse(&[("handler", "discard")]).unwrap_err().to_string();
         assert!(e.contains("use stevens, echo or http"), "{e}");
         let e = parse(&[("connections", "5")]).unwrap_err().to_string();
-        assert!(e.contains("connections does not apply to handler = stevens"), "{e}");
+        assert!(
+            e.contains("connections does not apply to handler = stevens"),
+            "{e}"
+        );
         let e = parse(&[("handler", "http"), ("loops", "5")])
             .unwrap_err()
             .to_string();
@@ -367,6 +375,9 @@ mod tests {
         let e = parse(&[("to", "127.0.0.1:80"), ("design", "fork")])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("design configures the self-started server"), "{e}");
+        assert!(
+            e.contains("design configures the self-started server"),
+            "{e}"
+        );
     }
 }

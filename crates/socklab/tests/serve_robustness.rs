@@ -3,9 +3,10 @@
 //! idle connections held open while a normal client is served — and no descriptor leaked by the
 //! server or its children afterwards. Real processes over loopback; every wait bounded.
 //!
-//! Idle clients: `fork` and `thread` give every connection its own process or thread, so 1000
-//! idle connections cost them nothing but memory (run with `--idle-timeout 2s`, longer than
-//! the test holds them). `iterative` and the pool designs (prefork-*, prethread-*) have only
+//! Idle clients: `fork` and `thread` give every connection its own process or thread, and the
+//! event designs (epoll*, reuseport, uring, tokio) keep every connection in their loops, so
+//! 1000 idle connections cost them nothing but memory (run with `--idle-timeout 2s`, longer
+//! than the test holds them). `iterative` and the pool designs (prefork-*, prethread-*) have only
 //! their workers: the idle timeout is their only defence, and a queue of 1000 idle connections
 //! drains at `1000 × timeout / workers` — so they run with `--idle-timeout 10ms`.
 
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serve_support::{connect, for_designs, raise_nofile, stevens, stevens_retry, Server};
 
-/// The designs under test (the modern ones join at merge).
+/// Every design.
 const DESIGNS: &[&str] = &[
     "iterative",
     "fork",
@@ -29,6 +30,23 @@ const DESIGNS: &[&str] = &[
     "prethread-mutex",
     "prethread-handoff",
     "prethread-accept",
+    "epoll",
+    "epoll-shared",
+    "epoll-exclusive",
+    "reuseport",
+    "uring",
+    "tokio",
+];
+
+/// The designs that keep every connection in one event loop (or task) per worker: idle
+/// connections cost them a slab entry, not a worker.
+const EVENT: &[&str] = &[
+    "epoll",
+    "epoll-shared",
+    "epoll-exclusive",
+    "reuseport",
+    "uring",
+    "tokio",
 ];
 
 /// Designs run at once (each holds up to 1000 client sockets in this process).
@@ -135,8 +153,10 @@ fn bad_clients(design: &str) -> Result<(), String> {
     if st.code != Some(0) {
         return Err(format!("exit {:?}", st.code));
     }
-    // These two accept every connection in one process: they must have hit the limit.
-    if matches!(design, "thread" | "prethread-handoff") && st.accept_errors() == 0 {
+    // These accept every connection in one process: they must have hit the limit.
+    if (matches!(design, "thread" | "prethread-handoff") || EVENT.contains(&design))
+        && st.accept_errors() == 0
+    {
         return Err("no accept error counted with --nofile 64 and 100 connections".into());
     }
     Ok(())
@@ -144,7 +164,7 @@ fn bad_clients(design: &str) -> Result<(), String> {
 
 /// 1000 idle connections held open while a normal client is served.
 fn idle_clients(design: &str) -> Result<(), String> {
-    let timeout = if matches!(design, "fork" | "thread") {
+    let timeout = if matches!(design, "fork" | "thread") || EVENT.contains(&design) {
         "2s"
     } else {
         "10ms"
