@@ -69,6 +69,9 @@ pub enum Command {
         after_help = "Examples:\n  socklab netem --link \"delay 50ms 10ms distribution normal loss 5%\" --server 'socklab sink --port 5001' -- socklab bulk --to server:5001\n  socklab netem up --link \"loss 10%\" --name lab1       a lasting link; then: socklab netem exec lab1 server -- CMD\n  socklab netem down lab1\n  socklab netem check --link \"loss 5% delay 20ms\"     configured vs measured\n  socklab netem cleanup                                remove leftovers of killed runs (everything named sl-)\n\nThe spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
     )]
     Netem(Box<NetemArgs>),
+    /// Load-test a server (wrk2/ab-class): stevens, echo or HTTP; closed or open loop.
+    #[command(after_help = crate::load::AFTER_HELP)]
+    Load(Box<crate::load::LoadArgs>),
 }
 
 /// The emulated link shared by `netem` and the measuring commands.

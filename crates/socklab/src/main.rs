@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod load;
 mod netem;
 mod progress;
 mod transfer;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         Command::Results(r) => commands::results(r),
         Command::Lab(a) => commands::lab(a),
         Command::Netem(a) => netem::netem(*a),
+        Command::Load(a) => load::load(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,164 @@
+//! `socklab load` through the real binary against a tiny HTTP keep-alive server in this test
+//! process (loopback): JSON and CSV output, the human summary, and bad arguments. Bounded by
+//! request counts; no timing assertions.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+
+use common::run;
+
+/// Serves HTTP/1.1 keep-alive (a 100-byte body) on 127.0.0.1 from threads, for the life of
+/// the test process.
+fn http_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match r.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if line.trim().is_empty() => {
+                            let mut reply =
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+                            reply.extend_from_slice(&[b'a'; 100]);
+                            if w.write_all(&reply).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Asserts exit code 2 and a one-line error containing every needle.
+fn assert_usage_error(args: &[&str], needles: &[&str]) {
+    let (c, _, err) = run(args);
+    assert_eq!(c, 2, "exit code of {args:?}; stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+}
+
+#[test]
+fn json_report_of_a_counted_http_run() {
+    let addr = http_server().to_string();
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--connections",
+        "4",
+        "--threads",
+        "2",
+        "--requests",
+        "200",
+        "--json",
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["completed"], 200);
+    assert_eq!(v["failed"]["bad_reply"], 0);
+    assert_eq!(v["config"]["protocol"], "http");
+    assert_eq!(v["connections_opened"], 4);
+    assert_eq!(v["bytes_read"].as_u64().unwrap(), 200 * (100 + 40));
+    for k in ["p50_us", "p99_us", "p99_9_us", "p99_99_us"] {
+        assert!(v["response"]["percentiles"][k].is_number(), "{k}");
+    }
+    assert!(v["generator"]["cpu_user_s"].is_number());
+    assert!(v["response_corrected"].is_null());
+}
+
+#[test]
+fn csv_and_summary_outputs() {
+    let addr = http_server().to_string();
+    let (c, out, err) = run(&["load", "--to", &addr, "--requests", "50", "--csv"]);
+    assert_eq!(c, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let head: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(head.len(), row.len());
+    let completed = head.iter().position(|h| *h == "completed").unwrap();
+    assert_eq!(row[completed], "50");
+
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--requests",
+        "50",
+        "--rate",
+        "5000",
+        "--connections",
+        "2",
+    ]);
+    assert_eq!(c, 0, "{err}");
+    for needle in [
+        "Complete requests:  50",
+        "Failed requests:    0",
+        "Requests/s:",
+        "Latency percentiles",
+        "corrected",
+        "uncorrected",
+        "Send lag",
+        "Generator: cpu user",
+    ] {
+        assert!(out.contains(needle), "'{needle}' not in:\n{out}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--protocol", "gopher"],
+        &["--protocol", "gopher", "stevens, echo, http"],
+    );
+    assert_usage_error(
+        &["load", "--to", "nowhere"],
+        &["--to 'nowhere'", "HOST:PORT"],
+    );
+    assert_usage_error(
+        &[
+            "load",
+            "--to",
+            "127.0.0.1:9",
+            "--clients",
+            "3",
+            "--bytes",
+            "20000",
+        ],
+        &["--bytes 20000", "1..=16384"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--rate", "fast"],
+        &["--rate 'fast'"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--connections", "0"],
+        &["--connections 0"],
+    );
+    assert_usage_error(
+        &[
+            "load",
+            "--to",
+            "127.0.0.1:9",
+            "--clients",
+            "2",
+            "--connections",
+            "3",
+        ],
+        &["--clients", "--connections"],
+    );
+}
