@@ -75,7 +75,7 @@ pub struct LoadArgs {
 }
 
 /// The command's help epilogue.
-pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. See docs/load.md.\n\nExit codes: 0 success; 1 the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
+pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
 
 fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     let to = match parse_target(&a.to) {
@@ -159,6 +159,17 @@ pub fn load(a: LoadArgs) -> Result<(), Failure> {
     };
     out(&text)?;
     match r.aborted.as_deref() {
+        None if r.completed == 0 && r.failed.total() > 0 => Err(Failure::Run(format!(
+            "no request completed ({} failed: connect {}, read {}, write {}, timeout {}, bad reply {}): is a {} server listening at {}?",
+            r.failed.total(),
+            r.failed.connect,
+            r.failed.read,
+            r.failed.write,
+            r.failed.timeout,
+            r.failed.bad_reply,
+            cfg.protocol,
+            cfg.to
+        ))),
         None => Ok(()),
         Some("interrupted") => Err(Failure::Interrupted(
             "interrupted: the figures above cover the run until Ctrl-C".into(),
@@ -187,6 +198,10 @@ fn bytes_h(x: f64) -> String {
 }
 
 fn timing_row(s: &mut String, name: &str, t: &Timing) {
+    if t.count == 0 {
+        let _ = writeln!(s, "  {name:<12} {:>10}", "-");
+        return;
+    }
     let _ = writeln!(
         s,
         "  {name:<12} {:>10} {:>10} {:>10} {:>10} {:>10}",
