@@ -266,6 +266,8 @@ fn open_loop_reports_corrected_latency_and_lag() {
         .expect("open loop has corrected latency");
     assert_eq!(corrected.count, r.completed);
     assert!(r.generator.send_lag.is_some() && r.generator.timer_lag.is_some());
+    // Kept alive between scheduled sends: no reconnects (stale readiness events are ignored).
+    assert_eq!(r.connections_opened, 4, "{r:?}");
 
     // A total request bound in open loop is met exactly.
     c.duration = Some(Duration::from_secs(20));

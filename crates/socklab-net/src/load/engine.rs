@@ -599,10 +599,17 @@ impl Worker<'_> {
             St::Writing if writable => self.write(i),
             St::Reading if readable => self.read(i, buf, ev.hangup || ev.error),
             St::Idle | St::Sleeping if readable => {
-                // A kept-alive connection between requests: the server closed it (idle
-                // timeout) or sent something unasked. Drop it; the next request reconnects.
+                // A kept-alive connection between requests. The event may be stale (bytes of
+                // the last reply that were read with an earlier event): nothing to read then.
+                // Otherwise the server closed it (idle timeout) or sent something unasked: drop
+                // it; the next request reconnects.
                 let c = &mut self.conns[i];
-                c.sock = None;
+                let stale = c.sock.as_ref().is_some_and(|s| {
+                    matches!((&*s).read(buf), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+                });
+                if !stale {
+                    c.sock = None;
+                }
             }
             _ => {}
         }
