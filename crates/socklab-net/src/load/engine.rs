@@ -604,9 +604,9 @@ impl Worker<'_> {
                 // Otherwise the server closed it (idle timeout) or sent something unasked: drop
                 // it; the next request reconnects.
                 let c = &mut self.conns[i];
-                let stale = c.sock.as_ref().is_some_and(|s| {
-                    matches!((&*s).read(buf), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
-                });
+                let stale = c.sock.as_ref().is_some_and(
+                    |s| matches!((&*s).read(buf), Err(e) if e.kind() == io::ErrorKind::WouldBlock),
+                );
                 if !stale {
                     c.sock = None;
                 }
