@@ -7,7 +7,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 
-use common::run;
+use common::{assert_usage_error, run};
 
 /// Serves HTTP/1.1 keep-alive (a 100-byte body) on 127.0.0.1 from threads, for the life of
 /// the test process.
@@ -39,16 +39,6 @@ fn http_server() -> SocketAddr {
         }
     });
     addr
-}
-
-/// Asserts exit code 2 and a one-line error containing every needle.
-fn assert_usage_error(args: &[&str], needles: &[&str]) {
-    let (c, _, err) = run(args);
-    assert_eq!(c, 2, "exit code of {args:?}; stderr: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-    }
 }
 
 #[test]
