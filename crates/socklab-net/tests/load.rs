@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socklab_net::load::{self, LoadConfig, LoadProtocol, LoadReport};
+use socklab_net::server::handler::{Handler, Replies};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Behaviour {
@@ -23,6 +24,8 @@ enum Behaviour {
     BadStatus,
     /// Reads the request, never answers.
     Stall,
+    /// socklab's own server protocol ([`socklab_net::server::handler::Session`]).
+    Socklab(Handler),
 }
 
 struct Server {
@@ -114,7 +117,45 @@ fn http_request(r: &mut BufReader<TcpStream>, stop: &AtomicBool) -> Option<bool>
     }
 }
 
+/// socklab's sans-IO session over a blocking stream.
+fn serve_session(mut s: TcpStream, h: Handler, stop: &AtomicBool) {
+    let replies = Replies::new(h, 100).unwrap();
+    let mut sess = replies.session();
+    let mut buf = vec![0u8; 16384];
+    loop {
+        let n = match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(_) if !stop.load(Ordering::Relaxed) => continue,
+            Err(_) => return,
+        };
+        let mut data = &buf[..n];
+        loop {
+            let used = sess.receive(data);
+            data = &data[used..];
+            let wrote = sess.has_pending();
+            while sess.has_pending() {
+                let p = sess.pending(&replies);
+                if s.write_all(p).is_err() {
+                    return;
+                }
+                let len = p.len();
+                sess.sent(len, &replies);
+            }
+            if sess.should_close() {
+                return;
+            }
+            if data.is_empty() || (used == 0 && !wrote) {
+                break;
+            }
+        }
+    }
+}
+
 fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool) {
+    if let Behaviour::Socklab(h) = b {
+        return serve_session(s, h, stop);
+    }
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
     match b {
@@ -173,6 +214,7 @@ fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool) {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        Behaviour::Socklab(_) => unreachable!("served above"),
     }
 }
 
@@ -366,4 +408,44 @@ fn invalid_configurations_name_the_value() {
     c.duration = None;
     let e = load::run(&c, &stop).unwrap_err().to_string();
     assert!(e.contains("--duration"), "{e}");
+}
+
+#[test]
+fn drives_socklabs_own_server_protocols() {
+    // stevens, a connection per request, the largest count the classic servers accept.
+    let s = Server::start(Behaviour::Socklab(Handler::Stevens));
+    let mut c = cfg(s.addr, LoadProtocol::Stevens);
+    c.new_connection_per_request = true;
+    c.loops = Some(10);
+    c.bytes = 16384;
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (40, 0), "{r:?}");
+    assert_eq!(r.bytes_read, 40 * 16384);
+    // stevens kept alive: several requests per connection are allowed.
+    c.new_connection_per_request = false;
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (40, 0), "{r:?}");
+    assert_eq!(r.connections_opened, 4);
+
+    let s = Server::start(Behaviour::Socklab(Handler::Echo));
+    let mut c = cfg(s.addr, LoadProtocol::Echo);
+    c.new_connection_per_request = false;
+    c.requests = Some(100);
+    c.bytes = 20_000;
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (100, 0), "{r:?}");
+
+    let s = Server::start(Behaviour::Socklab(Handler::Http));
+    let mut c = cfg(s.addr, LoadProtocol::Http);
+    c.new_connection_per_request = false;
+    c.requests = Some(200);
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (200, 0), "{r:?}");
+    assert_eq!(r.connections_opened, 4);
+    // Connection: close per request: the server closes after its reply.
+    c.new_connection_per_request = true;
+    c.requests = Some(30);
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (30, 0), "{r:?}");
+    assert_eq!(r.connections_opened, 30);
 }

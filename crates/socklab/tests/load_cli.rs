@@ -152,3 +152,19 @@ fn bad_arguments_are_one_line_errors() {
         &["--clients", "--connections"],
     );
 }
+
+#[test]
+fn a_run_where_nothing_completes_exits_1_with_a_hint() {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let (c, out, err) = run(&["load", "--to", &addr, "--duration", "200ms"]);
+    assert_eq!(c, 1, "{out}{err}");
+    assert!(out.contains("Complete requests:  0"), "{out}");
+    assert!(
+        err.contains("no request completed") && err.contains(&addr),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
