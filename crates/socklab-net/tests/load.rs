@@ -24,6 +24,9 @@ enum Behaviour {
     BadStatus,
     /// Reads the request, never answers.
     Stall,
+    /// Stevens, but half the reply, a pause of 300 ms, the rest; then it checks that the
+    /// client's close was clean (end of file, not a reset) and counts it in `clean`.
+    SlowStevens,
     /// socklab's own server protocol ([`socklab_net::server::handler::Session`]).
     Socklab(Handler),
 }
@@ -32,6 +35,8 @@ struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     peers: Arc<Mutex<HashSet<IpAddr>>>,
+    /// SlowStevens: clean closes and resets seen.
+    clean: Arc<Mutex<(u32, u32)>>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -42,7 +47,8 @@ impl Server {
         let addr = l.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let peers = Arc::new(Mutex::new(HashSet::new()));
-        let (st, pe) = (stop.clone(), peers.clone());
+        let clean = Arc::new(Mutex::new((0, 0)));
+        let (st, pe, cl) = (stop.clone(), peers.clone(), clean.clone());
         let handle = std::thread::spawn(move || {
             let mut conns = Vec::new();
             while !st.load(Ordering::Relaxed) {
@@ -51,8 +57,8 @@ impl Server {
                         pe.lock().unwrap().insert(peer.ip());
                         s.set_nonblocking(false).unwrap();
                         s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-                        let st = st.clone();
-                        conns.push(std::thread::spawn(move || serve(s, b, &st)));
+                        let (st, cl) = (st.clone(), cl.clone());
+                        conns.push(std::thread::spawn(move || serve(s, b, &st, &cl)));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
@@ -65,6 +71,7 @@ impl Server {
             addr,
             stop,
             peers,
+            clean,
             handle: Some(handle),
         }
     }
@@ -152,7 +159,7 @@ fn serve_session(mut s: TcpStream, h: Handler, stop: &AtomicBool) {
     }
 }
 
-fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool) {
+fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool, clean: &Mutex<(u32, u32)>) {
     if let Behaviour::Socklab(h) = b {
         return serve_session(s, h, stop);
     }
@@ -212,6 +219,24 @@ fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool) {
             let _ = line(&mut r, stop);
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        Behaviour::SlowStevens => {
+            if let Some(l) = line(&mut r, stop) {
+                let n: usize = l.trim().parse().unwrap();
+                let _ = w.write_all(&vec![b'x'; n / 2]);
+                std::thread::sleep(Duration::from_millis(300));
+                if w.write_all(&vec![b'x'; n - n / 2]).is_err() {
+                    clean.lock().unwrap().1 += 1;
+                    return;
+                }
+                // A client that closed before reading it all answers the rest with a reset,
+                // which leaves an error on this socket.
+                std::thread::sleep(Duration::from_millis(50));
+                match w.take_error() {
+                    Ok(None) => clean.lock().unwrap().0 += 1,
+                    _ => clean.lock().unwrap().1 += 1,
+                }
             }
         }
         Behaviour::Socklab(_) => unreachable!("served above"),
@@ -448,4 +473,23 @@ fn drives_socklabs_own_server_protocols() {
     let r = run(&c);
     assert_eq!((r.completed, r.failed.total()), (30, 0), "{r:?}");
     assert_eq!(r.connections_opened, 30);
+}
+
+#[test]
+fn the_end_of_a_run_reads_replies_in_flight_before_closing() {
+    // The run ends (100 ms) while every reply is half sent: the generator reads each to its
+    // end before it closes, so the server sees end of file, never a reset (the classic
+    // servers die of resets). What arrives after the end is not counted.
+    let s = Server::start(Behaviour::SlowStevens);
+    let mut c = cfg(s.addr, LoadProtocol::Stevens);
+    c.connections = 2;
+    c.bytes = 4000;
+    c.duration = Some(Duration::from_millis(100));
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (0, 0), "{r:?}");
+    drop(r);
+    let clean = s.clean.clone();
+    drop(s); // joins the server threads
+    let (ok, resets) = *clean.lock().unwrap();
+    assert_eq!((ok, resets), (2, 0));
 }
