@@ -168,3 +168,63 @@ fn a_run_where_nothing_completes_exits_1_with_a_hint() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Ephemeral-port exhaustion, in a private network namespace (`unshare -n`, as root) whose
+/// port range is narrowed to 100 ports with TIME_WAIT reuse off: a connection per request
+/// stops with the one-line explanation (exit 1) instead of hanging, and 8 source addresses
+/// make room for about 8 times more connections. The host's own settings are untouched.
+#[test]
+fn port_exhaustion_stops_with_a_clear_error() {
+    if !common::root_or_skip("port_exhaustion_stops_with_a_clear_error") {
+        return;
+    }
+    if std::process::Command::new("unshare")
+        .args(["-n", "true"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("SKIP port_exhaustion_stops_with_a_clear_error: unshare -n is not available");
+        return;
+    }
+    let exe = assert_cmd::cargo::cargo_bin("socklab");
+    let exe = exe.to_str().unwrap();
+    let script = format!(
+        r#"set -e
+ip link set lo up
+sysctl -qw net.ipv4.ip_local_port_range="40000 40099" net.ipv4.tcp_tw_reuse=0
+{exe} echo --port 27001 --bind 127.0.0.1 >/dev/null 2>&1 &
+E=$!
+trap 'kill $E' EXIT
+sleep 0.5
+set +e
+{exe} load --to 127.0.0.1:27001 --protocol echo --bytes 8 --clients 4 --threads 1 --duration 20s --source-addrs 8 --json > bound.json 2> bound.err
+echo "bound $?"
+{exe} load --to 127.0.0.1:27001 --protocol echo --bytes 8 --clients 4 --threads 1 --duration 20s --json > one.json 2> one.err
+echo "one $?"
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-n", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("bound 1") && out.contains("one 1"), "{out}");
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+    for f in ["bound.err", "one.err"] {
+        let err = read(f);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("ephemeral ports") && err.contains("--source-addrs"),
+            "{err}"
+        );
+    }
+    let completed = |f: &str| {
+        let v: serde_json::Value = serde_json::from_str(&read(f)).unwrap();
+        v["completed"].as_u64().unwrap()
+    };
+    // 8 addresses x 100 ports, less what is in use; one address: fewer than 100.
+    assert!(completed("bound.json") > 400, "{}", read("bound.json"));
+    assert!(completed("one.json") < 100, "{}", read("one.json"));
+}
