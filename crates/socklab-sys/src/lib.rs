@@ -15,8 +15,10 @@
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
-//! - [`loadio`] — the load generator's edge-triggered epoll set.
+//! - [`loadio`] — the load generator's edge-triggered epoll set;
+//! - [`alloc_count`] — a counting global allocator for no-allocation tests.
 
+pub mod alloc_count;
 pub mod host;
 pub mod io;
 pub mod loadio;
