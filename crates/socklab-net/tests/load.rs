@@ -11,7 +11,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socklab_net::load::{self, LoadConfig, LoadProtocol, LoadReport};
-use socklab_net::server::handler::{Handler, Replies};
+use socklab_net::server::handler::Handler;
+
+mod load_common;
+use load_common::serve_session;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Behaviour {
@@ -120,41 +123,6 @@ fn http_request(r: &mut BufReader<TcpStream>, stop: &AtomicBool) -> Option<bool>
         }
         if l.to_ascii_lowercase().starts_with("connection: close") {
             close = true;
-        }
-    }
-}
-
-/// socklab's sans-IO session over a blocking stream.
-fn serve_session(mut s: TcpStream, h: Handler, stop: &AtomicBool) {
-    let replies = Replies::new(h, 100).unwrap();
-    let mut sess = replies.session();
-    let mut buf = vec![0u8; 16384];
-    loop {
-        let n = match s.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => n,
-            Err(_) if !stop.load(Ordering::Relaxed) => continue,
-            Err(_) => return,
-        };
-        let mut data = &buf[..n];
-        loop {
-            let used = sess.receive(data);
-            data = &data[used..];
-            let wrote = sess.has_pending();
-            while sess.has_pending() {
-                let p = sess.pending(&replies);
-                if s.write_all(p).is_err() {
-                    return;
-                }
-                let len = p.len();
-                sess.sent(len, &replies);
-            }
-            if sess.should_close() {
-                return;
-            }
-            if data.is_empty() || (used == 0 && !wrote) {
-                break;
-            }
         }
     }
 }

@@ -2,53 +2,28 @@
 //! in threads) allocates about as much for 3000 keep-alive requests as for 100. Its own test
 //! binary, with one test, because it counts every allocation of the process.
 
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use socklab_net::load::{self, LoadConfig, LoadProtocol};
-use socklab_net::server::handler::{Handler, Replies};
+use socklab_net::server::handler::Handler;
 use socklab_sys::alloc_count::{allocations, CountingAlloc};
+
+mod load_common;
+use load_common::serve_session;
 
 #[global_allocator]
 static A: CountingAlloc = CountingAlloc;
 
 /// A socklab `http` session per connection, in a thread (no allocation per request either).
 fn server() -> std::net::SocketAddr {
+    static NEVER: AtomicBool = AtomicBool::new(false);
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = s;
-                let replies = Replies::new(Handler::Http, 100).unwrap();
-                let mut sess = replies.session();
-                let mut buf = vec![0u8; 4096];
-                loop {
-                    let n = match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    let mut data = &buf[..n];
-                    while !data.is_empty() {
-                        let used = sess.receive(data);
-                        data = &data[used..];
-                        let wrote = sess.has_pending();
-                        while sess.has_pending() {
-                            let p = sess.pending(&replies);
-                            if s.write_all(p).is_err() {
-                                return;
-                            }
-                            let len = p.len();
-                            sess.sent(len, &replies);
-                        }
-                        if used == 0 && !wrote {
-                            break;
-                        }
-                    }
-                }
-            });
+            std::thread::spawn(move || serve_session(s, Handler::Http, &NEVER));
         }
     });
     addr
