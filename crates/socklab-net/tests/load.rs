@@ -11,6 +11,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socklab_net::load::{self, LoadConfig, LoadProtocol, LoadReport};
+use socklab_net::server::handler::Handler;
+
+mod load_common;
+use load_common::serve_session;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Behaviour {
@@ -23,12 +27,19 @@ enum Behaviour {
     BadStatus,
     /// Reads the request, never answers.
     Stall,
+    /// Stevens, but half the reply, a pause of 300 ms, the rest; then it checks that the
+    /// client's close was clean (end of file, not a reset) and counts it in `clean`.
+    SlowStevens,
+    /// socklab's own server protocol ([`socklab_net::server::handler::Session`]).
+    Socklab(Handler),
 }
 
 struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     peers: Arc<Mutex<HashSet<IpAddr>>>,
+    /// SlowStevens: clean closes and resets seen.
+    clean: Arc<Mutex<(u32, u32)>>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -39,7 +50,8 @@ impl Server {
         let addr = l.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let peers = Arc::new(Mutex::new(HashSet::new()));
-        let (st, pe) = (stop.clone(), peers.clone());
+        let clean = Arc::new(Mutex::new((0, 0)));
+        let (st, pe, cl) = (stop.clone(), peers.clone(), clean.clone());
         let handle = std::thread::spawn(move || {
             let mut conns = Vec::new();
             while !st.load(Ordering::Relaxed) {
@@ -48,8 +60,8 @@ impl Server {
                         pe.lock().unwrap().insert(peer.ip());
                         s.set_nonblocking(false).unwrap();
                         s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-                        let st = st.clone();
-                        conns.push(std::thread::spawn(move || serve(s, b, &st)));
+                        let (st, cl) = (st.clone(), cl.clone());
+                        conns.push(std::thread::spawn(move || serve(s, b, &st, &cl)));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
@@ -62,6 +74,7 @@ impl Server {
             addr,
             stop,
             peers,
+            clean,
             handle: Some(handle),
         }
     }
@@ -114,7 +127,10 @@ fn http_request(r: &mut BufReader<TcpStream>, stop: &AtomicBool) -> Option<bool>
     }
 }
 
-fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool) {
+fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool, clean: &Mutex<(u32, u32)>) {
+    if let Behaviour::Socklab(h) = b {
+        return serve_session(s, h, stop);
+    }
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
     match b {
@@ -173,6 +189,25 @@ fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool) {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+        Behaviour::SlowStevens => {
+            if let Some(l) = line(&mut r, stop) {
+                let n: usize = l.trim().parse().unwrap();
+                let _ = w.write_all(&vec![b'x'; n / 2]);
+                std::thread::sleep(Duration::from_millis(300));
+                if w.write_all(&vec![b'x'; n - n / 2]).is_err() {
+                    clean.lock().unwrap().1 += 1;
+                    return;
+                }
+                // A client that closed before reading it all answers the rest with a reset,
+                // which leaves an error on this socket.
+                std::thread::sleep(Duration::from_millis(50));
+                match w.take_error() {
+                    Ok(None) => clean.lock().unwrap().0 += 1,
+                    _ => clean.lock().unwrap().1 += 1,
+                }
+            }
+        }
+        Behaviour::Socklab(_) => unreachable!("served above"),
     }
 }
 
@@ -266,6 +301,8 @@ fn open_loop_reports_corrected_latency_and_lag() {
         .expect("open loop has corrected latency");
     assert_eq!(corrected.count, r.completed);
     assert!(r.generator.send_lag.is_some() && r.generator.timer_lag.is_some());
+    // Kept alive between scheduled sends: no reconnects (stale readiness events are ignored).
+    assert_eq!(r.connections_opened, 4, "{r:?}");
 
     // A total request bound in open loop is met exactly.
     c.duration = Some(Duration::from_secs(20));
@@ -364,4 +401,63 @@ fn invalid_configurations_name_the_value() {
     c.duration = None;
     let e = load::run(&c, &stop).unwrap_err().to_string();
     assert!(e.contains("--duration"), "{e}");
+}
+
+#[test]
+fn drives_socklabs_own_server_protocols() {
+    // stevens, a connection per request, the largest count the classic servers accept.
+    let s = Server::start(Behaviour::Socklab(Handler::Stevens));
+    let mut c = cfg(s.addr, LoadProtocol::Stevens);
+    c.new_connection_per_request = true;
+    c.loops = Some(10);
+    c.bytes = 16384;
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (40, 0), "{r:?}");
+    assert_eq!(r.bytes_read, 40 * 16384);
+    // stevens kept alive: several requests per connection are allowed.
+    c.new_connection_per_request = false;
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (40, 0), "{r:?}");
+    assert_eq!(r.connections_opened, 4);
+
+    let s = Server::start(Behaviour::Socklab(Handler::Echo));
+    let mut c = cfg(s.addr, LoadProtocol::Echo);
+    c.new_connection_per_request = false;
+    c.requests = Some(100);
+    c.bytes = 20_000;
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (100, 0), "{r:?}");
+
+    let s = Server::start(Behaviour::Socklab(Handler::Http));
+    let mut c = cfg(s.addr, LoadProtocol::Http);
+    c.new_connection_per_request = false;
+    c.requests = Some(200);
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (200, 0), "{r:?}");
+    assert_eq!(r.connections_opened, 4);
+    // Connection: close per request: the server closes after its reply.
+    c.new_connection_per_request = true;
+    c.requests = Some(30);
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (30, 0), "{r:?}");
+    assert_eq!(r.connections_opened, 30);
+}
+
+#[test]
+fn the_end_of_a_run_reads_replies_in_flight_before_closing() {
+    // The run ends (100 ms) while every reply is half sent: the generator reads each to its
+    // end before it closes, so the server sees end of file, never a reset (the classic
+    // servers die of resets). What arrives after the end is not counted.
+    let s = Server::start(Behaviour::SlowStevens);
+    let mut c = cfg(s.addr, LoadProtocol::Stevens);
+    c.connections = 2;
+    c.bytes = 4000;
+    c.duration = Some(Duration::from_millis(100));
+    let r = run(&c);
+    assert_eq!((r.completed, r.failed.total()), (0, 0), "{r:?}");
+    drop(r);
+    let clean = s.clean.clone();
+    drop(s); // joins the server threads
+    let (ok, resets) = *clean.lock().unwrap();
+    assert_eq!((ok, resets), (2, 0));
 }

@@ -20,8 +20,10 @@
 //! - [`loadio`] — the load generator's edge-triggered epoll set;
 //! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
 //! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
-//!   ring, send from owned buffers.
+//!   ring, send from owned buffers;
+//! - [`alloc_count`] — a counting global allocator for no-allocation tests.
 
+pub mod alloc_count;
 pub mod epoll;
 pub mod host;
 pub mod io;

@@ -78,9 +78,8 @@ impl Epoll {
         // SAFETY: no pointers; the result is checked before it becomes an owned descriptor.
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: fd is a fresh descriptor that nothing else owns.
-        Ok(Epoll {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Epoll { fd })
     }
 
     /// Registers `fd` with `token`, edge-triggered for input, output and peer hang-up. A closed

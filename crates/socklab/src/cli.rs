@@ -72,6 +72,9 @@ pub enum Command {
     /// Run one of the server designs of UNP ch. 30 (or a modern one) until SIGINT/SIGTERM.
     #[command(after_help = crate::serve::AFTER_HELP)]
     Serve(Box<crate::serve::ServeArgs>),
+    /// Load-test a server (wrk2/ab-class): stevens, echo or HTTP; closed or open loop.
+    #[command(after_help = crate::load::AFTER_HELP)]
+    Load(Box<crate::load::LoadArgs>),
 }
 
 /// The emulated link shared by `netem` and the measuring commands.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod load;
 mod netem;
 mod progress;
 mod serve;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         Command::Lab(a) => commands::lab(a),
         Command::Netem(a) => netem::netem(*a),
         Command::Serve(a) => serve::serve(*a),
+        Command::Load(a) => load::load(*a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,17 +8,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::{root_or_skip, run, spawn_announced};
-
-/// Asserts exit code 2 and a one-line error containing every needle.
-fn assert_usage_error(args: &[&str], needles: &[&str]) {
-    let (c, _, err) = run(args);
-    assert_eq!(c, 2, "exit code of {args:?}; stderr: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-    }
-}
+use common::{assert_usage_error, root_or_skip, run, spawn_announced};
 
 /// Pseudo-random bytes (xorshift), so files differ and compress badly.
 fn bytes(n: usize, seed: u64) -> Vec<u8> {

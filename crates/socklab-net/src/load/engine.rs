@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,8 @@ const TIMEOUT_SCAN_NS: u64 = 10_000_000;
 const CONNECT_BACKOFF_NS: u64 = 10_000_000;
 /// Longest single wait in the event loop (the stop flag is polled at least this often).
 const MAX_WAIT: Duration = Duration::from_millis(50);
+/// Longest wait, after the end of a run, for the replies in flight.
+const DRAIN_MAX: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
@@ -137,6 +139,8 @@ struct Shared<'a> {
     sources: Vec<Ipv4Addr>,
     start: Instant,
     end_ns: u64,
+    /// When the first thread saw the end of the run (ns since start; `u64::MAX`: not yet).
+    ended_ns: AtomicU64,
 }
 
 impl Shared<'_> {
@@ -178,6 +182,7 @@ pub(super) fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, Net
         end_ns: cfg.duration.map_or(u64::MAX, |d| {
             u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
         }),
+        ended_ns: AtomicU64::new(u64::MAX),
     };
     // Every epoll set is made before any thread starts, so a setup failure is an error, not a
     // half-run.
@@ -213,7 +218,12 @@ pub(super) fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, Net
         }
         outs
     });
-    let elapsed = shared.start.elapsed();
+    // The run's wall time ends where the first thread saw its end (the drain is not part of
+    // it), or when the last thread finished its quota.
+    let elapsed = match shared.ended_ns.load(Ordering::Relaxed) {
+        u64::MAX => shared.start.elapsed(),
+        ns => Duration::from_nanos(ns),
+    };
     let wall = match cfg.duration {
         Some(d) if elapsed > d => d,
         _ => elapsed,
@@ -341,6 +351,8 @@ struct Worker<'a> {
     out: ThreadOut,
     next_source: usize,
     active: usize,
+    draining: bool,
+    drain_until: u64,
 }
 
 fn worker(sh: &Shared<'_>, t: usize, threads: usize, ep: Epoll) -> ThreadOut {
@@ -375,6 +387,8 @@ fn worker(sh: &Shared<'_>, t: usize, threads: usize, ep: Epoll) -> ThreadOut {
         conns,
         out: ThreadOut::new(),
         next_source: t,
+        draining: false,
+        drain_until: 0,
     };
     w.run();
     let used = getrusage(Who::Thread).since(&usage0);
@@ -396,11 +410,17 @@ impl Worker<'_> {
         let mut next_scan = now + TIMEOUT_SCAN_NS;
         loop {
             let now = self.sh.now();
-            if self.active == 0
-                || now >= self.sh.end_ns
-                || self.sh.stop.load(Ordering::Relaxed)
-                || self.sh.abort.load(Ordering::Relaxed)
+            if self.active == 0 {
+                break;
+            }
+            if !self.draining
+                && (now >= self.sh.end_ns
+                    || self.sh.stop.load(Ordering::Relaxed)
+                    || self.sh.abort.load(Ordering::Relaxed))
             {
+                self.start_drain(now);
+            }
+            if self.draining && (self.in_flight() == 0 || now >= self.drain_until) {
                 break;
             }
             // Wake-ups that are due.
@@ -425,7 +445,12 @@ impl Worker<'_> {
                 self.scan_timeouts(now);
                 next_scan = now + TIMEOUT_SCAN_NS;
             }
-            let mut wake = next_scan.min(self.sh.end_ns);
+            let end = if self.draining {
+                self.drain_until
+            } else {
+                self.sh.end_ns
+            };
+            let mut wake = next_scan.min(end);
             if let Some(&Reverse((at, _))) = self.heap.peek() {
                 wake = wake.min(at);
             }
@@ -457,6 +482,11 @@ impl Worker<'_> {
     /// The slot's next request: now, later (open loop), or none (quota used up).
     fn next_request(&mut self, i: usize, now: u64) {
         let c = &mut self.conns[i];
+        if self.draining {
+            c.st = St::Done;
+            c.sock = None;
+            return;
+        }
         if c.k >= c.sched.quota {
             c.st = St::Done;
             c.sock = None;
@@ -550,6 +580,12 @@ impl Worker<'_> {
     fn connected(&mut self, i: usize) {
         let now = self.sh.now();
         let c = &mut self.conns[i];
+        if self.draining {
+            // Nothing sent yet: closing now is a clean end of file for the server.
+            c.st = St::Done;
+            c.sock = None;
+            return;
+        }
         record(&mut self.out.connect, now - c.connect_start);
         self.out.connections_opened += 1;
         c.write_start = now;
@@ -599,10 +635,17 @@ impl Worker<'_> {
             St::Writing if writable => self.write(i),
             St::Reading if readable => self.read(i, buf, ev.hangup || ev.error),
             St::Idle | St::Sleeping if readable => {
-                // A kept-alive connection between requests: the server closed it (idle
-                // timeout) or sent something unasked. Drop it; the next request reconnects.
+                // A kept-alive connection between requests. The event may be stale (bytes of
+                // the last reply that were read with an earlier event): nothing to read then.
+                // Otherwise the server closed it (idle timeout) or sent something unasked: drop
+                // it; the next request reconnects.
                 let c = &mut self.conns[i];
-                c.sock = None;
+                let stale = c.sock.as_ref().is_some_and(
+                    |s| matches!((&*s).read(buf), Err(e) if e.kind() == io::ErrorKind::WouldBlock),
+                );
+                if !stale {
+                    c.sock = None;
+                }
             }
             _ => {}
         }
@@ -675,6 +718,13 @@ impl Worker<'_> {
 
     fn complete(&mut self, i: usize) {
         let now = self.sh.now();
+        if self.draining {
+            // After the end: the reply is read in full (so the close is clean), not counted.
+            let c = &mut self.conns[i];
+            c.st = St::Done;
+            c.sock = None;
+            return;
+        }
         let open = self.sh.cfg.rate.is_some();
         let per_request = self.sh.cfg.new_connection_per_request;
         let c = &mut self.conns[i];
@@ -695,6 +745,12 @@ impl Worker<'_> {
     }
 
     fn fail(&mut self, i: usize, kind: Fail, now: u64) {
+        if self.draining {
+            let c = &mut self.conns[i];
+            c.st = St::Done;
+            c.sock = None;
+            return;
+        }
         let f = &mut self.out.failed;
         match kind {
             Fail::Connect => f.connect += 1,
@@ -715,6 +771,30 @@ impl Worker<'_> {
             now + if back_off { CONNECT_BACKOFF_NS } else { 0 },
             i,
         )));
+    }
+
+    /// The run is over (duration, Ctrl-C, abort): start no more requests, but let those in
+    /// flight finish — reading a reply to its end before closing, so a classic server never
+    /// sees a reset — for at most [`DRAIN_MAX`] (or the request timeout, if shorter). What
+    /// happens after the end is not counted.
+    fn start_drain(&mut self, now: u64) {
+        self.draining = true;
+        self.sh.ended_ns.fetch_min(now, Ordering::Relaxed);
+        let limit = u64::try_from(self.sh.cfg.timeout.min(DRAIN_MAX).as_nanos()).unwrap_or(0);
+        self.drain_until = now.saturating_add(limit);
+        for c in &mut self.conns {
+            if !matches!(c.st, St::Connecting | St::Writing | St::Reading) {
+                c.st = St::Done;
+                c.sock = None;
+            }
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.conns
+            .iter()
+            .filter(|c| matches!(c.st, St::Connecting | St::Writing | St::Reading))
+            .count()
     }
 
     fn scan_timeouts(&mut self, now: u64) {

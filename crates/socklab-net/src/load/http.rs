@@ -81,10 +81,8 @@ pub struct ReplyParser {
     line_seen: usize,
     line_no: usize,
     head_len: usize,
-    status: u16,
-    content_length: Option<u64>,
+    fields: Fields,
     remaining: u64,
-    close: bool,
 }
 
 impl Default for ReplyParser {
@@ -103,10 +101,8 @@ impl ReplyParser {
             line_seen: 0,
             line_no: 0,
             head_len: 0,
-            status: 0,
-            content_length: None,
+            fields: Fields::default(),
             remaining: 0,
-            close: false,
         }
     }
 
@@ -117,22 +113,20 @@ impl ReplyParser {
         self.line_seen = 0;
         self.line_no = 0;
         self.head_len = 0;
-        self.status = 0;
-        self.content_length = None;
+        self.fields = Fields::default();
         self.remaining = 0;
-        self.close = false;
     }
 
     /// The status code, once the status line is in (0 before).
     pub fn status(&self) -> u16 {
-        self.status
+        self.fields.status
     }
 
     /// False when the server said `Connection: close` (or spoke HTTP/1.0 without keep-alive,
     /// which this parser treats alike by the absence of keep-alive handling: HTTP/1.0 replies
     /// close).
     pub fn keep_alive(&self) -> bool {
-        !self.close
+        !self.fields.close
     }
 
     /// True once the whole reply is in.
@@ -159,22 +153,48 @@ impl ReplyParser {
                 }
                 State::Head => {
                     let rest = &data[i..];
-                    let (chunk, end) = match rest.iter().position(|&b| b == b'\n') {
-                        Some(p) => (&rest[..p], true),
-                        None => (rest, false),
+                    let Some(p) = rest.iter().position(|&b| b == b'\n') else {
+                        // An incomplete line: keep what fits for later.
+                        self.head_len += rest.len();
+                        if self.head_len > MAX_HEAD {
+                            return Err(BadReply::HeadTooLong);
+                        }
+                        let keep = rest.len().min(LINE_KEEP - self.line_len);
+                        self.line[self.line_len..self.line_len + keep]
+                            .copy_from_slice(&rest[..keep]);
+                        self.line_len += keep;
+                        self.line_seen += rest.len();
+                        i = data.len();
+                        continue;
                     };
-                    let used = chunk.len() + usize::from(end);
-                    self.head_len += used;
+                    self.head_len += p + 1;
                     if self.head_len > MAX_HEAD {
                         return Err(BadReply::HeadTooLong);
                     }
-                    let keep = chunk.len().min(LINE_KEEP - self.line_len);
-                    self.line[self.line_len..self.line_len + keep].copy_from_slice(&chunk[..keep]);
-                    self.line_len += keep;
-                    self.line_seen += chunk.len();
-                    i += used;
+                    i += p + 1;
+                    let (mut line, truncated) = if self.line_seen == 0 {
+                        // The whole line is in this piece: parse it in place, no copy.
+                        (&rest[..p.min(LINE_KEEP)], p > LINE_KEEP)
+                    } else {
+                        let keep = p.min(LINE_KEEP - self.line_len);
+                        self.line[self.line_len..self.line_len + keep]
+                            .copy_from_slice(&rest[..keep]);
+                        self.line_len += keep;
+                        self.line_seen += p;
+                        (&self.line[..self.line_len], self.line_seen > self.line_len)
+                    };
+                    if !truncated {
+                        if let [head @ .., b'\r'] = line {
+                            line = head;
+                        }
+                    }
+                    let no = self.line_no;
+                    let end = head_line(&mut self.fields, no, line, truncated)?;
+                    self.line_no += 1;
+                    self.line_len = 0;
+                    self.line_seen = 0;
                     if end {
-                        self.end_of_line()?;
+                        self.end_of_head()?;
                     }
                 }
             }
@@ -186,86 +206,85 @@ impl ReplyParser {
         })
     }
 
-    fn end_of_line(&mut self) -> Result<(), BadReply> {
-        let mut len = self.line_len;
-        // A trailing \r belongs to the line ending (only if the line fitted).
-        if self.line_seen == len && len > 0 && self.line[len - 1] == b'\r' {
-            len -= 1;
-        }
-        let truncated = self.line_seen > self.line_len;
-        let no = self.line_no;
-        self.line_no += 1;
-        self.line_len = 0;
-        self.line_seen = 0;
-        let line = &self.line[..len];
-        if no == 0 {
-            return self.status_line(len);
-        }
-        if line.is_empty() && !truncated {
-            return self.end_of_head();
-        }
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            return Err(BadReply::Header);
-        };
-        let name = &line[..colon];
-        if name.is_empty() || name.iter().any(|&b| b == b' ' || b == b'\t') {
-            return Err(BadReply::Header);
-        }
-        let value = trim(&line[colon + 1..]);
-        if name.eq_ignore_ascii_case(b"content-length") {
-            if truncated {
-                return Err(BadReply::Header);
-            }
-            let n = parse_u64(value).ok_or(BadReply::Header)?;
-            if self.content_length.is_some_and(|c| c != n) {
-                return Err(BadReply::Header);
-            }
-            self.content_length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if !value.eq_ignore_ascii_case(b"identity") {
-                return Err(BadReply::Chunked);
-            }
-        } else if name.eq_ignore_ascii_case(b"connection") && contains_token(value, b"close") {
-            self.close = true;
-        }
-        Ok(())
-    }
-
-    fn status_line(&mut self, len: usize) -> Result<(), BadReply> {
-        let line = &self.line[..len];
-        // "HTTP/1.x SSS" then optionally " reason".
-        if line.len() < 12
-            || !line.starts_with(b"HTTP/1.")
-            || !line[7].is_ascii_digit()
-            || line[8] != b' '
-            || (line.len() > 12 && line[12] != b' ')
-        {
-            return Err(BadReply::StatusLine);
-        }
-        let code = &line[9..12];
-        if !code.iter().all(u8::is_ascii_digit) {
-            return Err(BadReply::StatusLine);
-        }
-        self.status = code.iter().fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
-        if line[7] == b'0' {
-            self.close = true;
-        }
-        if !(200..300).contains(&self.status) {
-            return Err(BadReply::Status(self.status));
-        }
-        Ok(())
-    }
-
     fn end_of_head(&mut self) -> Result<(), BadReply> {
-        let len = if self.status == 204 {
+        let len = if self.fields.status == 204 {
             0
         } else {
-            self.content_length.ok_or(BadReply::NoLength)?
+            self.fields.content_length.ok_or(BadReply::NoLength)?
         };
         self.remaining = len;
         self.state = if len == 0 { State::Done } else { State::Body };
         Ok(())
     }
+}
+
+/// What the head said so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fields {
+    status: u16,
+    content_length: Option<u64>,
+    close: bool,
+}
+
+/// One head line (without its `\n`, and without its `\r` unless `truncated`): line `no`, 0 being
+/// the status line. Returns true at the empty line that ends the head.
+fn head_line(f: &mut Fields, no: usize, line: &[u8], truncated: bool) -> Result<bool, BadReply> {
+    if no == 0 {
+        status_line(f, line)?;
+        return Ok(false);
+    }
+    if line.is_empty() && !truncated {
+        return Ok(true);
+    }
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return Err(BadReply::Header);
+    };
+    let name = &line[..colon];
+    if name.is_empty() || name.iter().any(|&b| b == b' ' || b == b'\t') {
+        return Err(BadReply::Header);
+    }
+    let value = trim(&line[colon + 1..]);
+    if name.eq_ignore_ascii_case(b"content-length") {
+        if truncated {
+            return Err(BadReply::Header);
+        }
+        let n = parse_u64(value).ok_or(BadReply::Header)?;
+        if f.content_length.is_some_and(|c| c != n) {
+            return Err(BadReply::Header);
+        }
+        f.content_length = Some(n);
+    } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        if !value.eq_ignore_ascii_case(b"identity") {
+            return Err(BadReply::Chunked);
+        }
+    } else if name.eq_ignore_ascii_case(b"connection") && contains_token(value, b"close") {
+        f.close = true;
+    }
+    Ok(false)
+}
+
+fn status_line(f: &mut Fields, line: &[u8]) -> Result<(), BadReply> {
+    // "HTTP/1.x SSS" then optionally " reason".
+    if line.len() < 12
+        || !line.starts_with(b"HTTP/1.")
+        || !line[7].is_ascii_digit()
+        || line[8] != b' '
+        || (line.len() > 12 && line[12] != b' ')
+    {
+        return Err(BadReply::StatusLine);
+    }
+    let code = &line[9..12];
+    if !code.iter().all(u8::is_ascii_digit) {
+        return Err(BadReply::StatusLine);
+    }
+    f.status = code.iter().fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
+    if line[7] == b'0' {
+        f.close = true;
+    }
+    if !(200..300).contains(&f.status) {
+        return Err(BadReply::Status(f.status));
+    }
+    Ok(())
 }
 
 fn trim(mut v: &[u8]) -> &[u8] {

@@ -52,3 +52,13 @@ pub fn spawn_announced(args: &[&str]) -> (Child, String) {
         .to_string();
     (child, addr)
 }
+
+/// Asserts exit code 2 and a one-line error containing every needle.
+pub fn assert_usage_error(args: &[&str], needles: &[&str]) {
+    let (c, _, err) = run(args);
+    assert_eq!(c, 2, "exit code of {args:?}; stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+}

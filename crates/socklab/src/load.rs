@@ -1,0 +1,410 @@
+//! `socklab load`: the load generator (wrk2/ab-class) against a stevens, echo or HTTP server.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use clap::Args;
+use socklab_lab::workload::{parse_target, Target};
+use socklab_net::load::{self, LoadConfig, LoadProtocol, LoadReport, Timing};
+use socklab_net::units::{parse_duration, parse_size};
+use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+
+use crate::commands::{out, usage, Failure};
+
+/// A count-bounded run (--requests, --loops) without --duration is still capped at this.
+const COUNT_RUN_CAP: Duration = Duration::from_secs(300);
+
+/// `socklab load` arguments.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The server, HOST:PORT.
+    #[arg(long)]
+    pub to: String,
+    /// stevens (count line in, that many bytes out), echo, or http (HTTP/1.1 GET). Default:
+    /// stevens with --clients, http otherwise.
+    #[arg(long)]
+    pub protocol: Option<String>,
+    /// Stevens mode (client.c): this many concurrent clients, each opening a new connection per
+    /// request (like --connections N --new-connection-per-request).
+    #[arg(long, value_name = "C")]
+    pub clients: Option<usize>,
+    /// Requests per client/connection, then it stops (client.c's #loops/child).
+    #[arg(long, value_name = "L")]
+    pub loops: Option<u64>,
+    /// stevens: reply bytes asked for (1..=16384); echo: bytes sent and read back. Default 100.
+    #[arg(long, value_name = "B")]
+    pub bytes: Option<String>,
+    /// Concurrent connections (default 10), kept alive unless --new-connection-per-request.
+    #[arg(long, value_name = "N")]
+    pub connections: Option<usize>,
+    /// Requests in total, then stop.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// How long to run (default 10s when no --requests/--loops; otherwise a 5-minute cap).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Open loop: total requests per second over all connections, latency counted from the
+    /// intended send time (coordinated omission corrected, as wrk2). Without it: closed loop.
+    #[arg(long, value_name = "REQ/S")]
+    pub rate: Option<String>,
+    /// A new connection for every request (ab without -k); http then sends Connection: close.
+    #[arg(long)]
+    pub new_connection_per_request: bool,
+    /// Generator threads, each with its own epoll loop (default: the number of CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// A request (connect included) not done after this long fails as a timeout.
+    #[arg(long, default_value = "5s")]
+    pub timeout: String,
+    /// HTTP path to GET.
+    #[arg(long, default_value = "/")]
+    pub path: String,
+    /// HTTP Host header (default: the --to address).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Bind client sockets to 127.0.0.1..=127.0.0.N (loopback targets), N times the ephemeral
+    /// ports for connection-per-request runs.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub source_addrs: u32,
+    /// Print the report as JSON.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the report as CSV (a header and one row).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// The command's help epilogue.
+pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
+
+fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
+    let to = match parse_target(&a.to) {
+        Ok(Target::Addr(addr)) => addr,
+        Ok(Target::SelfSink) => {
+            return Err(usage(format!(
+                "--to '{}': give the server as HOST:PORT, e.g. 127.0.0.1:8080",
+                a.to
+            )))
+        }
+        Err(e) => return Err(usage(format!("--to '{}': {e}", a.to))),
+    };
+    let protocol = match &a.protocol {
+        Some(p) => p
+            .parse::<LoadProtocol>()
+            .map_err(|e| usage(format!("--protocol {e}")))?,
+        None if a.clients.is_some() => LoadProtocol::Stevens,
+        None => LoadProtocol::Http,
+    };
+    let mut c = LoadConfig::new(to, protocol);
+    match (a.clients, a.connections) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "--clients and --connections both given: --clients C is stevens mode (a connection per request); use one of them",
+            ))
+        }
+        (Some(n), None) => {
+            c.connections = n;
+            c.new_connection_per_request = true;
+        }
+        (None, Some(n)) => {
+            c.connections = n;
+            c.new_connection_per_request = a.new_connection_per_request;
+        }
+        (None, None) => c.new_connection_per_request = a.new_connection_per_request,
+    }
+    if let Some(b) = &a.bytes {
+        let n = parse_size(b).map_err(|e| usage(format!("--bytes {e}")))?;
+        c.bytes = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    c.loops = a.loops;
+    c.requests = a.requests;
+    c.duration = match &a.duration {
+        Some(d) => Some(parse_duration(d).map_err(|e| usage(format!("--duration {e}")))?),
+        None if a.loops.is_some() || a.requests.is_some() => Some(COUNT_RUN_CAP),
+        None => Some(Duration::from_secs(10)),
+    };
+    if let Some(r) = &a.rate {
+        let v: f64 = r.trim().parse().map_err(|_| {
+            usage(format!(
+                "--rate '{r}' is not a number: give requests per second, e.g. --rate 10000"
+            ))
+        })?;
+        c.rate = Some(v);
+    }
+    c.threads = a.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    c.timeout = parse_duration(&a.timeout).map_err(|e| usage(format!("--timeout {e}")))?;
+    c.path = a.path.clone();
+    c.host = a.host.clone();
+    c.source_addrs = a.source_addrs;
+    c.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(c)
+}
+
+pub fn load(a: LoadArgs) -> Result<(), Failure> {
+    let cfg = config(&a)?;
+    install_interrupt_flag()?;
+    let r = load::run(&cfg, interrupt_flag()).map_err(|e| Failure::Run(e.to_string()))?;
+    let text = if a.json {
+        let mut s = serde_json::to_string_pretty(&r).map_err(|e| Failure::Run(e.to_string()))?;
+        s.push('\n');
+        s
+    } else if a.csv {
+        csv(&r)
+    } else {
+        summary(&r)
+    };
+    out(&text)?;
+    match r.aborted.as_deref() {
+        None if r.completed == 0 && r.failed.total() > 0 => Err(Failure::Run(format!(
+            "no request completed ({} failed: connect {}, read {}, write {}, timeout {}, bad reply {}): is a {} server listening at {}?",
+            r.failed.total(),
+            r.failed.connect,
+            r.failed.read,
+            r.failed.write,
+            r.failed.timeout,
+            r.failed.bad_reply,
+            cfg.protocol,
+            cfg.to
+        ))),
+        None => Ok(()),
+        Some("interrupted") => Err(Failure::Interrupted(
+            "interrupted: the figures above cover the run until Ctrl-C".into(),
+        )),
+        Some(why) => Err(Failure::Run(why.to_string())),
+    }
+}
+
+fn us(x: f64) -> String {
+    if x >= 100_000.0 {
+        format!("{:.1}ms", x / 1000.0)
+    } else if x >= 1000.0 {
+        format!("{:.2}ms", x / 1000.0)
+    } else {
+        format!("{x:.1}us")
+    }
+}
+
+fn bytes_h(x: f64) -> String {
+    for (d, s) in [(1e9, "GB"), (1e6, "MB"), (1e3, "KB")] {
+        if x >= d {
+            return format!("{:.2} {s}", x / d);
+        }
+    }
+    format!("{x:.0} B")
+}
+
+fn timing_row(s: &mut String, name: &str, t: &Timing) {
+    if t.count == 0 {
+        let _ = writeln!(s, "  {name:<12} {:>10}", "-");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  {name:<12} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        us(t.min_us),
+        us(t.mean_us),
+        us(t.sd_us),
+        us(t.median_us),
+        us(t.max_us)
+    );
+}
+
+/// The wrk/ab-like human summary.
+pub fn summary(r: &LoadReport) -> String {
+    let c = &r.config;
+    let mut s = String::new();
+    let mode = match c.rate {
+        Some(rate) => format!("open loop at {rate} req/s"),
+        None => "closed loop".into(),
+    };
+    let conns = if c.new_connection_per_request {
+        "a new connection per request"
+    } else {
+        "keep-alive"
+    };
+    let _ = writeln!(
+        s,
+        "socklab load: {} to {}, {} connections ({conns}), {} thread(s), {mode}, {:.2} s",
+        c.protocol,
+        c.to,
+        c.connections,
+        c.threads.min(c.connections),
+        r.duration_s
+    );
+    let f = &r.failed;
+    let _ = writeln!(
+        s,
+        "  Complete requests:  {}\n  Failed requests:    {} (connect {}, read {}, write {}, timeout {}, bad reply {})",
+        r.completed,
+        f.total(),
+        f.connect,
+        f.read,
+        f.write,
+        f.timeout,
+        f.bad_reply
+    );
+    let _ = writeln!(
+        s,
+        "  Requests/s:         {:.1}\n  Connections/s:      {:.1} ({} opened)\n  Transfer rate:      {}/s read ({} read, {} written)",
+        r.requests_per_s,
+        r.connections_per_s,
+        r.connections_opened,
+        bytes_h(r.transfer_bytes_per_s),
+        bytes_h(r.bytes_read as f64),
+        bytes_h(r.bytes_written as f64)
+    );
+    let _ = writeln!(
+        s,
+        "\n  {:<12} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "Times", "min", "mean", "[+/-sd]", "median", "max"
+    );
+    timing_row(&mut s, "Connect", &r.connect);
+    timing_row(&mut s, "First byte", &r.first_byte);
+    timing_row(&mut s, "Response", &r.response);
+    if let Some(t) = &r.response_corrected {
+        timing_row(&mut s, "Corrected", t);
+    }
+    let _ = write!(s, "\n  Latency percentiles");
+    for (label, _) in r.response.percentiles.rows() {
+        let _ = write!(s, " {label:>9}");
+    }
+    s.push('\n');
+    let mut pct = |name: &str, t: &Timing| {
+        let _ = write!(s, "  {name:<19}");
+        for (_, v) in t.percentiles.rows() {
+            let _ = write!(s, " {:>9}", us(v));
+        }
+        s.push('\n');
+    };
+    match &r.response_corrected {
+        Some(t) => {
+            pct("corrected", t);
+            pct("uncorrected", &r.response);
+        }
+        None => pct("response", &r.response),
+    }
+    let g = &r.generator;
+    let util: Vec<String> = g
+        .thread_utilisation
+        .iter()
+        .map(|u| format!("{:.0}%", u * 100.0))
+        .collect();
+    let _ = writeln!(
+        s,
+        "\n  Generator: cpu user {:.2} s, sys {:.2} s; threads busy {}; event-loop work p99 {}, max {}",
+        g.cpu_user_s,
+        g.cpu_sys_s,
+        util.join(" "),
+        us(g.loop_busy.percentiles.p99_us),
+        us(g.loop_busy.max_us)
+    );
+    if let (Some(send), Some(timer)) = (&g.send_lag, &g.timer_lag) {
+        let _ = writeln!(
+            s,
+            "  Send lag (actual - intended): p50 {}, p99 {}, max {}; timer lag p99 {}",
+            us(send.percentiles.p50_us),
+            us(send.percentiles.p99_us),
+            us(send.max_us),
+            us(timer.percentiles.p99_us)
+        );
+    }
+    for w in &g.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    if let Some(a) = &r.aborted {
+        let _ = writeln!(s, "  stopped early: {a}");
+    }
+    s
+}
+
+/// A CSV header and one row: the figures most tables want (the JSON has everything).
+pub fn csv(r: &LoadReport) -> String {
+    let c = &r.config;
+    let mut head: Vec<String> = [
+        "protocol",
+        "to",
+        "connections",
+        "new_connection_per_request",
+        "threads",
+        "rate",
+        "duration_s",
+        "completed",
+        "failed",
+        "failed_connect",
+        "failed_read",
+        "failed_write",
+        "failed_timeout",
+        "failed_bad_reply",
+        "connections_opened",
+        "requests_per_s",
+        "connections_per_s",
+        "transfer_bytes_per_s",
+        "bytes_read",
+        "bytes_written",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let f = &r.failed;
+    let mut row: Vec<String> = vec![
+        c.protocol.to_string(),
+        c.to.to_string(),
+        c.connections.to_string(),
+        c.new_connection_per_request.to_string(),
+        c.threads.min(c.connections).to_string(),
+        c.rate.map_or(String::new(), |x| x.to_string()),
+        format!("{:.6}", r.duration_s),
+        r.completed.to_string(),
+        f.total().to_string(),
+        f.connect.to_string(),
+        f.read.to_string(),
+        f.write.to_string(),
+        f.timeout.to_string(),
+        f.bad_reply.to_string(),
+        r.connections_opened.to_string(),
+        format!("{:.3}", r.requests_per_s),
+        format!("{:.3}", r.connections_per_s),
+        format!("{:.3}", r.transfer_bytes_per_s),
+        r.bytes_read.to_string(),
+        r.bytes_written.to_string(),
+    ];
+    let mut timing = |name: &str, t: Option<&Timing>| {
+        let d = Timing::default();
+        let t = t.unwrap_or(&d);
+        let p = &t.percentiles;
+        for (k, v) in [
+            ("min", t.min_us),
+            ("mean", t.mean_us),
+            ("sd", t.sd_us),
+            ("median", t.median_us),
+            ("max", t.max_us),
+            ("p50", p.p50_us),
+            ("p75", p.p75_us),
+            ("p90", p.p90_us),
+            ("p99", p.p99_us),
+            ("p99_9", p.p99_9_us),
+            ("p99_99", p.p99_99_us),
+        ] {
+            head.push(format!("{name}_{k}_us"));
+            row.push(format!("{v:.3}"));
+        }
+    };
+    timing("connect", Some(&r.connect));
+    timing("first_byte", Some(&r.first_byte));
+    timing("response", Some(&r.response));
+    timing("corrected", r.response_corrected.as_ref());
+    let g = &r.generator;
+    head.extend(["cpu_user_s", "cpu_sys_s", "aborted"].map(String::from));
+    row.push(format!("{:.6}", g.cpu_user_s));
+    row.push(format!("{:.6}", g.cpu_sys_s));
+    row.push(
+        r.aborted
+            .as_deref()
+            .map_or(String::new(), |a| format!("\"{}\"", a.replace('"', "\"\""))),
+    );
+    format!("{}\n{}\n", head.join(","), row.join(","))
+}

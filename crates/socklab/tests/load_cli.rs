@@ -1,0 +1,230 @@
+//! `socklab load` through the real binary against a tiny HTTP keep-alive server in this test
+//! process (loopback): JSON and CSV output, the human summary, and bad arguments. Bounded by
+//! request counts; no timing assertions.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+
+use common::{assert_usage_error, run};
+
+/// Serves HTTP/1.1 keep-alive (a 100-byte body) on 127.0.0.1 from threads, for the life of
+/// the test process.
+fn http_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match r.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if line.trim().is_empty() => {
+                            let mut reply =
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+                            reply.extend_from_slice(&[b'a'; 100]);
+                            if w.write_all(&reply).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn json_report_of_a_counted_http_run() {
+    let addr = http_server().to_string();
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--connections",
+        "4",
+        "--threads",
+        "2",
+        "--requests",
+        "200",
+        "--json",
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["completed"], 200);
+    assert_eq!(v["failed"]["bad_reply"], 0);
+    assert_eq!(v["config"]["protocol"], "http");
+    assert_eq!(v["connections_opened"], 4);
+    assert_eq!(v["bytes_read"].as_u64().unwrap(), 200 * (100 + 40));
+    for k in ["p50_us", "p99_us", "p99_9_us", "p99_99_us"] {
+        assert!(v["response"]["percentiles"][k].is_number(), "{k}");
+    }
+    assert!(v["generator"]["cpu_user_s"].is_number());
+    assert!(v["response_corrected"].is_null());
+}
+
+#[test]
+fn csv_and_summary_outputs() {
+    let addr = http_server().to_string();
+    let (c, out, err) = run(&["load", "--to", &addr, "--requests", "50", "--csv"]);
+    assert_eq!(c, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let head: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(head.len(), row.len());
+    let completed = head.iter().position(|h| *h == "completed").unwrap();
+    assert_eq!(row[completed], "50");
+
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--requests",
+        "50",
+        "--rate",
+        "5000",
+        "--connections",
+        "2",
+    ]);
+    assert_eq!(c, 0, "{err}");
+    for needle in [
+        "Complete requests:  50",
+        "Failed requests:    0",
+        "Requests/s:",
+        "Latency percentiles",
+        "corrected",
+        "uncorrected",
+        "Send lag",
+        "Generator: cpu user",
+    ] {
+        assert!(out.contains(needle), "'{needle}' not in:\n{out}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--protocol", "gopher"],
+        &["--protocol", "gopher", "stevens, echo, http"],
+    );
+    assert_usage_error(
+        &["load", "--to", "nowhere"],
+        &["--to 'nowhere'", "HOST:PORT"],
+    );
+    assert_usage_error(
+        &[
+            "load",
+            "--to",
+            "127.0.0.1:9",
+            "--clients",
+            "3",
+            "--bytes",
+            "20000",
+        ],
+        &["--bytes 20000", "1..=16384"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--rate", "fast"],
+        &["--rate 'fast'"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--connections", "0"],
+        &["--connections 0"],
+    );
+    assert_usage_error(
+        &[
+            "load",
+            "--to",
+            "127.0.0.1:9",
+            "--clients",
+            "2",
+            "--connections",
+            "3",
+        ],
+        &["--clients", "--connections"],
+    );
+}
+
+#[test]
+fn a_run_where_nothing_completes_exits_1_with_a_hint() {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let (c, out, err) = run(&["load", "--to", &addr, "--duration", "200ms"]);
+    assert_eq!(c, 1, "{out}{err}");
+    assert!(out.contains("Complete requests:  0"), "{out}");
+    assert!(
+        err.contains("no request completed") && err.contains(&addr),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// Ephemeral-port exhaustion, in a private network namespace (`unshare -n`, as root) whose
+/// port range is narrowed to 100 ports with TIME_WAIT reuse off: a connection per request
+/// stops with the one-line explanation (exit 1) instead of hanging, and 8 source addresses
+/// make room for about 8 times more connections. The host's own settings are untouched.
+#[test]
+fn port_exhaustion_stops_with_a_clear_error() {
+    if !common::root_or_skip("port_exhaustion_stops_with_a_clear_error") {
+        return;
+    }
+    if std::process::Command::new("unshare")
+        .args(["-n", "true"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("SKIP port_exhaustion_stops_with_a_clear_error: unshare -n is not available");
+        return;
+    }
+    let exe = assert_cmd::cargo::cargo_bin("socklab");
+    let exe = exe.to_str().unwrap();
+    let script = format!(
+        r#"set -e
+ip link set lo up
+sysctl -qw net.ipv4.ip_local_port_range="40000 40099" net.ipv4.tcp_tw_reuse=0
+{exe} echo --port 27001 --bind 127.0.0.1 >/dev/null 2>&1 &
+E=$!
+trap 'kill $E' EXIT
+sleep 0.5
+set +e
+{exe} load --to 127.0.0.1:27001 --protocol echo --bytes 8 --clients 4 --threads 1 --duration 20s --source-addrs 8 --json > bound.json 2> bound.err
+echo "bound $?"
+{exe} load --to 127.0.0.1:27001 --protocol echo --bytes 8 --clients 4 --threads 1 --duration 20s --json > one.json 2> one.err
+echo "one $?"
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-n", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("bound 1") && out.contains("one 1"), "{out}");
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+    for f in ["bound.err", "one.err"] {
+        let err = read(f);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("ephemeral ports") && err.contains("--source-addrs"),
+            "{err}"
+        );
+    }
+    let completed = |f: &str| {
+        let v: serde_json::Value = serde_json::from_str(&read(f)).unwrap();
+        v["completed"].as_u64().unwrap()
+    };
+    // 8 addresses x 100 ports, less what is in use; one address: fewer than 100.
+    assert!(completed("bound.json") > 400, "{}", read("bound.json"));
+    assert!(completed("one.json") < 100, "{}", read("one.json"));
+}
