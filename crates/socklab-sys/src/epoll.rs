@@ -1,10 +1,12 @@
 //! `epoll(7)` and the non-blocking socket calls of the event-loop servers: an [`Epoll`]
-//! instance with `ctl` add/modify/delete (including `EPOLLEXCLUSIVE`), `epoll_wait` with a
-//! timeout into a reusable [`Events`] buffer, `accept4(SOCK_NONBLOCK|SOCK_CLOEXEC)`, and a
+//! instance with `ctl` add/modify/delete (including `EPOLLEXCLUSIVE` and edge triggering),
+//! `epoll_pwait2` with a nanosecond timeout into a reusable [`Events`] buffer (the load
+//! generator's timers need it), `accept4(SOCK_NONBLOCK|SOCK_CLOEXEC)`, and a
 //! `send` that never raises `SIGPIPE`.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::{cvt, cvt_size};
@@ -65,21 +67,49 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
-    /// `epoll_wait` into `events` (replacing its content) for at most `timeout` (`None`:
-    /// forever; rounded up to whole milliseconds). Returns the number of ready descriptors;
-    /// an interrupting signal returns 0.
+    /// Waits for readiness into `events` (replacing its content) for at most `timeout`
+    /// (`None`: forever): `epoll_pwait2` with a nanosecond timeout (Linux 5.11), else
+    /// `epoll_wait` with the timeout rounded up to whole milliseconds. Returns the number of
+    /// ready descriptors; an interrupting signal returns 0.
     pub fn wait(&self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
-        let ms = match timeout {
-            None => -1,
-            Some(t) => t
-                .as_nanos()
-                .div_ceil(1_000_000)
-                .min(libc::c_int::MAX as u128) as libc::c_int,
-        };
         events.len = 0;
         let cap = events.buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
-        // SAFETY: `events.buf` is a valid writable array of `cap` epoll_events for the call.
-        let r = unsafe { libc::epoll_wait(self.fd.as_raw_fd(), events.buf.as_mut_ptr(), cap, ms) };
+        let ptr = events.buf.as_mut_ptr();
+        let mut r = -1;
+        if !NO_PWAIT2.load(Ordering::Relaxed) {
+            let ts = timeout.map(|d| libc::timespec {
+                tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            });
+            let tsp = ts
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: ptr/cap describe the writable event buffer; tsp is null or points to a
+            // timespec alive for the call; a null sigmask means "no change".
+            r = unsafe {
+                libc::syscall(
+                    libc::SYS_epoll_pwait2,
+                    self.fd.as_raw_fd(),
+                    ptr,
+                    cap,
+                    tsp,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                )
+            } as libc::c_int;
+            if r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+                NO_PWAIT2.store(true, Ordering::Relaxed);
+            }
+        }
+        if r < 0 && NO_PWAIT2.load(Ordering::Relaxed) {
+            let ms = timeout.map_or(-1, |d| {
+                d.as_nanos()
+                    .div_ceil(1_000_000)
+                    .min(libc::c_int::MAX as u128) as libc::c_int
+            });
+            // SAFETY: ptr/cap describe the writable event buffer for the call.
+            r = unsafe { libc::epoll_wait(self.fd.as_raw_fd(), ptr, cap, ms) };
+        }
         match cvt(r) {
             Ok(n) => {
                 events.len = n as usize;
@@ -90,6 +120,9 @@ impl Epoll {
         }
     }
 }
+
+/// Set once `epoll_pwait2` said `ENOSYS` (a kernel before 5.11).
+static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
 
 impl std::os::fd::AsFd for Epoll {
     fn as_fd(&self) -> BorrowedFd<'_> {
@@ -163,9 +196,21 @@ impl Event {
         self.events & (IN | RDHUP | HUP | ERR) != 0
     }
 
-    /// Writable, or hung up / in error (a write will say which).
+    /// Writable, or hung up / in error (a write will say which; for a connecting socket: the
+    /// connect finished, successfully or not).
     pub fn writable(&self) -> bool {
         self.events & (OUT | HUP | ERR) != 0
+    }
+
+    /// An error or hang-up is pending (`EPOLLERR`/`EPOLLHUP`).
+    pub fn error(&self) -> bool {
+        self.events & (ERR | HUP) != 0
+    }
+
+    /// The peer closed its side, or the connection is gone (`EPOLLRDHUP`/`EPOLLHUP`): with
+    /// edge triggering, read until end of file, since no further edge will come.
+    pub fn hangup(&self) -> bool {
+        self.events & (RDHUP | HUP) != 0
     }
 }
 
@@ -284,5 +329,37 @@ mod tests {
         assert!(a.modify(l.as_fd(), IN | EXCLUSIVE, 1).is_err());
         a.delete(l.as_fd()).unwrap();
         a.add(l.as_fd(), IN | EXCLUSIVE, 2).unwrap();
+    }
+
+    #[test]
+    fn edge_triggered_reports_each_change_once_with_sub_millisecond_timeouts() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let ep = Epoll::new().unwrap();
+        ep.add(c.as_fd(), IN | OUT | RDHUP | ET, 7).unwrap();
+        let mut evs = Events::with_capacity(8);
+        assert_eq!(ep.wait(&mut evs, Some(Duration::from_secs(2))).unwrap(), 1);
+        let e = evs.iter().next().unwrap();
+        assert_eq!(e.token, 7);
+        assert!(e.writable() && !e.error() && !e.hangup());
+        // Edge-triggered: nothing new, nothing reported (a 200 us wait).
+        assert_eq!(
+            ep.wait(&mut evs, Some(Duration::from_micros(200))).unwrap(),
+            0
+        );
+        s.write_all(b"x").unwrap();
+        ep.wait(&mut evs, Some(Duration::from_secs(2))).unwrap();
+        assert!(evs.iter().any(|e| e.token == 7 && e.readable()));
+        drop(s);
+        ep.wait(&mut evs, Some(Duration::from_secs(2))).unwrap();
+        assert!(evs.iter().any(|e| e.token == 7 && e.hangup()));
+        ep.delete(c.as_fd()).unwrap();
+        assert_eq!(
+            ep.wait(&mut evs, Some(Duration::from_millis(5))).unwrap(),
+            0
+        );
     }
 }

@@ -17,7 +17,6 @@
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
-//! - [`loadio`] — the load generator's edge-triggered epoll set;
 //! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
 //! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
 //!   ring, send from owned buffers;
@@ -27,7 +26,6 @@ pub mod alloc_count;
 pub mod epoll;
 pub mod host;
 pub mod io;
-pub mod loadio;
 pub mod netns;
 pub mod process;
 pub mod procs;

@@ -16,27 +16,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serve_support::{connect, for_designs, raise_nofile, stevens, stevens_retry, Server};
-
-/// Every design.
-const DESIGNS: &[&str] = &[
-    "iterative",
-    "fork",
-    "prefork-nolock",
-    "prefork-flock",
-    "prefork-mutex",
-    "prefork-fdpass",
-    "thread",
-    "prethread-mutex",
-    "prethread-handoff",
-    "prethread-accept",
-    "epoll",
-    "epoll-shared",
-    "epoll-exclusive",
-    "reuseport",
-    "uring",
-    "tokio",
-];
+use serve_support::{connect, for_designs, raise_nofile, stevens, stevens_retry, Server, CLASSIC};
 
 /// The designs that keep every connection in one event loop (or task) per worker: idle
 /// connections cost them a slab entry, not a worker.
@@ -48,6 +28,11 @@ const EVENT: &[&str] = &[
     "uring",
     "tokio",
 ];
+
+/// Every design: the classic ones, then the event designs.
+fn designs() -> Vec<&'static str> {
+    CLASSIC.iter().chain(EVENT).copied().collect()
+}
 
 /// Designs run at once (each holds up to 1000 client sockets in this process).
 const PARALLEL: usize = 5;
@@ -190,11 +175,11 @@ fn idle_clients(design: &str) -> Result<(), String> {
 
 #[test]
 fn every_design_survives_bad_clients_and_leaks_no_descriptor() {
-    for_designs(DESIGNS, PARALLEL, bad_clients);
+    for_designs(&designs(), PARALLEL, bad_clients);
 }
 
 #[test]
 fn every_design_serves_a_client_while_1000_idle_connections_are_open() {
     raise_nofile();
-    for_designs(DESIGNS, PARALLEL, idle_clients);
+    for_designs(&designs(), PARALLEL, idle_clients);
 }

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socklab_sys::epoll::{self, Epoll, Event, Events};
 use socklab_sys::errno;
-use socklab_sys::loadio::{Epoll, Event, Events};
 use socklab_sys::sockopt::{self as rawopt, IntOpt};
 use socklab_sys::usage::{getrusage, Who};
 
@@ -559,7 +559,11 @@ impl Worker<'_> {
         c.generation = c.generation.wrapping_add(1);
         c.connect_start = now;
         let token = (u64::from(c.generation) << 32) | i as u64;
-        if let Err(e) = self.ep.add(sock.as_fd(), token) {
+        if let Err(e) = self.ep.add(
+            sock.as_fd(),
+            epoll::IN | epoll::OUT | epoll::RDHUP | epoll::ET,
+            token,
+        ) {
             sh.abort(format!("epoll_ctl failed: {e}"));
             return;
         }
@@ -616,8 +620,8 @@ impl Worker<'_> {
     }
 
     fn on_event(&mut self, i: usize, ev: Event, buf: &mut [u8]) {
-        let readable = ev.readable || ev.error;
-        let writable = ev.writable || ev.error;
+        let readable = ev.readable() || ev.error();
+        let writable = ev.writable() || ev.error();
         match self.conns[i].st {
             St::Connecting if writable => {
                 let err = self.conns[i].sock.as_ref().map(|s| s.take_error());
@@ -633,7 +637,7 @@ impl Worker<'_> {
                 }
             }
             St::Writing if writable => self.write(i),
-            St::Reading if readable => self.read(i, buf, ev.hangup || ev.error),
+            St::Reading if readable => self.read(i, buf, ev.hangup() || ev.error()),
             St::Idle | St::Sleeping if readable => {
                 // A kept-alive connection between requests. The event may be stale (bytes of
                 // the last reply that were read with an earlier event): nothing to read then.
