@@ -195,7 +195,7 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
     let shown: Vec<&str> = TABLE_METRICS
         .iter()
         .copied()
-        .filter(|m| st.cells.iter().any(|c| c.metrics.contains_key(*m)))
+        .filter(|m| *m != primary && st.cells.iter().any(|c| c.metrics.contains_key(*m)))
         .collect();
     let shorts: Vec<&str> = shown.iter().map(|m| metric(m).short).collect();
     headers.extend(shorts.iter().copied());

@@ -141,11 +141,16 @@ impl ExperimentStats {
 
     /// The primary metric of the experiment (that of its first cell's workload).
     pub fn primary(&self) -> &'static str {
-        crate::metric::primary(
+        let p = crate::metric::primary(
             self.cells
                 .first()
                 .map_or("bulk", |c| c.cell.workload.as_str()),
-        )
+        );
+        // A load against somebody else's server has no server CPU: judge it by requests/s.
+        if p == "cpu_us_per_req" && !self.cells.iter().any(|c| c.metrics.contains_key(p)) {
+            return "req_per_s";
+        }
+        p
     }
 
     /// The baseline cell of `workload` (options `baseline`, or the `iterative` server design:

@@ -9,7 +9,13 @@ use socklab_net::load::{self, LoadConfig, LoadProtocol, LoadReport, Timing};
 use socklab_net::units::{parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
 
-use crate::commands::{out, usage, Failure};
+use socklab_lab::params::Params;
+use socklab_lab::plan::{Group, Order, Plan};
+use socklab_lab::store::Store;
+use socklab_net::units::format_duration;
+
+use crate::cli::SummaryFormat;
+use crate::commands::{command_line, out, run_and_print, usage, Failure};
 
 /// A count-bounded run (--requests, --loops) without --duration is still capped at this.
 const COUNT_RUN_CAP: Duration = Duration::from_secs(300);
@@ -72,10 +78,24 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
+    /// Repeat the run N times through socklab's Runner: mean, sd and 95% CI per metric,
+    /// every repetition stored in --db (the `load` workload of experiment files). Without it:
+    /// one run, printed like wrk/ab, nothing stored.
+    #[arg(long, value_name = "N")]
+    pub reps: Option<usize>,
+    /// With --reps: warm-up repetitions (stored, flagged, not in the statistics).
+    #[arg(long, default_value_t = 0, requires = "reps")]
+    pub warmup: usize,
+    /// With --reps: the experiment's name in the store.
+    #[arg(long, default_value = "load", requires = "reps")]
+    pub name: String,
+    /// With --reps: the results database (SQLite).
+    #[arg(long, value_name = "PATH", default_value = "socklab.db")]
+    pub db: std::path::PathBuf,
 }
 
 /// The command's help epilogue.
-pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
+pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 5s --reps 10       repeated, mean and 95% CI, stored in socklab.db\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
 
 fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     let to = match parse_target(&a.to) {
@@ -144,8 +164,85 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     Ok(c)
 }
 
+/// The `load` workload parameters of a `--reps` run (the checks of [`config`] come first).
+fn workload_params(a: &LoadArgs, cfg: &LoadConfig) -> Result<Params, Failure> {
+    let unsupported = [
+        ("--requests", a.requests.is_some()),
+        ("--path", a.path != "/"),
+        ("--host", a.host.is_some()),
+        ("--source-addrs", a.source_addrs != 1),
+    ];
+    if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+        return Err(usage(format!(
+            "{flag} is not available with --reps (the load workload bounds runs by --duration or --loops): drop {flag}, or drop --reps for a single run"
+        )));
+    }
+    let mut p = Params::new();
+    p.set("to", cfg.to.to_string());
+    p.set("handler", cfg.protocol.to_string());
+    p.set("threads", cfg.threads.to_string());
+    p.set("timeout", format_duration(cfg.timeout));
+    match (cfg.protocol, a.clients) {
+        (LoadProtocol::Stevens, Some(c)) => {
+            p.set("clients", c.to_string());
+            if let Some(l) = a.loops {
+                p.set("loops", l.to_string());
+            }
+            p.set("bytes", cfg.bytes.to_string());
+        }
+        (LoadProtocol::Stevens, None) => {
+            return Err(usage(
+                "--reps with stevens runs the book's client: give --clients C --loops L (a connection per request)",
+            ))
+        }
+        (_, _) => {
+            if a.loops.is_some() {
+                return Err(usage(
+                    "--loops is not available with --reps for http/echo: bound the runs with --duration",
+                ));
+            }
+            p.set("connections", cfg.connections.to_string());
+            if let Some(d) = cfg.duration {
+                p.set("duration", format_duration(d));
+            }
+            if let Some(r) = cfg.rate {
+                p.set("rate", format!("{}", r.round() as u64));
+            }
+            p.set("new_connection", cfg.new_connection_per_request.to_string());
+            if cfg.protocol == LoadProtocol::Echo {
+                p.set("bytes", cfg.bytes.to_string());
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// `--reps N`: the run as an experiment of one cell, through the Runner and the store.
+fn load_reps(a: &LoadArgs, cfg: &LoadConfig, reps: usize) -> Result<(), Failure> {
+    let group = Group::new("load", workload_params(a, cfg)?);
+    let plan = Plan::build(
+        &a.name,
+        "",
+        &[group],
+        reps,
+        a.warmup,
+        Order::Interleaved,
+        &command_line(),
+    )?;
+    let mut store = Store::open(&a.db)?;
+    install_interrupt_flag()?;
+    let format = SummaryFormat {
+        json: a.json,
+        csv: a.csv,
+    };
+    run_and_print(&plan, &mut store, &format).map(|_| ())
+}
+
 pub fn load(a: LoadArgs) -> Result<(), Failure> {
     let cfg = config(&a)?;
+    if let Some(reps) = a.reps {
+        return load_reps(&a, &cfg, reps);
+    }
     install_interrupt_flag()?;
     let r = load::run(&cfg, interrupt_flag()).map_err(|e| Failure::Run(e.to_string()))?;
     let text = if a.json {

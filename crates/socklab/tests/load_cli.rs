@@ -228,3 +228,60 @@ echo "one $?"
     assert!(completed("bound.json") > 400, "{}", read("bound.json"));
     assert!(completed("one.json") < 100, "{}", read("one.json"));
 }
+
+#[test]
+fn reps_run_through_the_runner_into_the_store() {
+    let addr = http_server().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let dbs = db.to_str().unwrap();
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--connections",
+        "2",
+        "--threads",
+        "1",
+        "--duration",
+        "200ms",
+        "--reps",
+        "2",
+        "--warmup",
+        "1",
+        "--db",
+        dbs,
+        "--json",
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cell = &v["cells"][0];
+    assert_eq!(cell["n"], 2, "{v}");
+    assert!(
+        cell["metrics"]["req_per_s"]["mean"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert_eq!(cell["metrics"]["errors"]["mean"].as_f64(), Some(0.0), "{v}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3, "2 measured + 1 warm-up");
+    // What the load workload cannot express is refused, naming the flag.
+    let (c, _, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--requests",
+        "10",
+        "--reps",
+        "2",
+        "--db",
+        dbs,
+    ]);
+    assert_eq!(c, 2, "{err}");
+    assert!(
+        err.contains("--requests is not available with --reps"),
+        "{err}"
+    );
+}
