@@ -9,7 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use serde_json::json;
@@ -241,10 +242,54 @@ impl Drop for ServerChild {
     }
 }
 
-/// Runs the client of `spec` against `to` on its own thread (which inherits the calling
-/// thread's network namespace) and waits for it, checking `stop()` every 100 ms: `None` when
-/// stopped (the thread is left to end by its own timeout). The client always ends by its
-/// timeout; a client that has not returned 30 s after it counts as failed.
+/// Runs `f` on a thread of its own (which inherits the calling thread's network namespace) and
+/// waits for it, checking `stop()` every 100 ms. When stopped it raises the flag `f` was given,
+/// waits up to `grace` for `f` to return, and returns `None` (a thread still running is left to
+/// end by its own bounds). A thread that has not returned after `limit` is an error.
+pub(crate) fn on_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    stop: &dyn Fn() -> bool,
+    limit: Duration,
+    grace: Duration,
+) -> Option<Result<T, String>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f_flag = flag.clone();
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = tx.send(f(&f_flag));
+        });
+    if let Err(e) = spawned {
+        return Some(Err(format!("cannot start the {name} thread: {e}")));
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return Some(Ok(r)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Err(format!("the {name} thread ended without a result")))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if stop() => {
+                flag.store(true, Ordering::Relaxed);
+                let _ = rx.recv_timeout(grace);
+                return None;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
+                return Some(Err(format!(
+                    "the {name} thread did not return within {}",
+                    socklab_net::units::format_duration(limit)
+                )))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Runs the client of `spec` against `to` on its own thread ([`on_thread`]): `None` when
+/// stopped. The client always ends by its timeout; one that has not returned 30 s after it
+/// counts as failed.
 fn transfer_client(
     spec: &TransferSpec,
     to: SocketAddr,
@@ -252,34 +297,14 @@ fn transfer_client(
     stop: &dyn Fn() -> bool,
 ) -> Option<Result<TransferReport, String>> {
     let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
-    let (tx, rx) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("transfer-client".into())
-        .spawn(move || {
-            let r = socklab_net::transfer::send(proto, to, &paths, cc.as_deref(), timeout);
-            let _ = tx.send(r.map_err(|e| format!("the transfer failed: {e}")));
-        });
-    if let Err(e) = spawned {
-        return Some(Err(format!("cannot start the client thread: {e}")));
-    }
-    let limit = timeout + Duration::from_secs(30);
-    let t0 = std::time::Instant::now();
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return Some(r),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Some(Err("the client thread ended without a report".into()))
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) if stop() => return None,
-            Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
-                return Some(Err(format!(
-                    "the client did not return within its timeout ({}) + 30 s",
-                    socklab_net::units::format_duration(timeout)
-                )))
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-    }
+    on_thread(
+        "transfer-client",
+        move |_| socklab_net::transfer::send(proto, to, &paths, cc.as_deref(), timeout),
+        stop,
+        timeout + Duration::from_secs(30),
+        Duration::ZERO,
+    )
+    .map(|r| r.and_then(|r| r.map_err(|e| format!("the transfer failed: {e}"))))
 }
 
 /// A closure's result, the link's metrics for its run, and the link's description.

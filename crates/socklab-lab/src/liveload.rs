@@ -4,8 +4,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use serde_json::json;
@@ -80,43 +78,22 @@ pub fn serve_args(spec: &LoadSpec) -> Vec<String> {
     ]
 }
 
-/// Runs the generator on its own thread, turning `stop()` into its flag (checked every
-/// 100 ms). `None` when stopped.
+/// Runs the generator on its own thread, `stop()` turned into its flag: `None` when stopped.
+/// The generator bounds itself (duration, per-request timeout); 60 s past that it has failed.
 fn generate(
     cfg: LoadConfig,
     stop: &dyn Fn() -> bool,
 ) -> Option<Result<LoadReport, socklab_net::NetError>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    let (tx, rx) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("load".into())
-        .spawn(move || {
-            let _ = tx.send(socklab_net::load::run(&cfg, &f));
-        });
-    if let Err(e) = spawned {
-        return Some(Err(socklab_net::NetError::io(
-            "cannot start the load thread",
-            e,
-        )));
-    }
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return Some(r),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Some(Err(socklab_net::NetError::Invalid(
-                    "the load thread ended without a report".into(),
-                )))
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) if stop() => {
-                flag.store(true, Ordering::Relaxed);
-                // The generator ends its loops within its poll interval.
-                let _ = rx.recv_timeout(Duration::from_secs(10));
-                return None;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-    }
+    let limit = cfg.duration.unwrap_or_default() + cfg.timeout + Duration::from_secs(60);
+    crate::live::on_thread(
+        "load",
+        move |flag| socklab_net::load::run(&cfg, flag),
+        stop,
+        limit,
+        // The generator ends its loops within its poll interval.
+        Duration::from_secs(10),
+    )
+    .map(|r| r.unwrap_or_else(|why| Err(socklab_net::NetError::Invalid(why))))
 }
 
 /// One repetition of `spec`.

@@ -233,12 +233,10 @@ pub fn from_params(p: &Params) -> Result<LoadSpec, LabError> {
         )?,
     };
     let mut spec = spec;
-    if spec.design.has_workers() {
-        spec.workers = p.parse_or("workers", None, workers_value)?;
-    } else {
-        // Checked, then dropped: a matrix may give every design the same workers.
-        p.parse_or("workers", None, workers_value)?;
-    }
+    // Checked for every design; kept only for the pool designs (a matrix may give every design
+    // the same workers).
+    let workers = p.parse_or("workers", None, workers_value)?;
+    spec.workers = workers.filter(|_| spec.design.has_workers());
     if matches!(spec.to, Target::Addr(_)) {
         for k in ["design", "workers", "body"] {
             if p.get(k).is_some() {
