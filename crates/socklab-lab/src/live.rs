@@ -156,21 +156,22 @@ impl ServerChild {
     pub fn stop_with_usage(
         mut self,
     ) -> Result<(Vec<(String, String)>, socklab_sys::usage::Usage), LabError> {
-        let child = self
-            .child
-            .take()
-            .ok_or_else(|| LabError::Child("server child already stopped".into()))?;
-        let pid = child.id();
+        let pid = self.take_pid()?;
         if let Ok(Some((st, _))) = try_wait4(pid) {
             return Err(LabError::Child(format!(
                 "the server child ended early ({st:?})"
             )));
         }
-        kill(pid, Signal::Term)
-            .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
-        let (status, usage) =
-            wait4(pid).map_err(|e| LabError::Child(format!("wait4 on the server child: {e}")))?;
+        let (status, usage) = terminate(pid)?;
         Ok((self.reaped(status, &usage), usage))
+    }
+
+    /// The child's pid, taken: from here on the caller reaps it.
+    fn take_pid(&mut self) -> Result<u32, LabError> {
+        self.child
+            .take()
+            .map(|c| c.id())
+            .ok_or_else(|| LabError::Child("server child already stopped".into()))
     }
 
     /// Waits up to `grace` for a server that ends by itself (`--once`), then stops it
@@ -179,21 +180,14 @@ impl ServerChild {
         mut self,
         grace: Duration,
     ) -> Result<(Vec<(String, String)>, socklab_sys::usage::Usage), LabError> {
-        let child = self
-            .child
-            .take()
-            .ok_or_else(|| LabError::Child("server child already stopped".into()))?;
-        let pid = child.id();
-        let err = |e: std::io::Error| LabError::Child(format!("wait4 on the server child: {e}"));
+        let pid = self.take_pid()?;
         let t0 = std::time::Instant::now();
         let (status, usage) = loop {
-            if let Some(r) = try_wait4(pid).map_err(err)? {
+            if let Some(r) = try_wait4(pid).map_err(wait4_error)? {
                 break r;
             }
             if t0.elapsed() >= grace {
-                kill(pid, Signal::Term)
-                    .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
-                break wait4(pid).map_err(err)?;
+                break terminate(pid)?;
             }
             std::thread::sleep(Duration::from_millis(5));
         };
@@ -231,6 +225,19 @@ impl ServerChild {
         }
         facts
     }
+}
+
+fn wait4_error(e: std::io::Error) -> LabError {
+    LabError::Child(format!("wait4 on the server child: {e}"))
+}
+
+/// SIGTERM, then `wait4`: the child's exit status and CPU accounting.
+fn terminate(
+    pid: u32,
+) -> Result<(socklab_sys::usage::ExitStatus, socklab_sys::usage::Usage), LabError> {
+    kill(pid, Signal::Term)
+        .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
+    wait4(pid).map_err(wait4_error)
 }
 
 impl Drop for ServerChild {

@@ -303,11 +303,7 @@ pub fn params(spec: &LoadSpec) -> Params {
 
 /// The server's worker count for `spec` (cores when not given).
 pub fn workers(spec: &LoadSpec) -> usize {
-    spec.workers.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
+    spec.workers.unwrap_or_else(socklab_sys::host::cores)
 }
 
 #[cfg(test)]

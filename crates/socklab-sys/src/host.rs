@@ -55,6 +55,14 @@ fn uname() -> (String, String) {
     )
 }
 
+/// CPUs this process may run on (1 if the kernel will not say): the default worker and thread
+/// count of the servers and the load generator.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
 /// Reads the host facts (cheap: a few small `/proc` files).
 pub fn host_facts() -> HostFacts {
     let (hostname, kernel) = uname();
@@ -67,9 +75,7 @@ pub fn host_facts() -> HostFacts {
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let cores = cores();
     let mem_mib = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {

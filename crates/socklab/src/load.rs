@@ -151,11 +151,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         })?;
         c.rate = Some(v);
     }
-    c.threads = a.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    c.threads = a.threads.unwrap_or_else(socklab_sys::host::cores);
     c.timeout = parse_duration(&a.timeout).map_err(|e| usage(format!("--timeout {e}")))?;
     c.path = a.path.clone();
     c.host = a.host.clone();

@@ -116,11 +116,7 @@ fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
             a.backlog
         )));
     }
-    let workers = a.workers.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let workers = a.workers.unwrap_or_else(socklab_sys::host::cores);
     Ok(ServeConfig {
         bind: SocketAddr::new(parse_bind(&a.bind)?, a.port),
         design,
