@@ -153,7 +153,7 @@ pub fn from_params(p: &Params) -> Result<LoadSpec, LabError> {
     let handler = p.parse_or("handler", Handler::Stevens, |s| {
         match s.parse::<Handler>().map_err(|e| e.to_string())? {
             Handler::Discard => {
-                Err("discard sends no replies to measure: use stevens, echo or http".into())
+                Err("discard sends no replies to measure: use stevens, echo or http".to_string())
             }
             h => Ok(h),
         }
@@ -221,7 +221,7 @@ pub fn from_params(p: &Params) -> Result<LoadSpec, LabError> {
             socklab_net::server::handler::HTTP_DEFAULT_BODY,
             |s| match parse_size(s)? {
                 n if n <= socklab_net::server::handler::HTTP_MAX_BODY as u64 => Ok(n as usize),
-                _ => Err("use at most 64M".into()),
+                _ => Err("use at most 64M".to_string()),
             },
         )?,
         mode,

@@ -64,29 +64,29 @@ impl Params {
     }
 
     /// Parses `key` with `parse`, or returns `default` when unset.
-    pub fn parse_or<T>(
+    pub fn parse_or<T, E: std::fmt::Display>(
         &self,
         key: &str,
         default: T,
-        parse: impl Fn(&str) -> Result<T, String>,
+        parse: impl Fn(&str) -> Result<T, E>,
     ) -> Result<T, LabError> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => parse(v).map_err(|reason| LabError::param(key, v, reason)),
+            Some(v) => parse(v).map_err(|reason| LabError::param(key, v, reason.to_string())),
         }
     }
 
     /// Parses an optional key.
-    pub fn parse_opt<T>(
+    pub fn parse_opt<T, E: std::fmt::Display>(
         &self,
         key: &str,
-        parse: impl Fn(&str) -> Result<T, String>,
+        parse: impl Fn(&str) -> Result<T, E>,
     ) -> Result<Option<T>, LabError> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => parse(v)
                 .map(Some)
-                .map_err(|reason| LabError::param(key, v, reason)),
+                .map_err(|reason| LabError::param(key, v, reason.to_string())),
         }
     }
 }

@@ -174,7 +174,7 @@ fn parse_link(p: &Params) -> Result<Option<LinkParams>, LabError> {
     let driver = p.parse_or("link_driver", Driver::Auto, |s| s.parse())?;
     let mtu = p.parse_or("link_mtu", 1500u32, |s| match s.trim().parse::<u32>() {
         Ok(m @ 576..=65535) => Ok(m),
-        _ => Err("use 576 to 65535 (1500 is Ethernet's)".into()),
+        _ => Err("use 576 to 65535 (1500 is Ethernet's)".to_string()),
     })?;
     let seed = p.parse_or("link_seed", 1, parse_count)?;
     Ok(Some(LinkParams {
@@ -523,7 +523,9 @@ impl Workload {
                         nbufs: p.parse_or("nbufs", 1, nonzero_usize)?,
                         bufsize: p.parse_or("bufsize", 128 * 1024, nonzero_usize)?,
                         limit,
-                        cc: p.parse_or("cc", "cubic".to_string(), |s| Ok(s.trim().to_string()))?,
+                        cc: p.parse_or("cc", "cubic".to_string(), |s| {
+                            Ok::<_, String>(s.trim().to_string())
+                        })?,
                         nodelay: p.parse_or("nodelay", false, parse_bool)?,
                         sndbuf: p.parse_opt("sndbuf", nonzero_usize)?,
                         read_size: p.parse_or("read_size", 128 * 1024, nonzero_usize)?,
@@ -584,7 +586,7 @@ impl Workload {
                 let cfg = socklab_net::states::StatesConfig {
                     connections: p.parse_or("connections", 100, |s| match parse_usize(s)? {
                         n @ 1..=10_000 => Ok(n),
-                        _ => Err("use 1 to 10000".into()),
+                        _ => Err("use 1 to 10000".to_string()),
                     })?,
                     closer: p
                         .parse_or("closer", socklab_net::states::Closer::Server, |s| s.parse())?,
@@ -597,7 +599,7 @@ impl Workload {
                 let spec = RefSpec {
                     size: p.parse_or("size", 128 * 1024, nonzero_usize)?,
                     bytes: p.parse_or("bytes", 1 << 30, |s| match parse_size(s)? {
-                        0 => Err("must be at least 1".into()),
+                        0 => Err("must be at least 1".to_string()),
                         v => Ok(v),
                     })?,
                 };
