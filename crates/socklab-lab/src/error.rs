@@ -44,6 +44,9 @@ pub enum LabError {
         /// The cause.
         source: socklab_net::NetError,
     },
+    /// The emulated link or another network resource failed.
+    #[error(transparent)]
+    Net(#[from] socklab_net::NetError),
     /// The server child process could not be managed.
     #[error("{0}")]
     Child(String),
@@ -72,6 +75,14 @@ impl LabError {
             key: key.to_string(),
             value: value.to_string(),
             reason: reason.into(),
+        }
+    }
+
+    /// A failed run of the cell `label`.
+    pub fn run(label: &str, source: socklab_net::NetError) -> LabError {
+        LabError::Run {
+            cell: label.to_string(),
+            source,
         }
     }
 

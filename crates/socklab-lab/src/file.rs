@@ -37,7 +37,7 @@ use toml::Spanned;
 
 use crate::params::{normalize_key, Params};
 use crate::plan::{Axis, Group, Order, Plan};
-use crate::workload::{Workload, KINDS};
+use crate::workload::{kind as workload_kind_of, kinds, Workload};
 use crate::LabError;
 
 /// One group of cells as written in the file.
@@ -181,7 +181,7 @@ fn check_param(
     at: usize,
 ) -> Result<(), LabError> {
     let k = normalize_key(key.get_ref());
-    let valid: Vec<&str> = Workload::keys(kind).iter().map(|(n, _, _)| *n).collect();
+    let valid: Vec<&str> = Workload::keys(kind).iter().map(|k| k.name).collect();
     if !valid.contains(&k.as_str()) {
         return Err(ctx.err(
             key.span().start,
@@ -193,20 +193,9 @@ fn check_param(
         ));
     }
     // Limits of bulk are exclusive: check each alone, with the key it depends on if any.
-    let mut p = Params::new().with(&k, value);
-    match k.as_str() {
-        "link_back" | "link_driver" | "link_mtu" | "link_seed" => {
-            p.set("link", "none");
-        }
-        "tcp_cc" if value.trim() == crate::workload::NOT_APPLICABLE => {
-            p.set("proto", "rudp");
-        }
-        // Keys of the request modes of load (stevens, the default handler, has clients/loops).
-        "connections" | "duration" | "rate" | "new_connection" if kind == "load" => {
-            p.set("handler", "http");
-        }
-        _ => {}
-    }
+    // Some keys need others to be checked alone (a link key needs link, a mode's key its mode).
+    let context = workload_kind_of(kind).map(|w| w.context(&k, value));
+    let p = context.unwrap_or_default().with(&k, value);
     Workload::from_params(kind, &p)
         .map(drop)
         .map_err(|e| ctx.err(at, e))
@@ -288,10 +277,13 @@ fn matrix(ctx: &Ctx<'_>, kind: &str, v: &Spanned<DeValue<'_>>) -> Result<Vec<Axi
 
 fn workload_kind(ctx: &Ctx<'_>, v: &Spanned<DeValue<'_>>) -> Result<String, LabError> {
     let k = string(ctx, "workload", v)?;
-    if !KINDS.contains(&k.as_str()) {
+    if workload_kind_of(&k).is_none() {
         return Err(ctx.err(
             v.span().start,
-            format!("unknown workload '{k}': choose one of {}", KINDS.join(", ")),
+            format!(
+                "unknown workload '{k}': choose one of {}",
+                kinds().join(", ")
+            ),
         ));
     }
     Ok(k)
@@ -500,12 +492,10 @@ impl ExperimentFile {
                 let mut g2 = g.group.clone();
                 if quick {
                     // A limit override replaces the group's other limits.
-                    if ["iterations", "duration", "bytes"]
-                        .iter()
-                        .any(|k| g.quick_fixed.get(k).is_some())
-                        && g.group.kind == "bulk"
-                    {
-                        for k in ["iterations", "duration", "bytes"] {
+                    let exclusive =
+                        workload_kind_of(&g.group.kind).map_or(&[][..], |k| k.exclusive);
+                    if exclusive.iter().any(|k| g.quick_fixed.get(k).is_some()) {
+                        for k in exclusive {
                             g2.fixed.remove(k);
                         }
                     }

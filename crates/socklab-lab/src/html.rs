@@ -9,21 +9,17 @@ use std::fmt::Write as _;
 
 use socklab_net::units::parse_size;
 
-use crate::output::{
-    common_config, designs_table, notes, per_file_table, summary_table, DESIGNS_NOTE, PER_FILE_NOTE,
-};
+use crate::output::{common_config, notes, summary_table, COLUMNS_NOTE};
 use crate::store::Store;
 use crate::summary::{experiment_stats, CellStats, ExperimentStats};
 use crate::svg::{self, esc, BarRow, Series, StripRow};
 use crate::table::Table;
+use crate::workload::report_tables;
 use crate::LabError;
 
 /// Configuration keys that are sizes or counts: when exactly one of them varies within a
 /// workload, the report draws throughput against it as a line chart.
 pub const SIZE_KEYS: &[&str] = &["bufsize", "size", "nbufs", "read_size", "sndbuf"];
-
-/// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
 
 const CSS: &str = r#"
 :root { color-scheme: light; }
@@ -144,21 +140,15 @@ fn experiment_html(out: &mut String, st: &ExperimentStats) {
     // The "vs best" column marks the best rows.
     let vs = table.headers.iter().position(|h| h == "vs best");
     out.push_str(&table_html(&table, "summary", vs));
-    if let Some(t) = per_file_table(st) {
+    for t in report_tables(st) {
         let _ = writeln!(
             out,
-            "<h3>Retransmissions per file</h3>\n<p class=\"per-file\">{}</p>",
-            inline_markdown(PER_FILE_NOTE)
+            "<h3>{}</h3>\n<p class=\"{}\">{}</p>",
+            t.title,
+            t.class,
+            inline_markdown(t.note)
         );
-        out.push_str(&table_html(&t, "per-file", None));
-    }
-    if let Some(t) = designs_table(st) {
-        let _ = writeln!(
-            out,
-            "<h3>Server designs</h3>\n<p class=\"designs\">{}</p>",
-            inline_markdown(DESIGNS_NOTE)
-        );
-        out.push_str(&table_html(&t, "designs", None));
+        out.push_str(&table_html(&t.table, t.class, None));
     }
     charts_html(out, st);
     let notes = notes(st);
@@ -341,7 +331,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     let unit = if primary == "gbps" {
         "Gbit/s".to_string()
     } else {
-        crate::metric::metric(primary).unit.replace("us", "µs")
+        crate::workload::metric(primary).unit.replace("us", "µs")
     };
     let what = match primary {
         "gbps" => "throughput",

@@ -2,19 +2,20 @@
 //! built-in suites. Every measuring command of socklab builds a [`plan::Plan`] and hands it to
 //! [`runner::run_plan`]; every report reads the [`store::Store`].
 
+pub mod child;
 pub mod clock;
 pub mod error;
 pub mod file;
 pub mod html;
 pub mod live;
-pub mod liveload;
-pub mod loadspec;
 pub mod metric;
 pub mod output;
 pub mod params;
 pub mod plan;
 pub mod report;
+pub mod resources;
 pub mod runner;
+pub mod sample;
 pub mod store;
 pub mod suites;
 pub mod summary;

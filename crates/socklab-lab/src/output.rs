@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::metric::metric;
 use crate::store::Store;
 use crate::summary::{experiment_stats, ExperimentStats};
 use crate::table::{num, Table};
+use crate::workload::{metric, report_tables};
 use crate::LabError;
 
 /// Metric columns shown in the human table, after `Gbit/s` with its statistics.
@@ -43,134 +43,8 @@ const TABLE_METRICS: &[&str] = &[
     "errors",
 ];
 
-/// The seed-004 table: mean retransmissions per file (columns, in the order the files were
-/// sent) for every transfer cell that has them (rows), with the total. `None` when the
-/// experiment has no per-file retransmission metrics.
-pub fn per_file_table(st: &ExperimentStats) -> Option<Table> {
-    use crate::metric::PER_FILE_RETX;
-    let cells: Vec<_> = st
-        .cells
-        .iter()
-        .filter(|c| c.metrics.keys().any(|k| k.starts_with(PER_FILE_RETX)))
-        .collect();
-    // File names in the order they were sent (from the first cell's workload), then any
-    // other names the store holds.
-    let mut names: Vec<String> = Vec::new();
-    for c in &cells {
-        if let Ok(crate::workload::Workload::Transfer(t)) =
-            crate::workload::Workload::from_params(&c.cell.workload, &c.cell.config)
-        {
-            for (n, _) in t.files.entries() {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-        }
-        for k in c.metrics.keys() {
-            if let Some(n) = k.strip_prefix(PER_FILE_RETX) {
-                if !names.iter().any(|x| x == n) {
-                    names.push(n.to_string());
-                }
-            }
-        }
-    }
-    if cells.is_empty() {
-        return None;
-    }
-    let mut headers = vec!["config", "n"];
-    headers.extend(names.iter().map(String::as_str));
-    headers.push("retx");
-    let mut t = Table::new(&headers);
-    for c in cells {
-        let mut row = vec![c.cell.label.clone(), c.n.to_string()];
-        for n in &names {
-            row.push(
-                c.metrics
-                    .get(&format!("{PER_FILE_RETX}{n}"))
-                    .map(|s| num(s.mean))
-                    .unwrap_or_else(|| "-".into()),
-            );
-        }
-        row.push(
-            c.metrics
-                .get("retx")
-                .map(|s| num(s.mean))
-                .unwrap_or_else(|| "-".into()),
-        );
-        t.row(row);
-    }
-    Some(t)
-}
-
-/// The server-design table (seed 002, Stevens' figure 27.1): per `load` cell with a
-/// self-started server, the server's CPU time (mean and 95% CI), CPU per connection, the same
-/// minus the `iterative` cell's (the book's way of removing the work every design does), and
-/// requests/s, latency, Jain's fairness over the workers and context switches. `None` when the
-/// experiment has no such cells.
-pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
-    let cells: Vec<_> = st
-        .cells
-        .iter()
-        .filter(|c| c.cell.workload == "load" && c.metrics.contains_key("srv_cpu_s"))
-        .collect();
-    if cells.is_empty() {
-        return None;
-    }
-    let mean = |c: &crate::summary::CellStats, m: &str| c.metrics.get(m).map(|s| s.mean);
-    let base = cells
-        .iter()
-        .find(|c| c.cell.config.get("design") == Some("iterative"))
-        .and_then(|c| mean(c, "cpu_us_per_conn"));
-    let mut t = Table::new(&[
-        "design",
-        "workers",
-        "n",
-        "srv cpu s",
-        "±95% CI",
-        "cpu us/conn",
-        "- iterative",
-        "req/s",
-        "p50 us",
-        "p99 us",
-        "Jain",
-        "vol csw",
-        "invol csw",
-        "errors",
-    ]);
-    let f = |v: Option<f64>| v.map(num).unwrap_or_else(|| "-".into());
-    for c in cells {
-        let cpu = c.metrics.get("srv_cpu_s");
-        let per = mean(c, "cpu_us_per_conn");
-        t.row(vec![
-            c.cell.config.get("design").unwrap_or("?").to_string(),
-            c.cell.config.get("workers").unwrap_or("-").to_string(),
-            c.n.to_string(),
-            f(cpu.map(|s| s.mean)),
-            cpu.and_then(|s| s.ci95_half)
-                .map(|h| format!("±{}", num(h)))
-                .unwrap_or_else(|| "-".into()),
-            f(per),
-            match (per, base) {
-                (Some(p), Some(b)) => num(p - b),
-                _ => "-".into(),
-            },
-            f(mean(c, "req_per_s")),
-            f(mean(c, "lat_p50_us")),
-            f(mean(c, "lat_p99_us")),
-            mean(c, "fairness").map_or_else(|| "-".into(), |j| format!("{j:.3}")),
-            f(mean(c, "srv_nvcsw")),
-            f(mean(c, "srv_nivcsw")),
-            f(mean(c, "errors")),
-        ]);
-    }
-    Some(t)
-}
-
-/// The caption of [`designs_table`].
-pub const DESIGNS_NOTE: &str = "Server designs (seed 002, Stevens' figure 27.1): server CPU time (user + system of the `socklab serve` process and its reaped children, from wait4) per repetition, CPU per connection, and the same minus the *iterative* server's (the book subtracts the iterative baseline: what is left is the cost of the design itself); requests/s and response-time percentiles from socklab's load generator; *Jain* is the fairness of connections across the workers (1 = even).";
-
-/// The caption of [`per_file_table`].
-pub const PER_FILE_NOTE: &str = "Retransmissions per file (seed 004's table), mean over the measured repetitions that succeeded: TCP segments retransmitted while the file was being written (tcpi_total_retrans growth), or rudp packets that carried the file's data again; *retx* is the whole transfer's total.";
+/// The explanation of the summary table's columns (the same as the Markdown report's).
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
 /// min, median, max, the difference from the best cell with Welch's test, and the means of
@@ -291,13 +165,9 @@ pub fn human(st: &ExperimentStats) -> String {
         let _ = writeln!(out, "fixed: {common}");
     }
     out.push_str(&summary_table(st).to_text());
-    if let Some(t) = per_file_table(st) {
-        out.push_str("retransmissions per file (mean):\n");
-        out.push_str(&t.to_text());
-    }
-    if let Some(t) = designs_table(st) {
-        out.push_str("server designs (CPU per connection, minus the iterative baseline):\n");
-        out.push_str(&t.to_text());
+    for t in report_tables(st) {
+        let _ = writeln!(out, "{}", t.text_heading);
+        out.push_str(&t.table.to_text());
     }
     let has_baseline = st
         .cells
@@ -517,14 +387,9 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
         }
         out.push_str(&summary_table(&st).to_markdown());
         out.push('\n');
-        if let Some(t) = per_file_table(&st) {
-            let _ = writeln!(out, "{PER_FILE_NOTE}\n");
-            out.push_str(&t.to_markdown());
-            out.push('\n');
-        }
-        if let Some(t) = designs_table(&st) {
-            let _ = writeln!(out, "{DESIGNS_NOTE}\n");
-            out.push_str(&t.to_markdown());
+        for t in report_tables(&st) {
+            let _ = writeln!(out, "{}\n", t.note);
+            out.push_str(&t.table.to_markdown());
             out.push('\n');
         }
         out.push_str(&notes(&st));
@@ -533,7 +398,7 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
             let _ = writeln!(out, "Experiment facts: `{}`\n", facts.join(" "));
         }
     }
-    out.push_str(crate::html::COLUMNS_NOTE);
+    out.push_str(COLUMNS_NOTE);
     out.push('\n');
     Ok(out)
 }

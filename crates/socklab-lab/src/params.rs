@@ -6,6 +6,33 @@ use std::collections::BTreeMap;
 
 use crate::LabError;
 
+/// One parameter of a workload, defined once: its name, its default as text (parsed by the same
+/// parser as a user's value; empty: unset, or a description in parentheses when the default is
+/// not a value), and its meaning. The same descriptor drives experiment-file checks, the key
+/// listings in errors, the docs and the CLI's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key (underscores).
+    pub name: &'static str,
+    /// Its default, as a user would write it.
+    pub default: &'static str,
+    /// One line of meaning.
+    pub doc: &'static str,
+}
+
+impl Key {
+    /// A descriptor.
+    pub const fn new(name: &'static str, default: &'static str, doc: &'static str) -> Key {
+        Key { name, default, doc }
+    }
+
+    /// Whether the default is a value the key's parser reads (not empty, not a description
+    /// such as `(none)` or `= link`).
+    pub fn default_is_value(&self) -> bool {
+        !self.default.is_empty() && !self.default.starts_with('(') && !self.default.starts_with('=')
+    }
+}
+
 /// An ordered map of parameter keys to their text values.
 #[derive(
     Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -73,6 +100,29 @@ impl Params {
         match self.get(key) {
             None => Ok(default),
             Some(v) => parse(v).map_err(|reason| LabError::param(key, v, reason.to_string())),
+        }
+    }
+
+    /// Parses `key`'s value, or its default text when unset (see [`Key`]).
+    pub fn value<T, E: std::fmt::Display>(
+        &self,
+        key: &Key,
+        parse: impl Fn(&str) -> Result<T, E>,
+    ) -> Result<T, LabError> {
+        let v = self.get(key.name).unwrap_or(key.default);
+        parse(v).map_err(|reason| LabError::param(key.name, v, reason.to_string()))
+    }
+
+    /// Like [`Params::value`], for the key `name` of the table `keys`.
+    pub fn value_in<T, E: std::fmt::Display>(
+        &self,
+        keys: &[Key],
+        name: &str,
+        parse: impl Fn(&str) -> Result<T, E>,
+    ) -> Result<T, LabError> {
+        match keys.iter().find(|k| k.name == name) {
+            Some(k) => self.value(k, parse),
+            None => Err(LabError::Plan(format!("no key '{name}' in this workload"))),
         }
     }
 

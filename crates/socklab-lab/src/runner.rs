@@ -13,27 +13,7 @@ use crate::plan::{Cell, Plan};
 use crate::store::Store;
 use crate::LabError;
 
-/// What one repetition measured.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Sample {
-    /// `(metric name, value)` pairs; names are those of [`crate::metric::METRICS`].
-    pub metrics: Vec<(&'static str, f64)>,
-    /// Effective settings read back from the kernel and other facts (stored as JSON).
-    pub extra: serde_json::Value,
-    /// Latency distributions: `(name, [(value, count)…])` with values in the unit of the name
-    /// (`rtt_ns`, `connect_ns`), as recorded by an HDR histogram.
-    pub histograms: Vec<(&'static str, Vec<(u64, u64)>)>,
-}
-
-impl Sample {
-    /// The value of a metric, if present.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        self.metrics
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-    }
-}
+pub use crate::sample::Sample;
 
 /// Runs cells. The live executor drives sockets; tests use a mock.
 pub trait Executor {
@@ -250,8 +230,8 @@ mod tests {
             }
             Ok(Sample {
                 metrics: vec![
-                    ("gbps", 10.0 * cell.index as f64 + n as f64),
-                    ("reads", 3.0),
+                    ("gbps".into(), 10.0 * cell.index as f64 + n as f64),
+                    ("reads".into(), 3.0),
                 ],
                 extra: serde_json::json!({"n": n}),
                 histograms: vec![("rtt_ns", vec![(1000, 3), (2000 + n as u64, 1)])],

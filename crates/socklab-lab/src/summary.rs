@@ -1,10 +1,10 @@
 //! Statistics of an experiment, computed from the store alone (never from memory of a run).
+//! How cells are judged (primary metric, baseline, best) is in [`crate::workload::judge`].
 
 use std::collections::BTreeMap;
 
-use socklab_stats::{summarize, welch, Summary, Welch};
+use socklab_stats::{summarize, Summary};
 
-use crate::metric::{metric, Better};
 use crate::store::{CellRow, ExperimentRow, Store};
 use crate::LabError;
 
@@ -55,15 +55,6 @@ pub struct ExperimentStats {
     pub cells: Vec<CellStats>,
 }
 
-/// Comparison of one cell with the best cell on a metric.
-#[derive(Debug, Clone)]
-pub struct VsBest {
-    /// Relative difference of means, (cell − best) / |best|.
-    pub rel: f64,
-    /// Welch's test of the difference (None with fewer than 2 samples on either side).
-    pub test: Option<Welch>,
-}
-
 /// Reads an experiment and computes every statistic.
 pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabError> {
     let experiment = store.experiment(id)?;
@@ -112,89 +103,6 @@ pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabEr
         facts,
         cells,
     })
-}
-
-impl ExperimentStats {
-    /// The index of the best cell on `metric` by mean (per the metric's preferred direction),
-    /// among cells of `workload`.
-    pub fn best(&self, metric_name: &str, workload: &str) -> Option<usize> {
-        let better = metric(metric_name).better;
-        let mut best: Option<(usize, f64)> = None;
-        for (i, c) in self.cells.iter().enumerate() {
-            if c.cell.workload != workload {
-                continue;
-            }
-            let Some(s) = c.metrics.get(metric_name) else {
-                continue;
-            };
-            let wins = match (best, better) {
-                (None, _) => true,
-                (Some((_, b)), Better::Lower) => s.mean < b,
-                (Some((_, b)), _) => s.mean > b,
-            };
-            if wins {
-                best = Some((i, s.mean));
-            }
-        }
-        best.map(|(i, _)| i)
-    }
-
-    /// The primary metric of the experiment (that of its first cell's workload).
-    pub fn primary(&self) -> &'static str {
-        let p = crate::metric::primary(
-            self.cells
-                .first()
-                .map_or("bulk", |c| c.cell.workload.as_str()),
-        );
-        // A load against somebody else's server has no server CPU: judge it by requests/s.
-        if p == "cpu_us_per_req" && !self.cells.iter().any(|c| c.metrics.contains_key(p)) {
-            return "req_per_s";
-        }
-        p
-    }
-
-    /// The baseline cell of `workload` (options `baseline`, or the `iterative` server design:
-    /// the book's baseline), when the experiment has one and
-    /// other cells to compare with it.
-    pub fn baseline(&self, workload: &str) -> Option<usize> {
-        let same = self
-            .cells
-            .iter()
-            .filter(|c| c.cell.workload == workload)
-            .count();
-        if same < 2 {
-            return None;
-        }
-        self.cells.iter().position(|c| {
-            c.cell.workload == workload
-                && (c.cell.config.get("opts") == Some("baseline")
-                    || c.cell.config.get("design") == Some("iterative"))
-        })
-    }
-
-    /// The cell others of `workload` are compared with: the baseline if there is one, else the
-    /// best on `metric`.
-    pub fn reference(&self, metric_name: &str, workload: &str) -> Option<usize> {
-        self.baseline(workload)
-            .or_else(|| self.best(metric_name, workload))
-    }
-
-    /// Cell `i` compared with the reference cell of its workload (see [`Self::reference`]).
-    pub fn vs_best(&self, i: usize, metric_name: &str) -> Option<VsBest> {
-        let c = &self.cells[i];
-        let b = self.reference(metric_name, &c.cell.workload)?;
-        let (cm, bm) = (
-            c.metrics.get(metric_name)?,
-            self.cells[b].metrics.get(metric_name)?,
-        );
-        let rel = if bm.mean != 0.0 {
-            (cm.mean - bm.mean) / bm.mean.abs()
-        } else {
-            0.0
-        };
-        let test = welch(&self.cells[b].values[metric_name], &c.values[metric_name]);
-        Some(VsBest { rel, test })
-    }
 }
 
 #[cfg(test)]

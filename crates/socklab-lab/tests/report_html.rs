@@ -63,7 +63,11 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
         .unwrap();
     for (i, &cell) in cells.iter().enumerate() {
         let warm = Sample {
-            metrics: vec![("gbps", WARMUP_GBPS), ("reads", 1e6), ("writes", 1e6)],
+            metrics: vec![
+                ("gbps".into(), WARMUP_GBPS),
+                ("reads".into(), 1e6),
+                ("writes".into(), 1e6),
+            ],
             extra: serde_json::Value::Null,
             histograms: Vec::new(),
         };
@@ -72,7 +76,11 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
             .unwrap();
         for (r, v) in values(bases[i], noise[i]).into_iter().enumerate() {
             let s = Sample {
-                metrics: vec![("gbps", v), ("reads", reads(i, r)), ("writes", 50.0)],
+                metrics: vec![
+                    ("gbps".into(), v),
+                    ("reads".into(), reads(i, r)),
+                    ("writes".into(), 50.0),
+                ],
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
             };

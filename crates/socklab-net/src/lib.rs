@@ -6,6 +6,7 @@
 //! - [`payload`] — the deterministic bytes a bulk test sends;
 //! - [`protocol`] — the sink's control lines (documented in `docs/sink-protocol.md`);
 //! - [`sink`] — the receiving server (`socklab sink`);
+//! - [`childline`] — the lines a server started by the lab prints (LISTENING, EFFECTIVE, STATS);
 //! - [`bulk`] — the sending client (`socklab bulk`);
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
 //! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
@@ -15,6 +16,7 @@
 
 pub mod aligned;
 pub mod bulk;
+pub mod childline;
 pub mod echo;
 pub mod error;
 pub mod link;

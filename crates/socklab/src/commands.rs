@@ -4,7 +4,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use socklab_lab::live::{LiveExecutor, ANNOUNCE_PREFIX};
+use socklab_lab::live::LiveExecutor;
 use socklab_lab::output;
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
@@ -15,6 +15,7 @@ use socklab_lab::summary::experiment_stats;
 use socklab_lab::table::Table;
 use socklab_lab::workload::Workload;
 use socklab_lab::{suites, LabError};
+use socklab_net::childline::ChildLine;
 use socklab_net::sink::{Sink, SinkConfig};
 use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
@@ -112,7 +113,7 @@ pub(crate) fn command_line() -> String {
 pub(crate) fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Failure> {
     install_interrupt_flag()?;
     if announce {
-        out(&format!("{ANNOUNCE_PREFIX}{addr}\n"))?;
+        out(&format!("{}\n", ChildLine::Listening(addr)))?;
     }
     Ok(())
 }
@@ -561,9 +562,8 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
             if let socklab_net::echo::EchoEvent::Closed { effective, .. } = ev {
                 if announce && !told && !effective.is_empty() {
                     told = true;
-                    let kv: Vec<String> =
-                        effective.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let _ = out(&format!("EFFECTIVE {}\n", kv.join(" ")));
+                    let line = ChildLine::Effective(effective.clone());
+                    let _ = out(&format!("{line}\n"));
                 }
             }
         })

@@ -158,7 +158,10 @@ pub fn serve(a: ServeArgs) -> Result<(), Failure> {
     started?;
     out(&report.human())?;
     if a.announce {
-        out(&format!("{}\n", report.stats_line()))?;
+        out(&format!(
+            "{}\n",
+            socklab_net::childline::ChildLine::Stats(Box::new(report))
+        ))?;
     }
     Ok(())
 }

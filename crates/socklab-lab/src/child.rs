@@ -1,0 +1,262 @@
+//! Server children: a re-exec of the socklab binary as a server (`sink`, `echo`, `serve`,
+//! `transfer serve`), on an ephemeral loopback port or inside an emulated link's server
+//! namespace. Its stdout speaks [`socklab_net::childline`]; when it ends, its exit status,
+//! `wait4` accounting and what it printed come back as one typed [`ServerExit`].
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use socklab_net::childline::{effective_text, ChildLine};
+use socklab_net::link::{Namespaces, Side, SERVER_ADDR};
+use socklab_net::server::ServeReport;
+use socklab_sys::process::{child_dies_with_parent, kill, Signal};
+use socklab_sys::usage::{try_wait4, wait4, ExitStatus, Usage};
+
+use crate::LabError;
+
+/// What a server child printed after its first line, kept by its stdout reader.
+#[derive(Debug, Default)]
+struct Printed {
+    effective: Option<Vec<(String, String)>>,
+    stats: Option<ServeReport>,
+}
+
+/// How a server child ended: status, CPU accounting (itself and the children it reaped, from
+/// `wait4`), and what it reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerExit {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// Its CPU accounting.
+    pub usage: Usage,
+    /// The server-side socket options as the kernel reported them (`EFFECTIVE`).
+    pub effective: Option<Vec<(String, String)>>,
+    /// `socklab serve`'s own accounting (`STATS`).
+    pub stats: Option<ServeReport>,
+}
+
+impl ServerExit {
+    /// The exit as experiment facts (`wait4_user_s`, `wait4_sys_s`, `wait4_nvcsw`,
+    /// `wait4_nivcsw`, `exit`, and `effective_opts` / `serve_stats` when printed).
+    pub fn facts(&self) -> Vec<(String, String)> {
+        let mut facts = vec![
+            (
+                "wait4_user_s".into(),
+                format!("{:.6}", self.usage.user.as_secs_f64()),
+            ),
+            (
+                "wait4_sys_s".into(),
+                format!("{:.6}", self.usage.sys.as_secs_f64()),
+            ),
+            ("wait4_nvcsw".into(), self.usage.nvcsw.to_string()),
+            ("wait4_nivcsw".into(), self.usage.nivcsw.to_string()),
+            ("exit".into(), format!("{:?}", self.status)),
+        ];
+        if let Some(e) = &self.effective {
+            facts.push(("effective_opts".into(), effective_text(e)));
+        }
+        if let Some(s) = &self.stats {
+            facts.push((
+                "serve_stats".into(),
+                serde_json::to_string(s).unwrap_or_default(),
+            ));
+        }
+        facts
+    }
+}
+
+/// A server child process.
+#[derive(Debug)]
+pub struct ServerChild {
+    child: Option<Child>,
+    addr: SocketAddr,
+    printed: Arc<Mutex<Printed>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerChild {
+    /// Starts `exe <args> --bind 127.0.0.1 --port 0 --announce --quiet` (with `ns`: inside
+    /// the server namespace of an emulated link, on the link's server address) and waits (at
+    /// most 10 s) for the address it announces.
+    pub fn spawn(exe: &Path, args: &[&str], ns: Option<&Namespaces>) -> Result<Self, LabError> {
+        let (mut cmd, bind) = match ns {
+            Some(n) => (
+                n.command(Side::Server, &exe.to_string_lossy()),
+                SERVER_ADDR.to_string(),
+            ),
+            None => (Command::new(exe), "127.0.0.1".to_string()),
+        };
+        cmd.args(args)
+            .args([
+                "--bind",
+                bind.as_str(),
+                "--port",
+                "0",
+                "--announce",
+                "--quiet",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        child_dies_with_parent(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            LabError::Child(format!(
+                "cannot start the server '{} {}': {e}",
+                exe.display(),
+                args.join(" ")
+            ))
+        })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| LabError::Child("server child has no stdout".into()))?;
+        let (tx, rx) = mpsc::channel();
+        let printed = Arc::new(Mutex::new(Printed::default()));
+        let slot = printed.clone();
+        let reader = std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let _ = tx.send(first);
+            // Later lines until the child exits.
+            for l in lines.map_while(Result::ok) {
+                let Ok(mut p) = slot.lock() else { break };
+                match ChildLine::parse(&l) {
+                    Some(ChildLine::Effective(kv)) => p.effective = Some(kv),
+                    Some(ChildLine::Stats(r)) => p.stats = Some(*r),
+                    _ => {}
+                }
+            }
+        });
+        let mut me = ServerChild {
+            child: Some(child),
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            printed,
+            reader: Some(reader),
+        };
+        let line = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
+            LabError::Child("the server child did not announce its port within 10 s".into())
+        })?;
+        me.addr = match ChildLine::parse(&line) {
+            Some(ChildLine::Listening(a)) => a,
+            _ => {
+                return Err(LabError::Child(format!(
+                    "the sink child announced '{}', not an address",
+                    line.trim()
+                )))
+            }
+        };
+        Ok(me)
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops it (SIGTERM): an error if it had already ended by itself.
+    pub fn stop(mut self) -> Result<ServerExit, LabError> {
+        let pid = self.take_pid()?;
+        if let Ok(Some((st, _))) = try_wait4(pid) {
+            return Err(LabError::Child(format!(
+                "the server child ended early ({st:?})"
+            )));
+        }
+        let (status, usage) = terminate(pid)?;
+        Ok(self.reaped(status, usage))
+    }
+
+    /// Waits up to `grace` for a server that ends by itself (`--once`), then stops it
+    /// (SIGTERM).
+    pub fn finish(mut self, grace: Duration) -> Result<ServerExit, LabError> {
+        let pid = self.take_pid()?;
+        let t0 = Instant::now();
+        let (status, usage) = loop {
+            if let Some(r) = try_wait4(pid).map_err(wait4_error)? {
+                break r;
+            }
+            if t0.elapsed() >= grace {
+                break terminate(pid)?;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        Ok(self.reaped(status, usage))
+    }
+
+    /// The child's pid, taken: from here on the caller reaps it.
+    fn take_pid(&mut self) -> Result<u32, LabError> {
+        self.child
+            .take()
+            .map(|c| c.id())
+            .ok_or_else(|| LabError::Child("server child already stopped".into()))
+    }
+
+    /// The exit of a reaped child (its stdout reader has every line by now).
+    fn reaped(&mut self, status: ExitStatus, usage: Usage) -> ServerExit {
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let printed = match self.printed.lock() {
+            Ok(mut p) => std::mem::take(&mut *p),
+            Err(_) => Printed::default(),
+        };
+        ServerExit {
+            status,
+            usage,
+            effective: printed.effective,
+            stats: printed.stats,
+        }
+    }
+}
+
+fn wait4_error(e: std::io::Error) -> LabError {
+    LabError::Child(format!("wait4 on the server child: {e}"))
+}
+
+/// SIGTERM, then `wait4`: the child's exit status and CPU accounting.
+fn terminate(pid: u32) -> Result<(ExitStatus, Usage), LabError> {
+    kill(pid, Signal::Term)
+        .map_err(|e| LabError::Child(format!("cannot stop the server child: {e}")))?;
+    wait4(pid).map_err(wait4_error)
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.take() {
+            let _ = kill(c.id(), Signal::Kill);
+            let _ = wait4(c.id());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exit_becomes_the_facts_the_store_keeps() {
+        let exit = ServerExit {
+            status: ExitStatus::Code(0),
+            usage: Usage {
+                user: Duration::from_millis(1500),
+                sys: Duration::from_micros(250),
+                nvcsw: 7,
+                nivcsw: 2,
+                ..Usage::default()
+            },
+            effective: Some(vec![("nodelay".into(), "1".into())]),
+            stats: None,
+        };
+        let f = exit.facts();
+        let get = |k: &str| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("wait4_user_s"), Some("1.500000"));
+        assert_eq!(get("wait4_sys_s"), Some("0.000250"));
+        assert_eq!(get("wait4_nvcsw"), Some("7"));
+        assert_eq!(get("exit"), Some("Code(0)"));
+        assert_eq!(get("effective_opts"), Some("nodelay=1"));
+        assert_eq!(get("serve_stats"), None);
+    }
+}

@@ -1,0 +1,384 @@
+//! What workloads share while a plan runs: server children kept across cells (keyed by a
+//! typed [`ServerKey`]), the emulated link, a temporary directory and files generated once per
+//! plan. A workload's `run` asks for these; [`Resources::finish`] releases them all and
+//! returns their accounting as experiment facts.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces, Side};
+use socklab_net::transfer::workfiles::WorkFile;
+
+use crate::child::ServerChild;
+use crate::LabError;
+
+/// A server kept for the whole plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerRole {
+    /// `socklab sink`, the bulk receiver.
+    Sink,
+    /// `socklab echo`, with its server-side options.
+    Echo {
+        /// Datagrams instead of TCP.
+        udp: bool,
+        /// Server-side options (`--opts` text).
+        opts: String,
+    },
+}
+
+/// Which kept server: its role, and whether it runs inside the emulated link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerKey {
+    /// What it is.
+    pub role: ServerRole,
+    /// In the link's server namespace (else on loopback).
+    pub in_link: bool,
+}
+
+impl ServerKey {
+    /// Its `socklab` arguments (the address options are added when it starts).
+    pub fn args(&self) -> Vec<String> {
+        match &self.role {
+            ServerRole::Sink => vec!["sink".into()],
+            ServerRole::Echo { udp, opts } => {
+                let mut a = vec!["echo".into(), "--opts".into(), opts.clone()];
+                if *udp {
+                    a.push("--udp".into());
+                }
+                a
+            }
+        }
+    }
+
+    /// The prefix of its facts in the store (`sink_`, `sink[link]_`, `echo[link udp opts]_`).
+    pub fn fact_prefix(&self) -> String {
+        match &self.role {
+            ServerRole::Sink if self.in_link => "sink[link]_".into(),
+            ServerRole::Sink => "sink_".into(),
+            ServerRole::Echo { udp, opts } => format!(
+                "echo[{}{}{opts}]_",
+                if self.in_link { "link " } else { "" },
+                if *udp { "udp " } else { "" }
+            ),
+        }
+    }
+}
+
+/// The emulated link's share of one repetition: its counts as metrics and its description.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkRun {
+    /// The emulator's counts during the run (`link_*` metrics).
+    pub metrics: Vec<(&'static str, f64)>,
+    /// The impairments, as text.
+    pub desc: Option<String>,
+}
+
+impl LinkRun {
+    /// The run of a link from its report since the run started.
+    pub fn from_report(r: &LinkReport, desc: String) -> LinkRun {
+        if let Some(w) = r.invalid_reason() {
+            eprintln!("socklab: warning: this repetition is marked invalid (emu_valid = 0): {w}");
+        }
+        LinkRun {
+            metrics: r.metrics(),
+            desc: Some(desc),
+        }
+    }
+}
+
+/// The shared resources of a running plan.
+#[derive(Debug)]
+pub struct Resources {
+    exe: PathBuf,
+    servers: Vec<(ServerKey, ServerChild)>,
+    /// The emulated link (namespace drivers), kept across cells; rebuilt when the driver or
+    /// MTU changes, re-specified when only the impairments change.
+    link: Option<((Driver, u32), EmulatedLink)>,
+    /// Facts of links already stopped.
+    link_facts: Vec<(String, String)>,
+    /// A temporary directory (created on first use, removed by `finish`).
+    temp: Option<tempfile::TempDir>,
+    /// Files generated so far, by their maker's key.
+    files: Vec<(String, Vec<WorkFile>)>,
+}
+
+impl Resources {
+    /// `exe` is the socklab binary to re-exec for servers (normally `std::env::current_exe()`).
+    pub fn new(exe: PathBuf) -> Resources {
+        Resources {
+            exe,
+            servers: Vec::new(),
+            link: None,
+            link_facts: Vec::new(),
+            temp: None,
+            files: Vec::new(),
+        }
+    }
+
+    fn ns(&self, in_link: bool) -> Option<&Namespaces> {
+        self.link
+            .as_ref()
+            .filter(|_| in_link)
+            .map(|(_, l)| l.namespaces())
+    }
+
+    /// The address of the kept server `key`, started on first use.
+    pub fn server(&mut self, key: ServerKey) -> Result<SocketAddr, LabError> {
+        if let Some((_, c)) = self.servers.iter().find(|(k, _)| *k == key) {
+            return Ok(c.addr());
+        }
+        let args = key.args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let child = ServerChild::spawn(&self.exe, &args, self.ns(key.in_link))?;
+        let addr = child.addr();
+        self.servers.push((key, child));
+        Ok(addr)
+    }
+
+    /// Starts a server for one repetition (`exe <args>`), in the link's server namespace when
+    /// `in_link`; the caller stops it.
+    pub fn spawn(&self, args: &[&str], in_link: bool) -> Result<ServerChild, LabError> {
+        ServerChild::spawn(&self.exe, args, self.ns(in_link))
+    }
+
+    /// Makes the namespace link match `cfg` (start, rebuild or re-specify it). Servers inside
+    /// a rebuilt link die with its namespaces, so they are forgotten.
+    pub fn link(&mut self, cfg: &LinkConfig) -> Result<(), LabError> {
+        let key = (cfg.driver, cfg.mtu);
+        if let Some((k, link)) = &mut self.link {
+            if *k == key || (cfg.driver == Driver::Auto && link.driver() == k.0) {
+                return Ok(link.set(&cfg.pair)?);
+            }
+        }
+        self.stop_link()?;
+        let link = EmulatedLink::start(cfg)?;
+        self.link = Some((key, link));
+        Ok(())
+    }
+
+    fn stop_link(&mut self) -> Result<(), LabError> {
+        // Servers inside the link's namespaces go with them.
+        self.servers.retain(|(k, _)| !k.in_link);
+        if let Some((_, link)) = self.link.take() {
+            let driver = link.driver();
+            let r = link.stop()?;
+            self.link_facts
+                .push(("link_driver".into(), driver.to_string()));
+            self.link_facts.push((
+                "link_emulator_cpu_s".into(),
+                format!("{:.3}", (r.forward.cpu_ns + r.backward.cpu_ns) as f64 / 1e9),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the calling thread in the link's client namespace (if `in_link`), and
+    /// returns its result with the link's share of the run.
+    pub fn in_client<T>(
+        &self,
+        in_link: bool,
+        f: impl FnOnce() -> T,
+    ) -> Result<(T, LinkRun), LabError> {
+        let Some((_, link)) = self.link.as_ref().filter(|_| in_link) else {
+            return Ok((f(), LinkRun::default()));
+        };
+        let before = link.report();
+        let guard = link.namespaces().enter(Side::Client)?;
+        let out = f();
+        drop(guard);
+        let run = LinkRun::from_report(&link.report().since(&before), link.pair().describe());
+        Ok((out, run))
+    }
+
+    /// The plan's temporary directory (created on first use, removed by `finish`).
+    pub fn temp_dir(&mut self) -> Result<PathBuf, LabError> {
+        if self.temp.is_none() {
+            let d = tempfile::Builder::new()
+                .prefix("socklab-transfer-")
+                .tempdir()
+                .map_err(|e| {
+                    LabError::Child(format!("cannot create a temporary directory: {e}"))
+                })?;
+            self.temp = Some(d);
+        }
+        Ok(self
+            .temp
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .unwrap_or_default())
+    }
+
+    /// The files made by `make` in a fresh directory of their own under [`Self::temp_dir`],
+    /// once per plan for each `key`; kept until `finish`.
+    pub fn files(
+        &mut self,
+        key: &str,
+        make: impl FnOnce(&Path) -> Result<Vec<WorkFile>, LabError>,
+    ) -> Result<Vec<WorkFile>, LabError> {
+        if let Some((_, f)) = self.files.iter().find(|(k, _)| k == key) {
+            return Ok(f.clone());
+        }
+        let dir = self.temp_dir()?.join(format!("src-{}", self.files.len()));
+        std::fs::create_dir(&dir)
+            .map_err(|e| LabError::Child(format!("cannot create '{}': {e}", dir.display())))?;
+        let files = make(&dir)?;
+        self.files.push((key.to_string(), files.clone()));
+        Ok(files)
+    }
+
+    /// Stops every kept server and the link, removes the temporary directory; returns the
+    /// servers' and the link's accounting as facts.
+    pub fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
+        let mut facts = Vec::new();
+        // Sinks first, then echo servers (the order facts were always stored in).
+        self.servers
+            .sort_by_key(|(k, _)| !matches!(k.role, ServerRole::Sink));
+        for (key, child) in self.servers.drain(..) {
+            let prefix = key.fact_prefix();
+            facts.extend(
+                child
+                    .stop()?
+                    .facts()
+                    .into_iter()
+                    .map(|(k, v)| (format!("{prefix}{k}"), v)),
+            );
+        }
+        self.stop_link()?;
+        facts.append(&mut self.link_facts);
+        self.files.clear();
+        if let Some(d) = self.temp.take() {
+            let path = d.path().display().to_string();
+            d.close()
+                .map_err(|e| LabError::Child(format!("cannot remove '{path}': {e}")))?;
+        }
+        Ok(facts)
+    }
+}
+
+/// Runs `f` on a thread of its own (which inherits the calling thread's network namespace) and
+/// waits for it, checking `stop()` every 100 ms. When stopped it raises the flag `f` was given,
+/// waits up to `grace` for `f` to return, and returns `None` (a thread still running is left to
+/// end by its own bounds). A thread that has not returned after `limit` is an error.
+pub fn on_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    stop: &dyn Fn() -> bool,
+    limit: Duration,
+    grace: Duration,
+) -> Option<Result<T, String>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f_flag = flag.clone();
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = tx.send(f(&f_flag));
+        });
+    if let Err(e) = spawned {
+        return Some(Err(format!("cannot start the {name} thread: {e}")));
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return Some(Ok(r)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Err(format!("the {name} thread ended without a result")))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if stop() => {
+                flag.store(true, Ordering::Relaxed);
+                let _ = rx.recv_timeout(grace);
+                return None;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
+                return Some(Err(format!(
+                    "the {name} thread did not return within {}",
+                    socklab_net::units::format_duration(limit)
+                )))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_keys_name_their_arguments_and_facts() {
+        let sink = ServerKey {
+            role: ServerRole::Sink,
+            in_link: false,
+        };
+        assert_eq!(sink.args(), ["sink"]);
+        assert_eq!(sink.fact_prefix(), "sink_");
+        let echo = ServerKey {
+            role: ServerRole::Echo {
+                udp: true,
+                opts: "nodelay".into(),
+            },
+            in_link: true,
+        };
+        assert_eq!(echo.args(), ["echo", "--opts", "nodelay", "--udp"]);
+        assert_eq!(echo.fact_prefix(), "echo[link udp nodelay]_");
+    }
+
+    #[test]
+    fn on_thread_returns_stops_and_bounds() {
+        let r = on_thread(
+            "t",
+            |_| 7,
+            &|| false,
+            Duration::from_secs(5),
+            Duration::ZERO,
+        );
+        assert_eq!(r, Some(Ok(7)));
+        let stopped = on_thread(
+            "t",
+            |flag| {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            },
+            &|| true,
+            Duration::from_secs(5),
+            Duration::from_secs(1),
+        );
+        assert_eq!(stopped, None);
+        let late = on_thread(
+            "slow",
+            |_| std::thread::sleep(Duration::from_millis(400)),
+            &|| false,
+            Duration::from_millis(150),
+            Duration::ZERO,
+        );
+        assert!(matches!(late, Some(Err(e)) if e.contains("slow thread did not return")));
+    }
+
+    #[test]
+    fn files_are_made_once_per_key_and_removed_at_finish() {
+        let mut r = Resources::new(PathBuf::from("/nonexistent"));
+        let mut made = 0;
+        let mut make = |d: &Path| {
+            made += 1;
+            let path = d.join("f");
+            std::fs::write(&path, b"x").unwrap();
+            Ok(vec![WorkFile {
+                name: "f".into(),
+                path,
+                size: 1,
+                hash: Default::default(),
+            }])
+        };
+        let a = r.files("k", &mut make).unwrap();
+        let b = r.files("k", &mut make).unwrap();
+        assert_eq!((made, a.len(), b.len()), (1, 1, 1));
+        let dir = r.temp_dir().unwrap();
+        assert!(dir.exists());
+        assert!(r.finish().unwrap().is_empty());
+        assert!(!dir.exists());
+    }
+}

@@ -1,0 +1,486 @@
+//! The `bulk` workload: TCP bulk throughput by write strategy and buffer size (seeds 000 and
+//! 003), against a sink socklab starts itself (kept for the whole plan) or one somebody else
+//! started, optionally over an emulated link.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use socklab_net::bulk::{BulkConfig, BulkResult, Limit};
+use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
+use socklab_net::Strategy;
+
+use crate::metric::{m, Better, Metric};
+use crate::params::{parse_bool, parse_count, Key, Params};
+use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
+use crate::sample::Sample;
+use crate::workload::key::{nonzero_usize, parse_target, Target};
+use crate::workload::link::{self, LinkParams};
+use crate::workload::Spec;
+use crate::LabError;
+
+/// The parameters of a bulk-throughput test: the socket layer's configuration, and where to
+/// send (the address in `cfg` is filled in when the run starts).
+#[derive(Debug, Clone)]
+pub struct BulkSpec {
+    /// The sink.
+    pub to: Target,
+    /// Everything else (strategy, sizes, limit, options).
+    pub cfg: BulkConfig,
+    /// The emulated link between client and sink, if any.
+    pub link: Option<LinkParams>,
+}
+
+impl PartialEq for BulkSpec {
+    fn eq(&self, o: &Self) -> bool {
+        // Compare through the canonical text, which covers every parameter.
+        self.to == o.to && self.params() == o.params()
+    }
+}
+
+/// `to`.
+pub const TO: Key = Key::new(
+    "to",
+    "self",
+    "sink address HOST:PORT, or self to start one on loopback",
+);
+/// `strategy`.
+pub const STRATEGY: Key = Key::new(
+    "strategy",
+    "single",
+    "write, writev, single, sendmsg, sendfile, splice, zerocopy",
+);
+/// `nbufs`.
+pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round");
+/// `bufsize`.
+pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)");
+/// `duration`.
+pub const DURATION: Key = Key::new("duration", "2s", "time to send");
+/// `cc`.
+pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket");
+/// `read_size`.
+pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink");
+
+/// The keys of the bulk workload.
+pub const KEYS: &[Key] = &[
+    TO,
+    STRATEGY,
+    NBUFS,
+    BUFSIZE,
+    Key::new(
+        "iterations",
+        "",
+        "rounds to send (one of iterations, duration, bytes)",
+    ),
+    DURATION,
+    Key::new("bytes", "", "bytes to send, rounded up to whole rounds"),
+    CC,
+    Key::new("nodelay", "false", "TCP_NODELAY on the sender"),
+    Key::new(
+        "sndbuf",
+        "",
+        "SO_SNDBUF of the sender (default: autotuning)",
+    ),
+    READ_SIZE,
+    Key::new(
+        "verify",
+        "false",
+        "BLAKE3-hash the stream on both sides and compare",
+    ),
+    Key::new("seed", "1", "seed of the payload pattern"),
+];
+
+/// `gbps`.
+pub const GBPS: Metric = m(
+    "gbps",
+    "Gbit/s",
+    "Gbit/s",
+    "throughput, bytes x 8 / seconds",
+    Better::Higher,
+);
+
+/// `seconds`.
+pub const SECONDS: Metric = m(
+    "seconds",
+    "s",
+    "time s",
+    "end-to-end time (sink READY to RESULT)",
+    Better::Lower,
+);
+
+/// `bytes`.
+pub const BYTES: Metric = m("bytes", "B", "bytes", "bytes sent", Better::Neither);
+
+/// `writes`.
+pub const WRITES: Metric = m(
+    "writes",
+    "calls",
+    "writes",
+    "send system calls issued by the sender",
+    Better::Neither,
+);
+
+/// `reads`.
+pub const READS: Metric = m(
+    "reads",
+    "calls",
+    "reads",
+    "read() calls at the receiver that returned data",
+    Better::Neither,
+);
+
+/// `rcv_user_s`.
+pub const RCV_USER_S: Metric = m(
+    "rcv_user_s",
+    "s",
+    "rcv usr",
+    "receiver user CPU",
+    Better::Lower,
+);
+
+/// `rcv_sys_s`.
+pub const RCV_SYS_S: Metric = m(
+    "rcv_sys_s",
+    "s",
+    "rcv sys",
+    "receiver system CPU",
+    Better::Lower,
+);
+
+/// The metrics of the bulk workload.
+pub const METRICS: &[Metric] = &[
+    GBPS,
+    SECONDS,
+    m(
+        "send_seconds",
+        "s",
+        "send s",
+        "time until the last send call returned",
+        Better::Lower,
+    ),
+    BYTES,
+    WRITES,
+    READS,
+    m(
+        "bytes_per_read",
+        "B",
+        "B/read",
+        "bytes per receiver read()",
+        Better::Neither,
+    ),
+    m(
+        "snd_user_s",
+        "s",
+        "snd usr",
+        "sender user CPU",
+        Better::Lower,
+    ),
+    m(
+        "snd_sys_s",
+        "s",
+        "snd sys",
+        "sender system CPU",
+        Better::Lower,
+    ),
+    m(
+        "snd_cpu_pct",
+        "%",
+        "snd cpu%",
+        "sender CPU / elapsed",
+        Better::Lower,
+    ),
+    RCV_USER_S,
+    RCV_SYS_S,
+    m(
+        "rcv_cpu_pct",
+        "%",
+        "rcv cpu%",
+        "receiver CPU / elapsed",
+        Better::Lower,
+    ),
+    m(
+        "retrans",
+        "segments",
+        "retrans",
+        "TCP segments retransmitted (TCP_INFO)",
+        Better::Lower,
+    ),
+    m(
+        "cwnd",
+        "segments",
+        "cwnd",
+        "final congestion window (TCP_INFO)",
+        Better::Neither,
+    ),
+    m(
+        "rtt_us",
+        "us",
+        "rtt us",
+        "final smoothed RTT (TCP_INFO)",
+        Better::Lower,
+    ),
+    m(
+        "zc_completions",
+        "sends",
+        "zc done",
+        "MSG_ZEROCOPY sends completed",
+        Better::Neither,
+    ),
+    m(
+        "zc_copied",
+        "sends",
+        "zc copied",
+        "MSG_ZEROCOPY sends the kernel copied anyway",
+        Better::Neither,
+    ),
+];
+
+impl Spec for BulkSpec {
+    const KIND: &'static str = "bulk";
+    const KEYS: &'static [Key] = KEYS;
+    const LINKED: bool = true;
+    const EXCLUSIVE: &'static [&'static str] = &["iterations", "duration", "bytes"];
+    const METRICS: &'static [Metric] = METRICS;
+    const PRIMARY: &'static str = "gbps";
+
+    fn parse(p: &Params) -> Result<Self, LabError> {
+        let limits = Self::EXCLUSIVE
+            .iter()
+            .filter(|k| p.get(k).is_some())
+            .count();
+        if limits > 1 {
+            return Err(LabError::Plan(
+                "give only one of iterations, duration and bytes".into(),
+            ));
+        }
+        let limit = if let Some(n) = p.parse_opt("iterations", parse_count)? {
+            Limit::Iterations(n)
+        } else if let Some(b) = p.parse_opt("bytes", parse_size)? {
+            Limit::Bytes(b)
+        } else {
+            Limit::Duration(p.value(&DURATION, parse_duration)?)
+        };
+        let spec = BulkSpec {
+            link: link::parse(p)?,
+            to: p.value(&TO, parse_target)?,
+            cfg: BulkConfig {
+                to: SocketAddr::from(([127, 0, 0, 1], 0)),
+                strategy: p.value(&STRATEGY, |s| s.parse::<Strategy>())?,
+                nbufs: p.value(&NBUFS, nonzero_usize)?,
+                bufsize: p.value(&BUFSIZE, nonzero_usize)?,
+                limit,
+                cc: p.value(&CC, |s| Ok::<_, String>(s.trim().to_string()))?,
+                nodelay: p.value_in(KEYS, "nodelay", parse_bool)?,
+                sndbuf: p.parse_opt("sndbuf", nonzero_usize)?,
+                read_size: p.value(&READ_SIZE, nonzero_usize)?,
+                verify: p.value_in(KEYS, "verify", parse_bool)?,
+                seed: p.value_in(KEYS, "seed", parse_count)?,
+                connect_timeout: Duration::from_secs(5),
+            },
+        };
+        // Check the combination now, before anything runs.
+        link::check_target(&spec.link, &spec.to, false)?;
+        spec.cfg
+            .validate()
+            .map_err(|e| LabError::Plan(e.to_string()))?;
+        Ok(spec)
+    }
+
+    fn params(&self) -> Params {
+        let (b, mut p) = (&self.cfg, Params::new());
+        link::print(&mut p, &self.link);
+        p.set("to", self.to.to_string());
+        p.set("strategy", b.strategy.as_str());
+        p.set("nbufs", b.nbufs.to_string());
+        p.set("bufsize", format_size(b.bufsize as u64));
+        match b.limit {
+            Limit::Iterations(n) => p.set("iterations", n.to_string()),
+            Limit::Duration(d) => p.set("duration", format_duration(d)),
+            Limit::Bytes(n) => p.set("bytes", format_size(n)),
+        };
+        p.set("cc", b.cc.clone());
+        p.set("nodelay", b.nodelay.to_string());
+        if let Some(s) = b.sndbuf {
+            p.set("sndbuf", format_size(s as u64));
+        }
+        p.set("read_size", format_size(b.read_size as u64));
+        p.set("verify", b.verify.to_string());
+        p.set("seed", b.seed.to_string());
+        p
+    }
+
+    fn run(
+        &self,
+        res: &mut Resources,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError> {
+        let in_link = self.link.is_some();
+        if let Some(l) = &self.link {
+            res.link(&l.config())?;
+        }
+        let to = match self.to {
+            Target::SelfSink => res.server(ServerKey {
+                role: ServerRole::Sink,
+                in_link,
+            })?,
+            Target::Addr(a) => a,
+        };
+        let (r, link_run) = res.in_client(in_link, || {
+            socklab_net::bulk::run(&self.net_config(to), stop)
+        })?;
+        let r = r.map_err(|source| LabError::run(label, source))?;
+        if r.verified == Some(false) {
+            return Err(LabError::run(
+                label,
+                socklab_net::NetError::Protocol {
+                    peer: to.to_string(),
+                    detail: "the stream hash at the sink differs from what was sent".into(),
+                },
+            ));
+        }
+        Ok(sample(&r, to, link_run))
+    }
+}
+
+impl BulkSpec {
+    /// The socket-layer configuration for a sink at `to`.
+    pub fn net_config(&self, to: SocketAddr) -> BulkConfig {
+        BulkConfig {
+            to,
+            ..self.cfg.clone()
+        }
+    }
+}
+
+/// The sample of one bulk run against `to`.
+pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
+    let secs = |d: Duration| d.as_secs_f64();
+    let snd_cpu = secs(r.sender_cpu.cpu());
+    let rcv_cpu = (r.sink.user_us + r.sink.sys_us) as f64 / 1e6;
+    let mut s = Sample::new(
+        [
+            ("gbps", r.gbps()),
+            ("seconds", r.seconds),
+            ("send_seconds", r.send_seconds),
+            ("bytes", r.bytes as f64),
+            ("writes", r.syscalls as f64),
+            ("reads", r.sink.reads as f64),
+            (
+                "bytes_per_read",
+                if r.sink.reads > 0 {
+                    r.sink.bytes as f64 / r.sink.reads as f64
+                } else {
+                    0.0
+                },
+            ),
+            ("snd_user_s", secs(r.sender_cpu.user)),
+            ("snd_sys_s", secs(r.sender_cpu.sys)),
+            ("snd_cpu_pct", 100.0 * snd_cpu / r.seconds.max(1e-9)),
+            ("rcv_user_s", r.sink.user_us as f64 / 1e6),
+            ("rcv_sys_s", r.sink.sys_us as f64 / 1e6),
+            ("rcv_cpu_pct", 100.0 * rcv_cpu / r.seconds.max(1e-9)),
+            ("retrans", r.tcp.total_retrans as f64),
+            ("cwnd", r.tcp.snd_cwnd as f64),
+            ("rtt_us", r.tcp.rtt_us as f64),
+        ],
+        json!({
+            "link": link.desc,
+            "to": to.to_string(),
+            "cc": r.cc,
+            "sndbuf": r.sndbuf,
+            "rcvbuf": r.rcvbuf,
+            "rounds": r.rounds,
+            "mss": r.tcp.snd_mss,
+            "min_rtt_us": r.tcp.min_rtt_us,
+            "verified": r.verified,
+        }),
+    );
+    if let Some(zc) = r.zerocopy {
+        s.extend([
+            ("zc_completions", zc.completed as f64),
+            ("zc_copied", zc.copied as f64),
+        ]);
+    }
+    s.extend(link.metrics);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    #[test]
+    fn bulk_parses_with_defaults_and_prints_back_the_same_text() {
+        let p = Params::new()
+            .with("strategy", "writev")
+            .with("nbufs", "100")
+            .with("bufsize", "15")
+            .with("iterations", "20000");
+        let w = Workload::from_params("bulk", &p).unwrap();
+        let full = w.params();
+        assert_eq!(full.get("cc"), Some("cubic"));
+        assert_eq!(full.get("to"), Some("self"));
+        assert_eq!(full.get("iterations"), Some("20000"));
+        assert_eq!(full.get("duration"), None);
+        assert_eq!(Workload::from_params("bulk", &full).unwrap(), w);
+    }
+
+    #[test]
+    fn bad_bulk_params_name_the_key_and_the_fix() {
+        let e = |p: Params| Workload::from_params("bulk", &p).unwrap_err().to_string();
+        assert!(
+            e(Params::new().with("bufsize", "0")).starts_with("bufsize = '0': must be at least 1")
+        );
+        assert!(
+            e(Params::new().with("strategy", "writeev")).contains("choose one of write, writev")
+        );
+        assert!(e(Params::new().with("nbuf", "3")).contains("unknown parameter 'nbuf'"));
+        assert!(e(Params::new()
+            .with("nbufs", "2000")
+            .with("strategy", "writev"))
+        .contains("IOV_MAX"));
+        assert!(
+            e(Params::new().with("iterations", "1").with("duration", "1s")).contains("only one of")
+        );
+        assert!(e(Params::new().with("to", "localhost")).contains("missing port"));
+        assert!(Workload::from_params("bulkk", &Params::new())
+            .unwrap_err()
+            .to_string()
+            .contains("unknown workload 'bulkk'"));
+    }
+
+    #[test]
+    fn a_result_maps_to_its_metrics() {
+        let r = BulkResult {
+            bytes: 1_000_000_000,
+            rounds: 7630,
+            syscalls: 7630,
+            seconds: 0.5,
+            send_seconds: 0.49,
+            sink: socklab_net::protocol::SinkResult {
+                bytes: 1_000_000_000,
+                reads: 4000,
+                user_us: 100_000,
+                sys_us: 150_000,
+                ..Default::default()
+            },
+            sender_cpu: Default::default(),
+            tcp: Default::default(),
+            cc: "cubic".into(),
+            sndbuf: 0,
+            rcvbuf: 0,
+            zerocopy: None,
+            verified: Some(true),
+        };
+        let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
+        assert_eq!(s.get("gbps"), Some(16.0));
+        assert_eq!(s.get("bytes_per_read"), Some(250_000.0));
+        assert_eq!(s.get("rcv_cpu_pct"), Some(50.0));
+        assert_eq!(s.get("writes"), Some(7630.0));
+        assert_eq!(s.get("zc_completions"), None);
+        assert_eq!(s.extra["verified"], true);
+        assert_eq!(s.extra["link"], serde_json::Value::Null);
+    }
+}

@@ -1,0 +1,313 @@
+//! Workloads: what one cell of an experiment runs, one file each. A workload file holds its
+//! spec (keys with typed defaults, parse and print), its `run` against the shared
+//! [`Resources`], a pure mapping from its result to a [`Sample`], its metric table and primary
+//! metric, and its own report tables. The Runner, the store, the statistics and the report
+//! reach workloads only through this module.
+//!
+//! Adding a workload: a new file implementing [`Spec`], one line in [`workloads!`]'s list
+//! below, and a suite TOML in `experiments/` (see `docs/architecture.md`).
+//!
+//! | workload | file | keys |
+//! |---|---|---|
+//! | `bulk` | [`bulk`] | [`bulk::KEYS`] and the link keys |
+//! | `pingpong` | [`pingpong`] | [`pingpong::KEYS`] and the link keys |
+//! | `states` | [`states`] | [`states::KEYS`] |
+//! | `pipe`, `memcpy` | [`reference`] | [`reference::KEYS`] |
+//! | `transfer` | [`transfer`] | [`transfer::KEYS`] and the link keys |
+//! | `load` | [`load`] | [`load::KEYS`] |
+
+pub mod bulk;
+pub mod judge;
+pub mod key;
+pub mod link;
+pub mod load;
+pub mod pingpong;
+pub mod reference;
+pub mod states;
+pub mod transfer;
+
+pub use key::{parse_target, Target};
+pub use transfer::{check_tcp_cc, Proto};
+
+use crate::metric::{Better, Metric};
+use crate::params::{Key, Params};
+use crate::resources::Resources;
+use crate::sample::Sample;
+use crate::summary::ExperimentStats;
+use crate::table::Table;
+use crate::LabError;
+
+/// A table of the report that belongs to one workload (seed 004's per-file retransmissions,
+/// seed 002's design table), with its caption.
+#[derive(Debug, Clone)]
+pub struct ReportTable {
+    /// Its heading in the HTML report.
+    pub title: &'static str,
+    /// Its heading on screen (lower case, ends with a colon).
+    pub text_heading: &'static str,
+    /// Its CSS class in the HTML report.
+    pub class: &'static str,
+    /// One paragraph under the table (Markdown).
+    pub note: &'static str,
+    /// The table.
+    pub table: Table,
+}
+
+/// One workload: its spec type, parsed from and printed to [`Params`], and how it runs.
+pub trait Spec: Sized {
+    /// Its name in experiment files, the store and the report.
+    const KIND: &'static str;
+    /// Its own keys (the link keys are added when [`Spec::LINKED`]).
+    const KEYS: &'static [Key];
+    /// Whether it runs over an emulated link (takes the link keys).
+    const LINKED: bool = false;
+    /// Keys of which at most one may be given (a quick variant that sets one replaces the
+    /// others).
+    const EXCLUSIVE: &'static [&'static str] = &[];
+    /// The metrics it records.
+    const METRICS: &'static [Metric];
+    /// The metric it is judged by (tables, bars, "best").
+    const PRIMARY: &'static str;
+
+    /// Parses the spec (missing keys take their defaults); keys are already checked.
+    fn parse(p: &Params) -> Result<Self, LabError>;
+
+    /// Every parameter with its effective value, in canonical text.
+    fn params(&self) -> Params;
+
+    /// Runs one repetition. `label` names the cell in errors; `stop()` turns true on Ctrl-C.
+    fn run(
+        &self,
+        res: &mut Resources,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError>;
+
+    /// The metric cells are judged by, given which metrics the experiment holds.
+    fn primary(has: &dyn Fn(&str) -> bool) -> &'static str {
+        let _ = has;
+        Self::PRIMARY
+    }
+
+    /// Whether a cell with this configuration is the baseline others are compared with.
+    fn is_baseline(config: &Params) -> bool {
+        let _ = config;
+        false
+    }
+
+    /// The other keys a lone `key` needs to be checked on its own (experiment files check
+    /// every key at its line): e.g. a key of one mode needs that mode.
+    fn context(key: &str, value: &str) -> Params {
+        let _ = (key, value);
+        Params::new()
+    }
+
+    /// Its own tables in the report.
+    fn tables(st: &ExperimentStats) -> Vec<ReportTable> {
+        let _ = st;
+        Vec::new()
+    }
+}
+
+/// Which metrics an experiment holds (for [`Spec::primary`]).
+pub type Has<'a> = &'a dyn Fn(&str) -> bool;
+
+/// What the registry knows of one workload kind, without a value of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// Its name.
+    pub name: &'static str,
+    /// Its own keys.
+    pub keys: &'static [Key],
+    /// Whether it takes the link keys.
+    pub linked: bool,
+    /// Keys of which at most one may be given.
+    pub exclusive: &'static [&'static str],
+    /// Its metrics.
+    pub metrics: &'static [Metric],
+    primary: fn(Has<'_>) -> &'static str,
+    is_baseline: fn(&Params) -> bool,
+    context: fn(&str, &str) -> Params,
+    tables: fn(&ExperimentStats) -> Vec<ReportTable>,
+}
+
+impl Kind {
+    const fn of<S: Spec>() -> Kind {
+        Kind {
+            name: S::KIND,
+            keys: S::KEYS,
+            linked: S::LINKED,
+            exclusive: S::EXCLUSIVE,
+            metrics: S::METRICS,
+            primary: S::primary,
+            is_baseline: S::is_baseline,
+            context: S::context,
+            tables: S::tables,
+        }
+    }
+
+    /// Every key, the link keys included.
+    pub fn all_keys(&self) -> Vec<Key> {
+        let link: &[Key] = if self.linked { link::KEYS } else { &[] };
+        self.keys.iter().chain(link).copied().collect()
+    }
+
+    /// The metric its cells are judged by, given which metrics the experiment holds.
+    pub fn primary(&self, has: &dyn Fn(&str) -> bool) -> &'static str {
+        (self.primary)(has)
+    }
+
+    /// Whether a cell with `config` is its baseline.
+    pub fn is_baseline(&self, config: &Params) -> bool {
+        (self.is_baseline)(config)
+    }
+
+    /// The keys a lone `key = value` needs to be checked on its own.
+    pub fn context(&self, key: &str, value: &str) -> Params {
+        if link::KEYS[1..].iter().any(|k| k.name == key) {
+            return Params::new().with("link", "none");
+        }
+        (self.context)(key, value)
+    }
+
+    /// Its tables in the report of `st`.
+    pub fn tables(&self, st: &ExperimentStats) -> Vec<ReportTable> {
+        (self.tables)(st)
+    }
+}
+
+/// Declares the closed set of workloads: the enum, its dispatch, and the registry. One line
+/// per workload: `Variant => spec type`.
+macro_rules! workloads {
+    ($($variant:ident => $spec:ty),* $(,)?) => {
+        /// What a cell runs.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Workload {
+            $(
+                #[doc = concat!("The `", stringify!($variant), "` workload.")]
+                $variant($spec),
+            )*
+        }
+
+        /// Every workload kind, in declaration order.
+        pub const REGISTRY: &[Kind] = &[$(Kind::of::<$spec>()),*];
+
+        impl Workload {
+            fn parse_kind(kind: &str, p: &Params) -> Option<Result<Workload, LabError>> {
+                $(
+                    if kind == <$spec as Spec>::KIND {
+                        return Some(<$spec as Spec>::parse(p).map(Workload::$variant));
+                    }
+                )*
+                None
+            }
+
+            /// The workload's name.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Workload::$variant(_) => <$spec as Spec>::KIND,)*
+                }
+            }
+
+            /// Every parameter with its effective value, in canonical text.
+            pub fn params(&self) -> Params {
+                match self {
+                    $(Workload::$variant(s) => s.params(),)*
+                }
+            }
+
+            /// Runs one repetition against the plan's shared resources.
+            pub fn run(
+                &self,
+                res: &mut Resources,
+                label: &str,
+                stop: &dyn Fn() -> bool,
+            ) -> Result<Sample, LabError> {
+                match self {
+                    $(Workload::$variant(s) => s.run(res, label, stop),)*
+                }
+            }
+        }
+    };
+}
+
+workloads! {
+    Bulk => bulk::BulkSpec,
+    PingPong => pingpong::PingSpec,
+    States => states::StatesSpec,
+    Pipe => reference::PipeSpec,
+    Memcpy => reference::MemcpySpec,
+    Transfer => transfer::TransferSpec,
+    Load => load::LoadSpec,
+}
+
+/// The workload names.
+pub fn kinds() -> Vec<&'static str> {
+    REGISTRY.iter().map(|k| k.name).collect()
+}
+
+/// The workload kind `name`, if there is one.
+pub fn kind(name: &str) -> Option<&'static Kind> {
+    REGISTRY.iter().find(|k| k.name == name)
+}
+
+fn unknown_kind(name: &str) -> LabError {
+    LabError::Plan(format!(
+        "unknown workload '{name}': choose one of {}",
+        kinds().join(", ")
+    ))
+}
+
+impl Workload {
+    /// Parses a workload of `kind` from its parameters (missing keys take their defaults).
+    pub fn from_params(kind: &str, p: &Params) -> Result<Workload, LabError> {
+        let k = self::kind(kind).ok_or_else(|| unknown_kind(kind))?;
+        let keys = k.all_keys();
+        for name in p.0.keys() {
+            if !keys.iter().any(|key| key.name == name) {
+                return Err(LabError::UnknownKey {
+                    key: name.clone(),
+                    workload: kind.to_string(),
+                    valid: keys.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+                });
+            }
+        }
+        Workload::parse_kind(kind, p).unwrap_or_else(|| Err(unknown_kind(kind)))
+    }
+
+    /// The keys of `kind` (the link keys included); none for an unknown kind.
+    pub fn keys(kind: &str) -> Vec<Key> {
+        self::kind(kind).map(Kind::all_keys).unwrap_or_default()
+    }
+}
+
+/// Looks a metric up by name in every workload's table (the first definition wins); a table
+/// entry named `prefix.<file>` stands for every `prefix.…` name; unknown names get a neutral
+/// definition.
+pub fn metric(name: &str) -> Metric {
+    let all = || REGISTRY.iter().flat_map(|k| k.metrics.iter().copied());
+    all()
+        .find(|m| m.name == name)
+        .or_else(|| {
+            all().find(|m| {
+                m.name
+                    .strip_suffix("<file>")
+                    .is_some_and(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
+            })
+        })
+        .unwrap_or(Metric {
+            name: "unknown",
+            unit: "",
+            short: "?",
+            description: "",
+            better: Better::Neither,
+        })
+}
+
+/// The report tables of every workload in `st`.
+pub fn report_tables(st: &ExperimentStats) -> Vec<ReportTable> {
+    REGISTRY.iter().flat_map(|k| k.tables(st)).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,428 @@
+//! The `pingpong` workload: request/response round trips against an echo server (seed 001),
+//! TCP or UDP, under socket options given as data; each option read back with `getsockopt`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use socklab_net::link::{DirReport, Driver, LinkReport};
+use socklab_net::pingpong::{PingConfig, PingResult};
+use socklab_net::sockopt::{OptSet, Side};
+use socklab_net::units::{format_duration, format_size, parse_duration};
+
+use crate::metric::{m, Better, Metric};
+use crate::params::{parse_bool, parse_count, Key, Params};
+use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
+use crate::sample::Sample;
+use crate::workload::key::{nonzero_usize, parse_target, Target};
+use crate::workload::link::{self, LinkParams};
+use crate::workload::Spec;
+use crate::LabError;
+
+/// The parameters of a request/response (ping-pong) test.
+#[derive(Debug, Clone)]
+pub struct PingSpec {
+    /// The echo server (`self`: socklab starts one, with the server-side options).
+    pub to: Target,
+    /// Everything else (size, count, options, UDP timeout and retries).
+    pub cfg: PingConfig,
+    /// The emulated link between client and echo server, if any.
+    pub link: Option<LinkParams>,
+}
+
+impl PartialEq for PingSpec {
+    fn eq(&self, o: &Self) -> bool {
+        self.params() == o.params()
+    }
+}
+
+/// `size`.
+pub const SIZE: Key = Key::new("size", "64", "bytes per message");
+/// `count`.
+pub const COUNT: Key = Key::new("count", "500", "round trips per repetition (the seed: 500)");
+/// `opts`.
+pub const OPTS: Key = Key::new(
+    "opts",
+    "baseline",
+    "socket options: nodelay+quickack, server:sndbuf=64K, … (baseline: none)",
+);
+
+/// The keys of the ping-pong workload.
+pub const KEYS: &[Key] = &[
+    Key::new(
+        "to",
+        "self",
+        "echo server HOST:PORT, or self to start one on loopback",
+    ),
+    Key::new("udp", "false", "datagrams instead of a TCP connection"),
+    SIZE,
+    COUNT,
+    OPTS,
+    Key::new(
+        "timeout",
+        "200ms",
+        "UDP: wait this long for each reply before sending again",
+    ),
+    Key::new(
+        "retries",
+        "3",
+        "UDP: sends again before a message counts as lost",
+    ),
+    Key::new(
+        "new_connection",
+        "false",
+        "TCP: a new connection per message (where fastopen matters)",
+    ),
+];
+
+/// The metrics of the ping-pong workload.
+pub const METRICS: &[Metric] = &[
+    m(
+        "total_us",
+        "us",
+        "total us",
+        "time for all round trips of a repetition (seed 001's figure)",
+        Better::Lower,
+    ),
+    m(
+        "rtt_per_s",
+        "1/s",
+        "rtt/s",
+        "round trips per second",
+        Better::Higher,
+    ),
+    m(
+        "rtt_mean_us",
+        "us",
+        "mean us",
+        "mean round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p50_us",
+        "us",
+        "p50 us",
+        "median round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p90_us",
+        "us",
+        "p90 us",
+        "90th percentile round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p99_us",
+        "us",
+        "p99 us",
+        "99th percentile round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_p999_us",
+        "us",
+        "p99.9 us",
+        "99.9th percentile round-trip time",
+        Better::Lower,
+    ),
+    m(
+        "rtt_max_us",
+        "us",
+        "max us",
+        "longest round trip",
+        Better::Lower,
+    ),
+    m(
+        "lost",
+        "messages",
+        "lost",
+        "UDP messages given up after all retries",
+        Better::Lower,
+    ),
+    m(
+        "late",
+        "replies",
+        "late",
+        "UDP replies that came after their try timed out",
+        Better::Lower,
+    ),
+    m(
+        "retries",
+        "sends",
+        "retries",
+        "UDP messages sent again after a timeout",
+        Better::Lower,
+    ),
+    m(
+        "connects",
+        "connections",
+        "connects",
+        "TCP connections made",
+        Better::Neither,
+    ),
+    m(
+        "connect_mean_us",
+        "us",
+        "connect us",
+        "mean TCP connect time",
+        Better::Lower,
+    ),
+    m(
+        "tfo_active",
+        "connections",
+        "tfo act",
+        "TCPFastOpenActive increase (TFO used by clients)",
+        Better::Neither,
+    ),
+    m(
+        "tfo_passive",
+        "connections",
+        "tfo pas",
+        "TCPFastOpenPassive increase (TFO accepted by servers)",
+        Better::Neither,
+    ),
+];
+
+impl Spec for PingSpec {
+    const KIND: &'static str = "pingpong";
+    const KEYS: &'static [Key] = KEYS;
+    const LINKED: bool = true;
+    const METRICS: &'static [Metric] = METRICS;
+    const PRIMARY: &'static str = "total_us";
+
+    /// The cell without options is the baseline (seed 001 compares every option with it).
+    fn is_baseline(config: &Params) -> bool {
+        config.get("opts") == Some("baseline")
+    }
+
+    fn parse(p: &Params) -> Result<Self, LabError> {
+        let to = p.value_in(KEYS, "to", parse_target)?;
+        let cfg = PingConfig {
+            to: SocketAddr::from(([127, 0, 0, 1], 0)),
+            udp: p.value_in(KEYS, "udp", parse_bool)?,
+            size: p.value(&SIZE, nonzero_usize)?,
+            count: p.value(&COUNT, parse_count)?,
+            opts: p.value(&OPTS, |s| s.parse::<OptSet>())?,
+            timeout: p.value_in(KEYS, "timeout", parse_duration)?,
+            retries: p.value_in(KEYS, "retries", |s| {
+                s.trim()
+                    .parse::<u32>()
+                    .map_err(|_| "a whole number, e.g. 3".to_string())
+            })?,
+            new_connection_per_message: p.value_in(KEYS, "new_connection", parse_bool)?,
+            connect_timeout: Duration::from_secs(5),
+        };
+        cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
+        cfg.opts
+            .validate(cfg.udp)
+            .map_err(|e| LabError::Plan(e.to_string()))?;
+        if matches!(to, Target::Addr(_)) && cfg.opts.0.iter().any(|o| o.side != Side::Client) {
+            return Err(LabError::Plan(format!(
+                "opts '{}' set server-side options, which only a self-started echo server can apply: omit --to, or prefix them client:",
+                cfg.opts
+            )));
+        }
+        let link = link::parse(p)?;
+        link::check_target(&link, &to, cfg.udp)?;
+        Ok(PingSpec { to, cfg, link })
+    }
+
+    fn params(&self) -> Params {
+        let (cfg, mut p) = (&self.cfg, Params::new());
+        link::print(&mut p, &self.link);
+        p.set("to", self.to.to_string());
+        p.set("udp", cfg.udp.to_string());
+        p.set("size", format_size(cfg.size as u64));
+        p.set("count", cfg.count.to_string());
+        p.set("opts", cfg.opts.to_string());
+        if cfg.udp {
+            p.set("timeout", format_duration(cfg.timeout));
+            p.set("retries", cfg.retries.to_string());
+        } else {
+            p.set("new_connection", cfg.new_connection_per_message.to_string());
+        }
+        p
+    }
+
+    fn run(
+        &self,
+        res: &mut Resources,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError> {
+        let run_err = |source| LabError::run(label, source);
+        let mut cfg = self.cfg.clone();
+        let proxy = self.link.as_ref().filter(|l| l.driver == Driver::UdpProxy);
+        let in_link = self.link.is_some() && proxy.is_none();
+        if let (Some(l), false) = (&self.link, proxy.is_some()) {
+            res.link(&l.config())?;
+        }
+        cfg.to = match self.to {
+            Target::SelfSink => res.server(ServerKey {
+                role: ServerRole::Echo {
+                    udp: cfg.udp,
+                    opts: cfg.opts.to_string(),
+                },
+                in_link,
+            })?,
+            Target::Addr(a) => a,
+        };
+        // udp-proxy: a relay on loopback in front of the echo server, for this cell.
+        let relay = match proxy {
+            Some(l) => {
+                let (addr, h) = socklab_net::udpproxy::spawn(
+                    cfg.to,
+                    l.pair.forward.clone(),
+                    l.pair.backward.clone(),
+                    l.seed,
+                )
+                .map_err(run_err)?;
+                cfg.to = addr;
+                Some(h)
+            }
+            None => None,
+        };
+        let tfo0 = socklab_net::sockopt::tfo_counters();
+        let (r, mut link_run) =
+            res.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
+        if let (Some(h), Some(l)) = (relay, proxy) {
+            let st = h.stop().map_err(run_err)?;
+            link_run = LinkRun {
+                metrics: LinkReport {
+                    forward: DirReport {
+                        stats: st.forward,
+                        ..Default::default()
+                    },
+                    backward: DirReport {
+                        stats: st.backward,
+                        ..Default::default()
+                    },
+                }
+                .metrics(),
+                desc: Some(l.pair.describe()),
+            };
+        }
+        let r = r.map_err(run_err)?;
+        let tfo1 = socklab_net::sockopt::tfo_counters();
+        let tfo = |name: &str| tfo(name, &tfo0, &tfo1);
+        Ok(sample(
+            &r,
+            &cfg,
+            (tfo("TCPFastOpenActive"), tfo("TCPFastOpenPassive")),
+            link_run,
+        ))
+    }
+}
+
+fn tfo(name: &str, before: &[(String, u64)], after: &[(String, u64)]) -> f64 {
+    let get = |v: &[(String, u64)]| v.iter().find(|(k, _)| k == name).map_or(0, |(_, n)| *n);
+    get(after).saturating_sub(get(before)) as f64
+}
+
+/// The `(value, count)` buckets of an HDR histogram.
+pub fn hist_buckets(h: &hdrhistogram::Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+/// The sample of one ping-pong run of `cfg`; `tfo` is the growth of the kernel's
+/// `(TCPFastOpenActive, TCPFastOpenPassive)` counters during it.
+pub fn sample(r: &PingResult, cfg: &PingConfig, tfo: (f64, f64), link: LinkRun) -> Sample {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let h = &r.rtt_ns;
+    let effective: serde_json::Map<String, serde_json::Value> = r
+        .effective
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let mut s = Sample::new(
+        [
+            ("total_us", us(r.total_ns)),
+            (
+                "rtt_per_s",
+                if r.total_ns > 0 {
+                    r.completed as f64 / (r.total_ns as f64 / 1e9)
+                } else {
+                    0.0
+                },
+            ),
+            ("rtt_mean_us", h.mean() / 1000.0),
+            ("rtt_p50_us", us(h.value_at_quantile(0.5))),
+            ("rtt_p90_us", us(h.value_at_quantile(0.9))),
+            ("rtt_p99_us", us(h.value_at_quantile(0.99))),
+            ("rtt_p999_us", us(h.value_at_quantile(0.999))),
+            ("rtt_max_us", us(h.max())),
+            ("connects", r.connects as f64),
+            ("tfo_active", tfo.0),
+            ("tfo_passive", tfo.1),
+        ],
+        json!({ "to": cfg.to.to_string(), "completed": r.completed, "client_opts": effective, "link": link.desc }),
+    );
+    if cfg.udp {
+        s.extend([
+            ("lost", r.lost as f64),
+            ("late", r.late as f64),
+            ("retries", r.retries_sent as f64),
+        ]);
+    }
+    if !r.connect_ns.is_empty() {
+        s.extend([("connect_mean_us", r.connect_ns.mean() / 1000.0)]);
+    }
+    s.extend(link.metrics);
+    s.histograms = vec![
+        ("rtt_ns", hist_buckets(&r.rtt_ns)),
+        ("connect_ns", hist_buckets(&r.connect_ns)),
+    ];
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_udp_result_maps_to_its_metrics_and_histograms() {
+        let mut rtt = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for v in [10_000u64, 20_000, 30_000, 40_000] {
+            rtt.record(v).unwrap();
+        }
+        let r = PingResult {
+            rtt_ns: rtt,
+            total_ns: 2_000_000,
+            completed: 4,
+            lost: 1,
+            late: 2,
+            retries_sent: 3,
+            connects: 0,
+            connect_ns: hdrhistogram::Histogram::new(3).unwrap(),
+            effective: vec![("rcvbuf".into(), "4096".into())],
+        };
+        let mut cfg = PingSpec::parse(&Params::new().with("udp", "true"))
+            .unwrap()
+            .cfg;
+        cfg.to = "127.0.0.1:7".parse().unwrap();
+        let s = sample(
+            &r,
+            &cfg,
+            (0.0, 0.0),
+            LinkRun {
+                metrics: vec![("link_fwd_dropped", 5.0)],
+                desc: Some("loss 5%".into()),
+            },
+        );
+        assert_eq!(s.get("total_us"), Some(2000.0));
+        assert_eq!(s.get("rtt_per_s"), Some(2000.0));
+        // HDR buckets: the mean is within the histogram's 3 significant digits.
+        assert!((s.get("rtt_mean_us").unwrap() - 25.0).abs() < 0.05);
+        assert_eq!(s.get("lost"), Some(1.0));
+        assert_eq!(s.get("retries"), Some(3.0));
+        assert_eq!(s.get("connect_mean_us"), None, "no TCP connects");
+        assert_eq!(s.get("link_fwd_dropped"), Some(5.0));
+        assert_eq!(s.extra["client_opts"]["rcvbuf"], "4096");
+        assert_eq!(s.extra["link"], "loss 5%");
+        assert_eq!(s.histograms[0].0, "rtt_ns");
+        assert_eq!(s.histograms[0].1.iter().map(|b| b.1).sum::<u64>(), 4);
+    }
+}

@@ -1,0 +1,128 @@
+//! The child line protocol: the lines a server started by the lab (`socklab sink`, `echo`,
+//! `serve`, `transfer serve` with `--announce`) prints on stdout, in one place for the printer
+//! and the reader.
+//!
+//! | line | when |
+//! |---|---|
+//! | `LISTENING <addr>` | first, once the server listens |
+//! | `EFFECTIVE k=v k=v …` | once, the server-side socket options as the kernel reported them |
+//! | `STATS {json}` | at exit, `socklab serve`'s [`ServeReport`] |
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use crate::server::ServeReport;
+
+/// Prefix of the first line: the address the server listens on.
+pub const LISTENING: &str = "LISTENING ";
+/// Prefix of the effective server-side options line.
+pub const EFFECTIVE: &str = "EFFECTIVE ";
+/// Prefix of the serve report line.
+pub use crate::server::report::STATS_PREFIX as STATS;
+
+/// One line of the protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChildLine {
+    /// `LISTENING <addr>`.
+    Listening(SocketAddr),
+    /// `EFFECTIVE k=v …`: the options as `(name, value)` pairs, in the order printed.
+    Effective(Vec<(String, String)>),
+    /// `STATS {json}`.
+    Stats(Box<ServeReport>),
+}
+
+impl ChildLine {
+    /// Parses one line (without its newline); `None` for any other line, or a line of the
+    /// protocol whose value does not parse.
+    pub fn parse(line: &str) -> Option<ChildLine> {
+        let line = line.trim_end();
+        if let Some(a) = line.strip_prefix(LISTENING) {
+            return a.trim().parse().ok().map(ChildLine::Listening);
+        }
+        if let Some(kv) = line.strip_prefix(EFFECTIVE) {
+            let pairs = kv
+                .split_whitespace()
+                .map(|t| match t.split_once('=') {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => (t.to_string(), String::new()),
+                })
+                .collect();
+            return Some(ChildLine::Effective(pairs));
+        }
+        if let Some(j) = line.strip_prefix(STATS) {
+            return serde_json::from_str(j)
+                .ok()
+                .map(|r| ChildLine::Stats(Box::new(r)));
+        }
+        None
+    }
+}
+
+impl fmt::Display for ChildLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChildLine::Listening(a) => write!(f, "{LISTENING}{a}"),
+            ChildLine::Effective(kv) => {
+                f.write_str(EFFECTIVE)?;
+                for (i, (k, v)) in kv.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{k}={v}")?;
+                }
+                Ok(())
+            }
+            ChildLine::Stats(r) => f.write_str(&r.stats_line()),
+        }
+    }
+}
+
+/// The `k=v k=v` text of effective options (as stored with an experiment's facts).
+pub fn effective_text(kv: &[(String, String)]) -> String {
+    kv.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_print_and_parse_back() {
+        let l = ChildLine::Listening("127.0.0.1:5001".parse().unwrap());
+        assert_eq!(l.to_string(), "LISTENING 127.0.0.1:5001");
+        assert_eq!(ChildLine::parse(&l.to_string()), Some(l));
+        let e = ChildLine::Effective(vec![
+            ("nodelay".into(), "1".into()),
+            ("sndbuf".into(), "131072".into()),
+        ]);
+        assert_eq!(e.to_string(), "EFFECTIVE nodelay=1 sndbuf=131072");
+        assert_eq!(
+            ChildLine::parse("EFFECTIVE nodelay=1 sndbuf=131072\n"),
+            Some(e)
+        );
+        let r = ServeReport::new(
+            crate::server::Design::Epoll,
+            crate::server::Handler::Http,
+            &socklab_sys::usage::Usage::default(),
+            vec![crate::server::report::WorkerCount {
+                connections: 3,
+                requests: 7,
+            }],
+            0,
+            std::time::Duration::from_millis(1500),
+        );
+        let s = ChildLine::Stats(Box::new(r.clone()));
+        assert_eq!(s.to_string(), r.stats_line());
+        assert_eq!(ChildLine::parse(&s.to_string()), Some(s));
+    }
+
+    #[test]
+    fn other_lines_and_bad_values_are_not_protocol() {
+        assert_eq!(ChildLine::parse("socklab sink listening"), None);
+        assert_eq!(ChildLine::parse("LISTENING nowhere"), None);
+        assert_eq!(ChildLine::parse("STATS {broken"), None);
+    }
+}
