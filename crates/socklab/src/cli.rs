@@ -1,5 +1,6 @@
 //! Command-line definitions (clap derive). Parsing only: checked values go to `socklab-lab`.
 
+use socklab_lab::workload::{bulk, pingpong, transfer};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -196,7 +197,7 @@ pub struct SinkArgs {
     #[arg(long, default_value = "::")]
     pub bind: String,
     /// Bytes per read() for raw clients (socklab clients choose their own).
-    #[arg(long, default_value = "128K", value_name = "SIZE")]
+    #[arg(long, default_value = bulk::READ_SIZE.default, value_name = "SIZE")]
     pub read_size: String,
     /// Drop a connection silent for this long.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
@@ -218,13 +219,13 @@ pub struct BulkArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub to: Option<String>,
     /// Write strategies: write, writev, single, sendmsg, sendfile, splice, zerocopy.
-    #[arg(long, short, value_delimiter = ',', default_value = "single")]
+    #[arg(long, short, value_delimiter = ',', default_value = bulk::STRATEGY.default)]
     pub strategy: Vec<String>,
     /// Buffers per round (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = "1")]
+    #[arg(long, value_delimiter = ',', default_value = bulk::NBUFS.default)]
     pub nbufs: Vec<String>,
     /// Bytes per buffer, K/M suffixes (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = "128K")]
+    #[arg(long, value_delimiter = ',', default_value = bulk::BUFSIZE.default)]
     pub bufsize: Vec<String>,
     /// Take every combination of --nbufs and --bufsize instead of pairing them.
     #[arg(long)]
@@ -251,7 +252,7 @@ pub struct BulkArgs {
     #[arg(long, default_value = "interleaved")]
     pub order: String,
     /// Congestion control of the sending socket (always set and recorded).
-    #[arg(long, default_value = "cubic")]
+    #[arg(long, default_value = bulk::CC.default)]
     pub cc: String,
     /// Set TCP_NODELAY on the sender.
     #[arg(long)]
@@ -260,7 +261,7 @@ pub struct BulkArgs {
     #[arg(long, value_name = "SIZE")]
     pub sndbuf: Option<String>,
     /// Bytes per read() at the sink.
-    #[arg(long, default_value = "128K", value_name = "SIZE")]
+    #[arg(long, default_value = bulk::READ_SIZE.default, value_name = "SIZE")]
     pub read_size: String,
     /// Hash the stream on both sides (BLAKE3) and fail on a mismatch.
     #[arg(long)]
@@ -289,11 +290,11 @@ pub struct TransferArgs {
     #[command(flatten)]
     pub link: LinkArgs,
     /// Transports to compare: tcp, rudp (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = "tcp")]
+    #[arg(long, value_delimiter = ',', default_value = transfer::PROTO.default)]
     pub proto: Vec<String>,
     /// Congestion control of the TCP runs: cubic, bbr, reno (list allowed; always set and
     /// recorded, this kernel's default may differ).
-    #[arg(long, value_delimiter = ',', default_value = "cubic")]
+    #[arg(long, value_delimiter = ',', default_value = transfer::TCP_CC.default)]
     pub tcp_cc: Vec<String>,
     /// seed-004 (10 large + 10 small files, interleaved) or custom (with --file-sizes).
     #[arg(long)]
@@ -308,7 +309,7 @@ pub struct TransferArgs {
     #[arg(long, value_name = "SIZE")]
     pub small: Option<String>,
     /// A repetition not finished after this long fails (it is stored with failed = 1).
-    #[arg(long, default_value = "60s")]
+    #[arg(long, default_value = transfer::TIMEOUT.default)]
     pub timeout: String,
     /// Seed of the files' content and of --order random.
     #[arg(long, default_value_t = 1)]
@@ -471,19 +472,19 @@ pub struct PingArgs {
     #[arg(long)]
     pub udp: bool,
     /// Bytes per message (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = "64")]
+    #[arg(long, value_delimiter = ',', default_value = pingpong::SIZE.default)]
     pub size: Vec<String>,
     /// Round trips per repetition (the seed: 500).
-    #[arg(long, short = 'n', default_value = "500")]
+    #[arg(long, short = 'n', default_value = pingpong::COUNT.default)]
     pub count: String,
     /// Socket-option sets to compare, comma-separated; + combines (nodelay+quickack).
-    #[arg(long, value_delimiter = ',', default_value = "baseline")]
+    #[arg(long, value_delimiter = ',', default_value = pingpong::OPTS.default)]
     pub opts: Vec<String>,
     /// UDP: wait this long for each reply before sending again.
-    #[arg(long, default_value = "200ms")]
+    #[arg(long, default_value = pingpong::TIMEOUT.default)]
     pub timeout: String,
     /// UDP: sends again before a message counts as lost.
-    #[arg(long, default_value = "3")]
+    #[arg(long, default_value = pingpong::RETRIES.default)]
     pub retries: String,
     /// TCP: connect, one round trip and close per message.
     #[arg(long)]

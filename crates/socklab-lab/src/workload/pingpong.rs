@@ -47,6 +47,19 @@ pub const OPTS: Key = Key::new(
     "socket options: nodelay+quickack, server:sndbuf=64K, … (baseline: none)",
 );
 
+/// `timeout`.
+pub const TIMEOUT: Key = Key::new(
+    "timeout",
+    "200ms",
+    "UDP: wait this long for each reply before sending again",
+);
+/// `retries`.
+pub const RETRIES: Key = Key::new(
+    "retries",
+    "3",
+    "UDP: sends again before a message counts as lost",
+);
+
 /// The keys of the ping-pong workload.
 pub const KEYS: &[Key] = &[
     Key::new(
@@ -58,16 +71,8 @@ pub const KEYS: &[Key] = &[
     SIZE,
     COUNT,
     OPTS,
-    Key::new(
-        "timeout",
-        "200ms",
-        "UDP: wait this long for each reply before sending again",
-    ),
-    Key::new(
-        "retries",
-        "3",
-        "UDP: sends again before a message counts as lost",
-    ),
+    TIMEOUT,
+    RETRIES,
     Key::new(
         "new_connection",
         "false",

@@ -119,6 +119,12 @@ pub fn check_tcp_cc(s: &str) -> Result<String, String> {
     }
 }
 
+/// `proto`.
+pub const PROTO: Key = Key::new(
+    "proto",
+    "tcp",
+    "tcp or rudp (socklab's reliable transport over UDP)",
+);
 /// `tcp_cc`.
 pub const TCP_CC: Key = Key::new(
     "tcp_cc",
@@ -134,11 +140,7 @@ pub const TIMEOUT: Key = Key::new(
 
 /// The keys of the transfer workload.
 pub const KEYS: &[Key] = &[
-    Key::new(
-        "proto",
-        "tcp",
-        "tcp or rudp (socklab's reliable transport over UDP)",
-    ),
+    PROTO,
     TCP_CC,
     Key::new(
         "workload",
