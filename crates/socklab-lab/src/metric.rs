@@ -1,5 +1,5 @@
 //! What a metric is: name, unit, header, meaning and preferred direction. Each workload keeps
-//! its own table (`METRICS` in its file); [`crate::workload::metric`] looks a name up in all of
+//! its own table (`METRICS` in its file); the workload registry looks a name up in all of
 //! them. The names are the column names of every export.
 
 /// Which direction is better for a metric (for verdicts and "best" marks).

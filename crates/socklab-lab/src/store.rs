@@ -25,7 +25,7 @@ use socklab_sys::host::HostFacts;
 use crate::clock::now_rfc3339;
 use crate::params::Params;
 use crate::plan::{Order, Plan};
-use crate::runner::Sample;
+use crate::sample::Sample;
 use crate::LabError;
 
 /// The schema version this build writes and reads.

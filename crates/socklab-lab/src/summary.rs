@@ -1,5 +1,6 @@
 //! Statistics of an experiment, computed from the store alone (never from memory of a run).
-//! How cells are judged (primary metric, baseline, best) is in [`crate::workload::judge`].
+//! How cells are judged (primary metric, baseline, best) is the workloads' business (their
+//! `judge` module), not this one's.
 
 use std::collections::BTreeMap;
 

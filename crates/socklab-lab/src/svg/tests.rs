@@ -1,0 +1,330 @@
+//! Tests of the SVG charts.
+
+use super::strip::jitter;
+use super::*;
+
+fn parse(svg: &str) -> roxmltree::Document<'_> {
+    roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not XML: {e}\n{svg}"))
+}
+
+fn count(doc: &roxmltree::Document<'_>, tag: &str, class: &str) -> usize {
+    doc.descendants()
+        .filter(|n| {
+            n.has_tag_name(tag)
+                && n.attribute("class")
+                    .is_some_and(|c| c.split_whitespace().any(|x| x == class))
+        })
+        .count()
+}
+
+fn assert_root(doc: &roxmltree::Document<'_>, kind: &str, title: &str) {
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(root.attribute("class"), Some("chart"));
+    assert_eq!(root.attribute("data-kind"), Some(kind));
+    assert_eq!(root.attribute("width"), Some("100%"));
+    assert!(root.attribute("viewBox").unwrap().starts_with("0 0 1200 "));
+    assert!(root
+        .attribute("style")
+        .unwrap()
+        .contains("max-width:1200px"));
+    let t = root.first_element_child().unwrap();
+    assert!(t.has_tag_name("title"));
+    assert_eq!(t.text(), Some(title));
+}
+
+fn assert_finite(svg: &str) {
+    assert!(!svg.contains("NaN"), "{svg}");
+    assert!(!svg.contains("inf"), "{svg}");
+    assert!(!svg.contains("xmlns"), "{svg}");
+    assert!(!svg.contains("http"), "{svg}");
+}
+
+fn bar_rows() -> Vec<BarRow> {
+    vec![
+        BarRow {
+            label: "strategy=write".into(),
+            mean: 3.2,
+            ci: Some((3.0, 3.4)),
+            best: false,
+        },
+        BarRow {
+            label: "strategy=writev".into(),
+            mean: 7.9,
+            ci: Some((7.1, 8.7)),
+            best: true,
+        },
+        BarRow {
+            label: "strategy=single".into(),
+            mean: 5.0,
+            ci: None,
+            best: false,
+        },
+        BarRow {
+            label: "broken".into(),
+            mean: f64::NAN,
+            ci: Some((f64::NEG_INFINITY, f64::INFINITY)),
+            best: false,
+        },
+    ]
+}
+
+#[test]
+fn bar_chart_draws_one_bar_per_finite_row_with_whiskers_and_best() {
+    let svg = bar_chart("Throughput", &bar_rows(), "Gbit/s (mean, 95% CI)");
+    assert_finite(&svg);
+    let doc = parse(&svg);
+    assert_root(&doc, "bar", "Throughput");
+    assert_eq!(count(&doc, "rect", "bar"), 3, "the NaN row is skipped");
+    assert_eq!(count(&doc, "rect", "best"), 1);
+    assert_eq!(count(&doc, "line", "cap"), 4, "two whiskers with two caps");
+    let best = doc
+        .descendants()
+        .find(|n| n.attribute("class") == Some("bar best"))
+        .unwrap();
+    assert_eq!(best.attribute("fill"), Some(BEST_COLOUR));
+    let values: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("value"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(values, ["3.200", "7.900", "5"]);
+    assert!(svg.contains("Gbit/s (mean, 95% CI)"));
+    // The longest bar (with its CI) fits the plot.
+    let w: f64 = best.attribute("width").unwrap().parse().unwrap();
+    let x: f64 = best.attribute("x").unwrap().parse().unwrap();
+    assert!(x + w <= WIDTH - 80.0);
+}
+
+#[test]
+fn long_labels_are_truncated_with_an_ellipsis() {
+    let long = "x".repeat(100);
+    let svg = bar_chart(
+        "t",
+        &[BarRow {
+            label: long.clone(),
+            mean: 1.0,
+            ci: None,
+            best: false,
+        }],
+        "v",
+    );
+    let doc = parse(&svg);
+    let label = doc
+        .descendants()
+        .find(|n| n.attribute("class") == Some("row-label"))
+        .unwrap();
+    let shown = label.text().unwrap();
+    assert_eq!(shown.chars().count(), MAX_LABEL_CHARS);
+    assert!(shown.ends_with('…'));
+    // The full label stays available as a tooltip.
+    assert!(svg.contains(&long));
+}
+
+#[test]
+fn text_is_escaped() {
+    let nasty = "a<b>&\"c\"'d'";
+    let rows = [BarRow {
+        label: nasty.into(),
+        mean: 1.0,
+        ci: None,
+        best: true,
+    }];
+    for svg in [
+        bar_chart(nasty, &rows, nasty),
+        line_chart(
+            nasty,
+            &[Series {
+                name: nasty.into(),
+                points: vec![(1.0, 1.0, None), (2.0, 2.0, None)],
+            }],
+            nasty,
+            nasty,
+            false,
+        ),
+        strip_chart(
+            nasty,
+            &[StripRow {
+                label: nasty.into(),
+                values: vec![1.0, 2.0],
+            }],
+            nasty,
+        ),
+    ] {
+        let doc = parse(&svg);
+        assert!(svg.contains("a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;"));
+        assert_eq!(
+            doc.root_element().first_element_child().unwrap().text(),
+            Some(nasty)
+        );
+        assert!(doc
+            .descendants()
+            .any(|n| n.text() == Some(nasty) && n.attribute("class") == Some("chart-title")));
+    }
+}
+
+#[test]
+fn line_chart_has_a_point_per_finite_value_bands_and_a_legend() {
+    let series = vec![
+        Series {
+            name: "bulk".into(),
+            points: vec![
+                (4096.0, 5.0, Some((4.5, 5.5))),
+                (1024.0, 2.0, Some((1.8, 2.2))),
+                (65536.0, 9.0, Some((8.0, 10.0))),
+                (2048.0, f64::NAN, None),
+            ],
+        },
+        Series {
+            name: "pipe".into(),
+            points: vec![(1024.0, 20.0, Some((19.0, 21.0))), (8192.0, 30.0, None)],
+        },
+        Series {
+            name: "nothing".into(),
+            points: vec![(f64::INFINITY, 1.0, None)],
+        },
+    ];
+    let svg = line_chart("T", &series, "transfer size (bytes)", "Gbit/s", true);
+    assert_finite(&svg);
+    let doc = parse(&svg);
+    assert_root(&doc, "line", "T");
+    assert_eq!(count(&doc, "circle", "point"), 5);
+    assert_eq!(
+        count(&doc, "polygon", "band"),
+        1,
+        "pipe has one CI point only"
+    );
+    assert_eq!(count(&doc, "polyline", "line"), 2);
+    let band = doc
+        .descendants()
+        .find(|n| n.has_tag_name("polygon"))
+        .unwrap();
+    assert_eq!(band.attribute("fill-opacity"), Some("0.2"));
+    assert_eq!(band.attribute("points").unwrap().split(' ').count(), 6);
+    let ticks: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("tick-label"))
+        .filter_map(|n| n.text())
+        .collect();
+    for t in ["1K", "2K", "4K", "8K", "16K", "32K", "64K"] {
+        assert!(ticks.contains(&t), "{t} missing from {ticks:?}");
+    }
+    assert!(svg.contains("transfer size (bytes)") && svg.contains(">Gbit/s<"));
+    // A legend names each drawn series, in its colour.
+    assert!(svg.contains(">bulk<") && svg.contains(">pipe<"));
+    assert!(svg.contains(PALETTE[0]) && svg.contains(PALETTE[1]));
+    // A single series needs no legend.
+    let one = line_chart("T", &series[..1], "x", "y", false);
+    assert_eq!(count(&parse(&one), "g", "legend"), 0);
+}
+
+#[test]
+fn strip_chart_draws_a_dot_per_run_and_a_mean_tick_per_row() {
+    let rows = vec![
+        StripRow {
+            label: "a".into(),
+            values: vec![1.0, 1.1, 0.9, 1.05, 0.95],
+        },
+        StripRow {
+            label: "b".into(),
+            values: vec![2.0, f64::NAN, 2.2],
+        },
+        StripRow {
+            label: "c".into(),
+            values: vec![],
+        },
+    ];
+    let svg = strip_chart("runs", &rows, "Gbit/s");
+    assert_finite(&svg);
+    let doc = parse(&svg);
+    assert_root(&doc, "strip", "runs");
+    assert_eq!(count(&doc, "circle", "dot"), 7);
+    assert_eq!(count(&doc, "line", "mean"), 2);
+    // Jitter is deterministic and small.
+    assert_eq!(svg, strip_chart("runs", &rows, "Gbit/s"));
+    assert!((0..20).all(|i| jitter(i).abs() <= 6.0));
+    // Equal values still get distinct dots.
+    assert_ne!(jitter(0), jitter(1));
+}
+
+#[test]
+fn ticks_are_nice_numbers_covering_the_range() {
+    for (lo, hi) in [
+        (0.0, 7.3),
+        (0.0, 0.037),
+        (-3.0, 120.0),
+        (2.5, 2.5),
+        (0.0, 0.0),
+        (1e-3, 1.7e9),
+        (13.0, 14.2),
+        (f64::NAN, 1.0),
+    ] {
+        let (ticks, step) = nice_ticks(lo, hi, 8);
+        assert!(ticks.len() >= 2 && ticks.len() <= 20, "{lo} {hi} {ticks:?}");
+        let mantissa = step / 10f64.powf((step.log10() + 1e-9).floor());
+        assert!(
+            [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-9),
+            "step {step}"
+        );
+        for t in &ticks {
+            let k = t / step;
+            assert!(
+                (k - k.round()).abs() < 1e-6,
+                "{t} is not a multiple of {step}"
+            );
+        }
+        if lo.is_finite() {
+            assert!(ticks[0] <= lo.min(hi) && *ticks.last().unwrap() >= hi);
+        }
+    }
+    let (t, step) = nice_ticks(0.0, 1.0, 5);
+    let labels: Vec<String> = t.iter().map(|v| tick_label(*v, step)).collect();
+    assert_eq!(labels, ["0", "0.2", "0.4", "0.6", "0.8", "1.0"]);
+    let (t, _) = nice_ticks(0.0, 7.3, 8);
+    assert_eq!(t, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+}
+
+#[test]
+fn sizes_are_labelled_in_1024_multiples() {
+    assert_eq!(size_label(512.0), "512");
+    assert_eq!(size_label(1024.0), "1K");
+    assert_eq!(size_label(1536.0), "1.5K");
+    assert_eq!(size_label(65536.0), "64K");
+    assert_eq!(size_label(1048576.0), "1M");
+    assert_eq!(size_label(3.0 * 1024f64.powi(3)), "3G");
+    assert_eq!(size_label(f64::NAN), "-");
+}
+
+#[test]
+fn empty_input_gives_a_valid_chart_saying_no_data() {
+    let nan_bar = [BarRow {
+        label: "x".into(),
+        mean: f64::NAN,
+        ci: None,
+        best: false,
+    }];
+    for (kind, svg) in [
+        ("bar", bar_chart("e", &[], "v")),
+        ("bar", bar_chart("e", &nan_bar, "v")),
+        ("line", line_chart("e", &[], "x", "y", true)),
+        (
+            "line",
+            line_chart(
+                "e",
+                &[Series {
+                    name: "s".into(),
+                    points: vec![(0.0, 1.0, None)],
+                }],
+                "x",
+                "y",
+                true,
+            ),
+        ),
+        ("strip", strip_chart("e", &[], "v")),
+    ] {
+        let doc = parse(&svg);
+        assert_root(&doc, kind, "e");
+        assert!(svg.contains("no data"), "{svg}");
+        assert_finite(&svg);
+    }
+}
