@@ -304,6 +304,34 @@ pub fn metric(name: &str) -> Metric {
         })
 }
 
+/// Every workload's keys as Markdown tables (key, default, meaning): `docs/keys.md`.
+pub fn keys_markdown() -> String {
+    let mut out = String::from(
+        "# Workload keys\n\nGenerated from the key descriptors in `crates/socklab-lab/src/workload/` \
+         (regenerate with `UPDATE_DOCS=1 cargo test -p socklab-lab --test keys_doc`). Every key \
+         can be fixed or varied in an experiment file; a missing key takes its default.\n",
+    );
+    for k in REGISTRY {
+        out.push_str(&format!(
+            "\n## `{}`\n\n| key | default | meaning |\n|---|---|---|\n",
+            k.name
+        ));
+        for key in k.all_keys() {
+            let default = if key.default.is_empty() {
+                "(unset)".to_string()
+            } else {
+                format!("`{}`", key.default)
+            };
+            out.push_str(&format!(
+                "| `{}` | {default} | {} |\n",
+                key.name,
+                key.doc.replace('|', "\\|")
+            ));
+        }
+    }
+    out
+}
+
 /// The report tables of every workload in `st`.
 pub fn report_tables(st: &ExperimentStats) -> Vec<ReportTable> {
     REGISTRY.iter().flat_map(|k| k.tables(st)).collect()
