@@ -69,3 +69,34 @@ fn descending_fragments_are_delivered_once() {
     }
     assert_eq!(got, frames);
 }
+
+/// Each refused setting keeps its exact message (callers print it).
+#[test]
+fn config_errors_keep_their_messages() {
+    let err = |f: fn(&mut Config)| {
+        let mut c = Config::default();
+        f(&mut c);
+        c.validate().unwrap_err().to_string()
+    };
+    assert!(Config::default().validate().is_ok());
+    assert_eq!(
+        err(|c| c.max_datagram = 1199),
+        "max datagram 1199 bytes is outside 1200..=65507"
+    );
+    assert_eq!(
+        err(|c| c.max_datagram = 65_508),
+        "max datagram 65508 bytes is outside 1200..=65507"
+    );
+    assert_eq!(
+        err(|c| c.send_buffer = 1000),
+        "receive window and send buffer must be at least 64 KiB"
+    );
+    assert_eq!(
+        err(|c| c.ack_every = 0),
+        "ack_every and initial_window_packets must be at least 1"
+    );
+    assert_eq!(
+        err(|c| c.initial_rtt_ns = 0),
+        "idle timeout must be at least 1 ms and the initial RTT positive"
+    );
+}

@@ -1211,3 +1211,43 @@ fn write_fuzz_seeds() {
         std::fs::write(dir.join(&name[..40]), s).unwrap();
     }
 }
+
+/// The error messages stay as they are (logs and CLOSE reasons carry them).
+#[test]
+fn error_messages_are_exact() {
+    for (e, text) in [
+        (WireError::Truncated, "packet truncated"),
+        (WireError::BadCrc, "crc32c mismatch"),
+        (WireError::BadVersion(2), "unsupported version 2"),
+        (WireError::UnknownPacketType(9), "unknown packet type 9"),
+        (WireError::UnknownFrame(0x0a), "unknown frame type 0x0a"),
+        (
+            WireError::BadVarint,
+            "varint runs past the end of the packet",
+        ),
+        (WireError::BadAckRanges, "invalid ack ranges"),
+        (
+            WireError::StreamIdTooLarge(1 << 33),
+            "stream id 8589934592 too large",
+        ),
+        (
+            WireError::OffsetOverflow,
+            "stream offset + length too large",
+        ),
+        (WireError::BadUtf8, "close reason is not utf-8"),
+        (WireError::BufferTooSmall, "buffer too small for a packet"),
+        (WireError::ValueTooLarge(7), "value 7 too large"),
+    ] {
+        assert_eq!(e.to_string(), text);
+    }
+    for (e, text) in [
+        (crate::WriteError::Full, "send buffer full"),
+        (crate::WriteError::Closed, "connection closed"),
+        (
+            crate::WriteError::Invalid,
+            "stream id or offset out of range",
+        ),
+    ] {
+        assert_eq!(e.to_string(), text);
+    }
+}
