@@ -1,5 +1,6 @@
 //! [`Config`]: the settings of a connection, and their check.
 
+use crate::error::ConfigError;
 use crate::wire;
 
 /// Settings of a connection. Both ends use the same type.
@@ -43,21 +44,27 @@ impl Default for Config {
 
 impl Config {
     /// Checks the settings; the error names the bad value.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(wire::MIN_INITIAL_SIZE..=65_507).contains(&self.max_datagram) {
-            return Err(format!(
-                "max datagram {} bytes is outside 1200..=65507",
-                self.max_datagram
-            ));
+            return Err(ConfigError::MaxDatagram(self.max_datagram));
         }
         if self.recv_window < 65_536 || self.send_buffer < 65_536 {
-            return Err("receive window and send buffer must be at least 64 KiB".into());
+            return Err(ConfigError::BuffersTooSmall {
+                recv_window: self.recv_window,
+                send_buffer: self.send_buffer,
+            });
         }
         if self.ack_every == 0 || self.initial_window_packets == 0 {
-            return Err("ack_every and initial_window_packets must be at least 1".into());
+            return Err(ConfigError::ZeroCount {
+                ack_every: self.ack_every,
+                initial_window_packets: self.initial_window_packets,
+            });
         }
         if self.idle_timeout_ns < 1_000_000 || self.initial_rtt_ns == 0 {
-            return Err("idle timeout must be at least 1 ms and the initial RTT positive".into());
+            return Err(ConfigError::Timing {
+                idle_timeout_ns: self.idle_timeout_ns,
+                initial_rtt_ns: self.initial_rtt_ns,
+            });
         }
         Ok(())
     }

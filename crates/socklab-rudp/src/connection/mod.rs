@@ -39,9 +39,9 @@ use crate::cc::Model;
 use crate::rangeset::{RangeMap, RangeSet};
 use crate::wire::{self, Frame, Header, Packet, PacketType, PacketWriter, COOKIE_LEN};
 
+pub use crate::error::{ConfigError, WriteError};
 pub use assembler::Chunk;
 pub use config::Config;
-pub use send_buffer::WriteError;
 pub use stats::Stats;
 
 use recovery::SentPacket;

@@ -1,33 +1,11 @@
 //! The send buffer: chunks the application wrote, which parts of them the peer acknowledged,
 //! and where the next new data starts. Fully acknowledged chunks are freed from the front.
 
+use crate::error::WriteError;
 use crate::rangeset::RangeSet;
 use crate::wire;
 
 use super::{Connection, State, MAX_STREAMS};
-
-/// [`Connection::write`] refused the data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
-    /// The send buffer has less space than the data (see [`Connection::send_space`]).
-    Full,
-    /// The connection is closing or closed.
-    Closed,
-    /// Stream id at or above [`MAX_STREAMS`], or offset beyond the varint range.
-    Invalid,
-}
-
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            WriteError::Full => "send buffer full",
-            WriteError::Closed => "connection closed",
-            WriteError::Invalid => "stream id or offset out of range",
-        })
-    }
-}
-
-impl std::error::Error for WriteError {}
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct DataRef {

@@ -7,11 +7,11 @@
 //! ```
 //! Varints are QUIC's (RFC 9000 §16): 1, 2, 4 or 8 bytes, the two top bits give the length.
 
-use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::RangeInclusive;
 
 use crate::crc32c::crc32c;
+pub use crate::error::WireError;
 use crate::varint;
 
 /// Protocol version carried in the high nibble of the first byte.
@@ -83,59 +83,6 @@ pub struct Header {
     /// The packet number (at most [`VARINT_MAX`]).
     pub pn: u64,
 }
-
-/// Why a datagram or a frame could not be decoded (or a value not encoded).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireError {
-    /// The datagram is shorter than [`MIN_PACKET_LEN`], or a frame's fixed-size field or data
-    /// runs past the end of the packet.
-    Truncated,
-    /// The trailing CRC32C does not match.
-    BadCrc,
-    /// The version nibble is not [`VERSION`] (the value is the nibble).
-    BadVersion(u8),
-    /// The packet type nibble is not 1, 2 or 3 (the value is the nibble).
-    UnknownPacketType(u8),
-    /// A frame starts with an unknown type byte.
-    UnknownFrame(u8),
-    /// A varint runs past the end of the packet.
-    BadVarint,
-    /// An ACK frame's ranges go below packet number 0, or it announces more than
-    /// [`MAX_ACK_RANGES`] ranges.
-    BadAckRanges,
-    /// A STREAM frame's stream id does not fit in 32 bits.
-    StreamIdTooLarge(u64),
-    /// A STREAM frame's offset + length exceeds [`VARINT_MAX`].
-    OffsetOverflow,
-    /// A CLOSE reason is not UTF-8.
-    BadUtf8,
-    /// The buffer given to [`PacketWriter::new`] cannot hold a header and the CRC.
-    BufferTooSmall,
-    /// A value is too large: a packet number above [`VARINT_MAX`] (writer) or a CLOSE reason
-    /// longer than [`MAX_REASON_LEN`] (parser).
-    ValueTooLarge(u64),
-}
-
-impl fmt::Display for WireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            WireError::Truncated => write!(f, "packet truncated"),
-            WireError::BadCrc => write!(f, "crc32c mismatch"),
-            WireError::BadVersion(v) => write!(f, "unsupported version {v}"),
-            WireError::UnknownPacketType(t) => write!(f, "unknown packet type {t}"),
-            WireError::UnknownFrame(t) => write!(f, "unknown frame type 0x{t:02x}"),
-            WireError::BadVarint => write!(f, "varint runs past the end of the packet"),
-            WireError::BadAckRanges => write!(f, "invalid ack ranges"),
-            WireError::StreamIdTooLarge(id) => write!(f, "stream id {id} too large"),
-            WireError::OffsetOverflow => write!(f, "stream offset + length too large"),
-            WireError::BadUtf8 => write!(f, "close reason is not utf-8"),
-            WireError::BufferTooSmall => write!(f, "buffer too small for a packet"),
-            WireError::ValueTooLarge(v) => write!(f, "value {v} too large"),
-        }
-    }
-}
-
-impl std::error::Error for WireError {}
 
 /// The connection id of a datagram without checking anything else (routing); `None` if it is
 /// shorter than 9 bytes.
