@@ -1,3 +1,6 @@
+//! Receive-side tests that look inside the connection (per-stream state, reassembly) and the
+//! exact messages of the settings check.
+
 use super::*;
 use crate::{crc32c::crc32c, varint};
 
