@@ -29,6 +29,7 @@
 
 pub mod distribution;
 pub mod emulator;
+pub mod error;
 pub mod loss;
 pub mod packet;
 pub mod rng;
@@ -36,6 +37,7 @@ pub mod spec;
 
 pub use distribution::Distribution;
 pub use emulator::{Emulator, Stats};
+pub use error::ParseSpecError;
 pub use loss::{Loss, LossModel};
 pub use rng::Rng;
-pub use spec::{LinkSpec, ParseSpecError, DEFAULT_LIMIT};
+pub use spec::{LinkSpec, DEFAULT_LIMIT};

@@ -25,6 +25,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::distribution::Distribution;
+pub use crate::error::ParseSpecError;
 use crate::loss::Loss;
 
 /// netem's default queue limit in packets.
@@ -88,31 +89,6 @@ impl Default for LinkSpec {
     }
 }
 
-/// A one-line description of what is wrong with a spec and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseSpecError {
-    message: String,
-}
-
-impl ParseSpecError {
-    fn new(message: String) -> ParseSpecError {
-        ParseSpecError { message }
-    }
-
-    /// The message (same as `Display`).
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for ParseSpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ParseSpecError {}
-
 const KEYWORDS: &[&str] = &[
     "delay",
     "distribution",
@@ -127,7 +103,7 @@ const KEYWORDS: &[&str] = &[
     "fixcsum",
 ];
 
-const KEYWORD_LIST: &str =
+pub(crate) const KEYWORD_LIST: &str =
     "delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo, fixcsum";
 
 struct Tokens<'a> {
@@ -166,9 +142,11 @@ impl<'a> Tokens<'a> {
             self.pos += 1;
             return Ok(t);
         }
-        Err(ParseSpecError::new(format!(
-            "{ctx}: expected {what} after it, e.g. {example}"
-        )))
+        Err(ParseSpecError::MissingValue {
+            keyword: ctx.to_string(),
+            what: what.to_string(),
+            example: example.to_string(),
+        })
     }
 }
 
@@ -180,7 +158,11 @@ fn split_number(tok: &str) -> (&str, &str) {
 }
 
 fn err(ctx: &str, tok: &str, reason: &str) -> ParseSpecError {
-    ParseSpecError::new(format!("{ctx} {tok}: {reason}"))
+    ParseSpecError::BadValue {
+        context: ctx.to_string(),
+        value: tok.to_string(),
+        fix: reason.to_string(),
+    }
 }
 
 fn parse_time(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
@@ -346,12 +328,7 @@ impl FromStr for LinkSpec {
                     }
                 }
                 "distribution" => {
-                    let v = t.next().ok_or_else(|| {
-                        ParseSpecError::new(
-                            "distribution: expected uniform, normal, pareto or paretonormal after it"
-                                .to_string(),
-                        )
-                    })?;
+                    let v = t.next().ok_or(ParseSpecError::MissingDistribution)?;
                     spec.distribution = Distribution::from_name(v).ok_or_else(|| {
                         err(
                             "distribution",
@@ -426,20 +403,16 @@ impl FromStr for LinkSpec {
                 "fifo" => spec.keep_order = true,
                 "fixcsum" => spec.fix_checksum = true,
                 _ => {
-                    return Err(ParseSpecError::new(format!(
-                        "unknown keyword '{kw}': expected {KEYWORD_LIST}"
-                    )))
+                    return Err(ParseSpecError::UnknownKeyword {
+                        keyword: kw.to_string(),
+                    })
                 }
             }
         }
         if let Some(g) = gap {
             match spec.reorder.as_mut() {
                 Some(r) => r.1 = g,
-                None => {
-                    return Err(ParseSpecError::new(format!(
-                        "gap {g}: gap needs reorder, e.g. reorder 25% gap {g}"
-                    )))
-                }
+                None => return Err(ParseSpecError::GapWithoutReorder { gap: g }),
             }
         }
         Ok(spec)
@@ -447,11 +420,7 @@ impl FromStr for LinkSpec {
 }
 
 fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, ParseSpecError> {
-    let first = t.next().ok_or_else(|| {
-        ParseSpecError::new(
-            "loss: expected a percentage, gemodel or state after it, e.g. loss 5%".to_string(),
-        )
-    })?;
+    let first = t.next().ok_or(ParseSpecError::MissingLoss)?;
     let mut probs = |ctx: &str, max: usize| -> Result<Vec<f64>, ParseSpecError> {
         let mut v = Vec::new();
         while v.len() < max {
@@ -466,10 +435,7 @@ fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, ParseSpecError> {
         "gemodel" | "gilbert-elliott" => {
             let v = probs("loss gemodel", 4)?;
             let Some(&p) = v.first() else {
-                return Err(ParseSpecError::new(
-                    "loss gemodel: expected p [r [1-h [1-k]]], e.g. loss gemodel 1% 10% 70% 0.1%"
-                        .to_string(),
-                ));
+                return Err(ParseSpecError::MissingGemodel);
             };
             Ok(Loss::GilbertElliott {
                 p,
@@ -481,19 +447,15 @@ fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, ParseSpecError> {
         "state" => {
             let v = probs("loss state", 5)?;
             let Some(&p13) = v.first() else {
-                return Err(ParseSpecError::new(
-                    "loss state: expected p13 [p31 [p32 [p23 [p14]]]], e.g. loss state 1% 10% 5% 20% 0.1%"
-                        .to_string(),
-                ));
+                return Err(ParseSpecError::MissingState);
             };
             let g = |i: usize, d: f64| v.get(i).copied().unwrap_or(d);
             let (p31, p32, p23, p14) = (g(1, 1.0 - p13), g(2, 0.0), g(3, 0.0), g(4, 0.0));
             if p13 + p14 > 1.0 + 1e-12 || p31 + p32 > 1.0 + 1e-12 {
-                return Err(ParseSpecError::new(format!(
-                    "loss state: p13 + p14 and p31 + p32 must each be at most 100% (got {}% and {}%)",
-                    (p13 + p14) * 100.0,
-                    (p31 + p32) * 100.0
-                )));
+                return Err(ParseSpecError::StateOver100 {
+                    p13_p14: p13 + p14,
+                    p31_p32: p31 + p32,
+                });
             }
             Ok(Loss::FourState {
                 p13,
@@ -509,9 +471,9 @@ fn parse_loss(t: &mut Tokens<'_>) -> Result<Loss, ParseSpecError> {
         }
         _ => {
             if KEYWORDS.contains(&first) {
-                return Err(ParseSpecError::new(format!(
-                    "loss: expected a percentage, gemodel or state before '{first}', e.g. loss 5%"
-                )));
+                return Err(ParseSpecError::LossBeforeKeyword {
+                    keyword: first.to_string(),
+                });
             }
             random_loss(t, first)
         }

@@ -264,3 +264,42 @@ proptest! {
         let _ = s.parse::<LinkSpec>();
     }
 }
+
+/// Every kind of error keeps its exact message (other crates' tests and users read them).
+#[test]
+fn error_messages_are_exact() {
+    for (input, message) in [
+        ("delay", "delay: expected a time after it, e.g. delay 50ms"),
+        (
+            "delay 5parsecs",
+            "delay 5parsecs: unknown time unit; use ns, us, ms or s, e.g. 50ms",
+        ),
+        ("gap 5", "gap 5: gap needs reorder, e.g. reorder 25% gap 5"),
+        (
+            "distribution",
+            "distribution: expected uniform, normal, pareto or paretonormal after it",
+        ),
+        (
+            "loss",
+            "loss: expected a percentage, gemodel or state after it, e.g. loss 5%",
+        ),
+        (
+            "loss delay 5ms",
+            "loss: expected a percentage, gemodel or state before 'delay', e.g. loss 5%",
+        ),
+        (
+            "loss gemodel",
+            "loss gemodel: expected p [r [1-h [1-k]]], e.g. loss gemodel 1% 10% 70% 0.1%",
+        ),
+        (
+            "loss state",
+            "loss state: expected p13 [p31 [p32 [p23 [p14]]]], e.g. loss state 1% 10% 5% 20% 0.1%",
+        ),
+        (
+            "loss state 50% 50% 25% 20% 75%",
+            "loss state: p13 + p14 and p31 + p32 must each be at most 100% (got 125% and 75%)",
+        ),
+    ] {
+        assert_eq!(error(input), message, "{input:?}");
+    }
+}

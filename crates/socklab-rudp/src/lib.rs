@@ -9,12 +9,12 @@
 pub mod cc;
 pub mod connection;
 pub mod crc32c;
+pub mod error;
 pub mod rangeset;
 pub mod server;
 pub mod varint;
 pub mod wire;
 
-pub use connection::{
-    Chunk, CloseReason, Config, Connection, Event, Stats, WriteError, CLOSE_OK, MAX_STREAMS,
-};
+pub use connection::{Chunk, CloseReason, Config, Connection, Event, Stats, CLOSE_OK, MAX_STREAMS};
+pub use error::{ConfigError, WireError, WriteError};
 pub use server::{Server, ServerAction};
