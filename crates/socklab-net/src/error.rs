@@ -316,3 +316,63 @@ impl From<LinkKeyError> for NetError {
         NetError::Invalid(e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::link::{Driver, Side};
+    use crate::load::LoadProtocol;
+    use crate::server::{Design, Handler};
+    use crate::sockopt::{OptSet, OptSpec, SockOpt};
+    use crate::states::Closer;
+    use crate::transfer::Proto;
+    use crate::Strategy;
+
+    fn err<T: std::str::FromStr>(s: &str) -> String
+    where
+        T::Err: std::fmt::Display,
+    {
+        s.parse::<T>().err().expect("must not parse").to_string()
+    }
+
+    #[test]
+    fn typed_parse_errors_print_the_messages_users_know() {
+        assert_eq!(
+            err::<Driver>("ovs"),
+            "unknown driver 'ovs': use auto, tun, netem or udp-proxy"
+        );
+        assert_eq!(
+            err::<Side>("mid"),
+            "unknown side 'mid': use client or server"
+        );
+        assert_eq!(
+            err::<Handler>("ftp"),
+            "unknown handler 'ftp': use one of stevens, echo, discard, http"
+        );
+        assert_eq!(
+            err::<LoadProtocol>("ftp"),
+            "unknown protocol 'ftp': use one of stevens, echo, http"
+        );
+        assert!(err::<Design>("x").starts_with("unknown server design 'x': use one of "));
+        assert!(err::<Strategy>("x").starts_with("unknown strategy 'x': choose one of write"));
+        assert_eq!(
+            err::<Closer>("both"),
+            "closer 'both': choose server or client"
+        );
+        assert_eq!(err::<Proto>("sctp"), "choose tcp or rudp");
+        assert!(
+            err::<SockOpt>("x").starts_with("unknown option 'x': choose from baseline, nodelay")
+        );
+        assert!(err::<SockOpt>("x").ends_with(" (prefix client: or server: for one side)"));
+        assert_eq!(
+            err::<OptSpec>("client:mss=1"),
+            "option 'mss=1': out of range 88..=65535"
+        );
+        assert_eq!(
+            err::<OptSet>("nodelay+client:nodelay"),
+            "option 'nodelay' is given twice in 'nodelay+client:nodelay'"
+        );
+        // `?` still turns them into a NetError with the same text.
+        let e: crate::NetError = "ovs".parse::<Driver>().unwrap_err().into();
+        assert_eq!(e.to_string(), err::<Driver>("ovs"));
+    }
+}

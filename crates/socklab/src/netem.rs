@@ -369,7 +369,7 @@ fn down(name: &str) -> Result<(), Failure> {
 
 fn exec(name: &str, side: &str, cmd: &[String]) -> Result<(), Failure> {
     ns::check_name(name)?;
-    let side: Side = side.parse().map_err(usage)?;
+    let side = side.parse::<Side>().map_err(|e| usage(e.to_string()))?;
     let n = ns::ns_name(name, side);
     if !ns::exists(&n) {
         return Err(Failure::Run(format!(
