@@ -1,12 +1,15 @@
-//! Emulated links: two network namespaces (`sl-<tag>-c`, `sl-<tag>-s`) joined by a link with
-//! netem's impairments, made by one of the drivers:
+//! Emulated links with netem's impairments, behind one [`EmulatedLink`] whatever the driver
+//! ([`LinkConfig`] is what to build: parsed from the lab's keys or the CLI's flags by
+//! [`LinkConfig::from_keys`], printed back by [`LinkConfig::to_keys`]). The namespace drivers
+//! join two network namespaces (`sl-<tag>-c`, `sl-<tag>-s`):
 //!
 //! - `tun` ([`tun::TunLink`], the default): a TUN device in each namespace; socklab's own
 //!   forwarding threads carry packets through the [`socklab_impair`] model. Works on kernels
 //!   without `sch_netem`.
 //! - `netem` ([`netem`]): a veth pair and the kernel's `tc netem`, where a probe shows the
 //!   kernel has it (`--driver auto` picks it then).
-//! - `udp-proxy` ([`crate::udpproxy`]): no namespaces, no root; UDP only.
+//! - `udp-proxy` ([`crate::udpproxy`]): no namespaces, no root; UDP only. The server runs on
+//!   this host and [`EmulatedLink::route`] puts an impairing relay on loopback in front of it.
 //!
 //! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
 
