@@ -184,3 +184,195 @@ impl TransferError {
         }
     }
 }
+
+/// A name that is not one of a fixed set: a server design, handler, load protocol, write
+/// strategy, link driver, link side, closer or transfer protocol. `Display` names the value
+/// and the choices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseNameError {
+    /// `unknown WHAT 'VALUE': FIX` (designs, handlers, protocols, strategies, drivers, sides).
+    #[error("unknown {what} '{value}': {fix}")]
+    Unknown {
+        /// What was asked for: `server design`, `driver`, …
+        what: &'static str,
+        /// The value as given.
+        value: String,
+        /// The choices, e.g. `use auto, tun, netem or udp-proxy`.
+        fix: String,
+    },
+    /// A states-workload closer that is neither `server` nor `client`.
+    #[error("closer '{value}': choose server or client")]
+    Closer {
+        /// The value as given.
+        value: String,
+    },
+    /// A transfer protocol that is neither `tcp` nor `rudp`.
+    #[error("choose tcp or rudp")]
+    Proto {
+        /// The value as given.
+        value: String,
+    },
+}
+
+impl ParseNameError {
+    /// A [`ParseNameError::Unknown`].
+    pub fn unknown(what: &'static str, value: &str, fix: impl Into<String>) -> Self {
+        ParseNameError::Unknown {
+            what,
+            value: value.to_string(),
+            fix: fix.into(),
+        }
+    }
+}
+
+impl From<ParseNameError> for NetError {
+    fn from(e: ParseNameError) -> Self {
+        NetError::Invalid(e.to_string())
+    }
+}
+
+/// A socket option (`nodelay`, `sndbuf=64K`, `client:cc=bbr`) or a set of them that does not
+/// parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SockOptError {
+    /// A known option with a bad or missing value.
+    #[error("option '{option}': {reason}")]
+    Value {
+        /// The option as given.
+        option: String,
+        /// What is wrong and what to write.
+        reason: String,
+    },
+    /// An option socklab does not know.
+    #[error("unknown option '{option}': choose from baseline, {names} (prefix client: or server: for one side)")]
+    Unknown {
+        /// The option as given.
+        option: String,
+        /// The known names, comma-separated.
+        names: String,
+    },
+    /// The same option twice for the same side in one set.
+    #[error("option '{name}' is given twice in '{set}'")]
+    Twice {
+        /// The option's name.
+        name: &'static str,
+        /// The whole set as given.
+        set: String,
+    },
+}
+
+impl From<SockOptError> for NetError {
+    fn from(e: SockOptError) -> Self {
+        NetError::Invalid(e.to_string())
+    }
+}
+
+/// A link MTU outside 576 (IPv4's minimum) to 65535.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("use 576 to 65535 (1500 is Ethernet's)")]
+pub struct MtuError;
+
+/// Why one value of an emulated link's keys is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkValueError {
+    /// `link` or `link_back` is not netem syntax.
+    #[error(transparent)]
+    Spec(#[from] socklab_impair::ParseSpecError),
+    /// `link_driver` is not a driver.
+    #[error(transparent)]
+    Driver(#[from] ParseNameError),
+    /// `link_mtu` is not a number in range.
+    #[error(transparent)]
+    Mtu(#[from] MtuError),
+    /// `link_seed` is not a count.
+    #[error("{0}")]
+    Seed(String),
+}
+
+/// An emulated link's keys (`link`, `link_back`, `link_driver`, `link_mtu`, `link_seed`) that
+/// do not make a link; `Display` names the key, the value and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkKeyError {
+    /// A link key given without `link`.
+    #[error("{key} needs link: add link = \"…\" (netem syntax, or none)")]
+    NeedsLink {
+        /// The key given alone.
+        key: &'static str,
+    },
+    /// A key whose value does not parse.
+    #[error("{key} = '{value}': {reason}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// The value as given.
+        value: String,
+        /// Why, and what to write instead.
+        reason: LinkValueError,
+    },
+}
+
+impl From<LinkKeyError> for NetError {
+    fn from(e: LinkKeyError) -> Self {
+        NetError::Invalid(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::link::{Driver, Side};
+    use crate::load::LoadProtocol;
+    use crate::server::{Design, Handler};
+    use crate::sockopt::{OptSet, OptSpec, SockOpt};
+    use crate::states::Closer;
+    use crate::transfer::Proto;
+    use crate::Strategy;
+
+    fn err<T: std::str::FromStr>(s: &str) -> String
+    where
+        T::Err: std::fmt::Display,
+    {
+        s.parse::<T>().err().expect("must not parse").to_string()
+    }
+
+    #[test]
+    fn typed_parse_errors_print_the_messages_users_know() {
+        assert_eq!(
+            err::<Driver>("ovs"),
+            "unknown driver 'ovs': use auto, tun, netem or udp-proxy"
+        );
+        assert_eq!(
+            err::<Side>("mid"),
+            "unknown side 'mid': use client or server"
+        );
+        assert_eq!(
+            err::<Handler>("ftp"),
+            "unknown handler 'ftp': use one of stevens, echo, discard, http"
+        );
+        assert_eq!(
+            err::<LoadProtocol>("ftp"),
+            "unknown protocol 'ftp': use one of stevens, echo, http"
+        );
+        assert!(err::<Design>("x").starts_with("unknown server design 'x': use one of "));
+        assert!(err::<Strategy>("x").starts_with("unknown strategy 'x': choose one of write"));
+        assert_eq!(
+            err::<Closer>("both"),
+            "closer 'both': choose server or client"
+        );
+        assert_eq!(err::<Proto>("sctp"), "choose tcp or rudp");
+        assert!(
+            err::<SockOpt>("x").starts_with("unknown option 'x': choose from baseline, nodelay")
+        );
+        assert!(err::<SockOpt>("x").ends_with(" (prefix client: or server: for one side)"));
+        assert_eq!(
+            err::<OptSpec>("client:mss=1"),
+            "option 'mss=1': out of range 88..=65535"
+        );
+        assert_eq!(
+            err::<OptSet>("nodelay+client:nodelay"),
+            "option 'nodelay' is given twice in 'nodelay+client:nodelay'"
+        );
+        // `?` still turns them into a NetError with the same text.
+        let e: crate::NetError = "ovs".parse::<Driver>().unwrap_err().into();
+        assert_eq!(e.to_string(), err::<Driver>("ovs"));
+    }
+}

@@ -35,5 +35,7 @@ pub mod transfer;
 pub mod udpproxy;
 pub mod units;
 
-pub use error::{NetError, TransferError};
+pub use error::{
+    LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, TransferError,
+};
 pub use strategy::Strategy;

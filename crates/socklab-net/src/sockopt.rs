@@ -14,7 +14,7 @@ use socket2::Socket;
 use socklab_sys::sockopt::{get, set, IntOpt};
 
 use crate::units::{format_size, parse_size};
-use crate::NetError;
+use crate::{NetError, SockOptError};
 
 /// One socket option with its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,12 +135,15 @@ impl fmt::Display for SockOpt {
     }
 }
 
-fn bad(s: &str, why: impl fmt::Display) -> String {
-    format!("option '{s}': {why}")
+fn bad(s: &str, why: impl fmt::Display) -> SockOptError {
+    SockOptError::Value {
+        option: s.to_string(),
+        reason: why.to_string(),
+    }
 }
 
 impl FromStr for SockOpt {
-    type Err = String;
+    type Err = SockOptError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
@@ -152,7 +155,7 @@ impl FromStr for SockOpt {
             None => (t.to_ascii_lowercase().replace('_', "-"), None),
         };
         let need = || value.ok_or_else(|| bad(s, format!("needs a value, e.g. {name}=64K")));
-        let size = |min: u64, max: u64| -> Result<usize, String> {
+        let size = |min: u64, max: u64| -> Result<usize, SockOptError> {
             let n = parse_size(need()?).map_err(|e| bad(s, e))?;
             if n < min || n > max {
                 return Err(bad(
@@ -176,7 +179,8 @@ impl FromStr for SockOpt {
             "keepalive" => match value {
                 None => Ok(SockOpt::KeepAlive(None)),
                 Some(v) => {
-                    let parts: Vec<Result<u32, _>> = v.split('/').map(|p| p.trim().parse::<u32>()).collect();
+                    let parts: Vec<Result<u32, _>> =
+                        v.split('/').map(|p| p.trim().parse::<u32>()).collect();
                     match parts.as_slice() {
                         [Ok(i), Ok(iv), Ok(c)] if *i >= 1 && *iv >= 1 && *c >= 1 && *i <= 32767 && *iv <= 32767 && *c <= 127 => {
                             Ok(SockOpt::KeepAlive(Some((*i, *iv, *c))))
@@ -189,11 +193,15 @@ impl FromStr for SockOpt {
             "rcvbuf" => size(1, 1 << 30).map(SockOpt::RcvBuf),
             "notsent-lowat" => size(1, u32::MAX as u64).map(SockOpt::NotsentLowat),
             "busy-poll" => {
-                let n: u32 = need()?.parse().map_err(|_| bad(s, "microseconds, e.g. busy-poll=50"))?;
+                let n: u32 = need()?
+                    .parse()
+                    .map_err(|_| bad(s, "microseconds, e.g. busy-poll=50"))?;
                 Ok(SockOpt::BusyPoll(n))
             }
             "mss" => {
-                let n: u32 = need()?.parse().map_err(|_| bad(s, "bytes, e.g. mss=1400"))?;
+                let n: u32 = need()?
+                    .parse()
+                    .map_err(|_| bad(s, "bytes, e.g. mss=1400"))?;
                 if !(88..=65535).contains(&n) {
                     return Err(bad(s, "out of range 88..=65535"));
                 }
@@ -201,12 +209,18 @@ impl FromStr for SockOpt {
             }
             "cc" => {
                 let c = need()?;
-                if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                if c.is_empty()
+                    || c.len() > 15
+                    || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
                     return Err(bad(s, "not a congestion-control name (see /proc/sys/net/ipv4/tcp_available_congestion_control)"));
                 }
                 Ok(SockOpt::Cc(c.to_string()))
             }
-            _ => Err(format!("unknown option '{s}': choose from baseline, {} (prefix client: or server: for one side)", NAMES.join(", "))),
+            _ => Err(SockOptError::Unknown {
+                option: s.to_string(),
+                names: NAMES.join(", "),
+            }),
         }
     }
 }
@@ -222,7 +236,7 @@ impl fmt::Display for OptSpec {
 }
 
 impl FromStr for OptSpec {
-    type Err = String;
+    type Err = SockOptError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
@@ -251,7 +265,7 @@ impl fmt::Display for OptSet {
 }
 
 impl FromStr for OptSet {
-    type Err = String;
+    type Err = SockOptError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
@@ -265,10 +279,10 @@ impl FromStr for OptSet {
                 o.opt.name() == spec.opt.name()
                     && (o.side == spec.side || o.side == Side::Both || spec.side == Side::Both)
             }) {
-                return Err(format!(
-                    "option '{}' is given twice in '{t}'",
-                    spec.opt.name()
-                ));
+                return Err(SockOptError::Twice {
+                    name: spec.opt.name(),
+                    set: t.to_string(),
+                });
             }
             v.push(spec);
         }
@@ -502,7 +516,7 @@ mod tests {
             let s: OptSet = t.parse().unwrap();
             assert_eq!(s.to_string(), t);
         }
-        let e = "nodelayy".parse::<OptSet>().unwrap_err();
+        let e = "nodelayy".parse::<OptSet>().unwrap_err().to_string();
         assert!(
             e.contains("unknown option 'nodelayy'") && e.contains("quickack"),
             "{e}"
@@ -510,22 +524,27 @@ mod tests {
         assert!("sndbuf=0"
             .parse::<OptSet>()
             .unwrap_err()
+            .to_string()
             .contains("out of range"));
         assert!("sndbuf"
             .parse::<OptSet>()
             .unwrap_err()
+            .to_string()
             .contains("needs a value"));
         assert!("nodelay=1"
             .parse::<OptSet>()
             .unwrap_err()
+            .to_string()
             .contains("takes no value"));
         assert!("cc=no/such"
             .parse::<OptSet>()
             .unwrap_err()
+            .to_string()
             .contains("not a congestion-control name"));
         assert!("nodelay+nodelay"
             .parse::<OptSet>()
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         assert!("keepalive=1/2".parse::<OptSet>().is_err());
         assert!("nodelay"

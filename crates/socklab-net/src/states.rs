@@ -25,12 +25,14 @@ pub enum Closer {
 }
 
 impl std::str::FromStr for Closer {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::ParseNameError;
+    fn from_str(s: &str) -> Result<Self, crate::ParseNameError> {
         match s.trim() {
             "server" => Ok(Closer::Server),
             "client" => Ok(Closer::Client),
-            _ => Err(format!("closer '{s}': choose server or client")),
+            _ => Err(crate::ParseNameError::Closer {
+                value: s.to_string(),
+            }),
         }
     }
 }

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::ParseNameError;
+
 /// How the sender hands a round of `nbufs` buffers of `bufsize` bytes to the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Strategy {
@@ -64,7 +66,7 @@ impl fmt::Display for Strategy {
 }
 
 impl FromStr for Strategy {
-    type Err = String;
+    type Err = ParseNameError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim().to_ascii_lowercase();
@@ -80,7 +82,7 @@ impl FromStr for Strategy {
             })
             .ok_or_else(|| {
                 let all: Vec<&str> = Strategy::ALL.iter().map(|s| s.as_str()).collect();
-                format!("unknown strategy '{s}': choose one of {}", all.join(", "))
+                ParseNameError::unknown("strategy", s, format!("choose one of {}", all.join(", ")))
             })
     }
 }
@@ -95,7 +97,7 @@ mod tests {
             assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
         }
         assert_eq!("3".parse::<Strategy>().unwrap(), Strategy::Single);
-        let e = "writeev".parse::<Strategy>().unwrap_err();
+        let e = "writeev".parse::<Strategy>().unwrap_err().to_string();
         assert!(e.contains("writeev") && e.contains("writev, single"), "{e}");
     }
 }

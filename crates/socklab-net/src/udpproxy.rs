@@ -12,11 +12,14 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use socklab_impair::{Emulator, LinkSpec, Stats};
 use socklab_sys::io::poll_two_readable;
 
+use crate::link::add_stats;
 use crate::NetError;
 
 /// How the proxy relays and impairs.
@@ -85,13 +88,46 @@ impl UdpProxy {
 
     /// Relays until `stop()` (checked at least every 50 ms); returns both directions' counts.
     pub fn serve(&self, stop: &dyn Fn() -> bool) -> Result<ProxyStats, NetError> {
+        self.serve_with(stop, None)
+    }
+
+    /// [`UdpProxy::serve`], publishing live counts to `ctl` and taking new specs from it.
+    fn serve_with(
+        &self,
+        stop: &dyn Fn() -> bool,
+        ctl: Option<&Control>,
+    ) -> Result<ProxyStats, NetError> {
         let t0 = Instant::now();
         let now = || t0.elapsed().as_nanos() as u64;
         let mut fwd = Emulator::new(self.cfg.forward.clone(), self.cfg.seed);
         let mut bwd = Emulator::new(self.cfg.backward.clone(), self.cfg.seed.wrapping_add(1));
+        let mut base = ProxyStats::default();
         let mut client: Option<SocketAddr> = None;
         let mut buf = vec![0u8; MAX_DATAGRAM];
+        let mut generation = 0u64;
         while !stop() {
+            if let Some(c) = ctl {
+                let g = c.generation.load(Ordering::Acquire);
+                if g != generation {
+                    generation = g;
+                    if let Some((f, b, seed)) = c.next.lock().ok().and_then(|mut n| n.take()) {
+                        // Release what is queued under the old spec, then start afresh.
+                        while let Some(p) = fwd.poll_transmit(u64::MAX) {
+                            let _ = self.back.send(&p);
+                        }
+                        while let Some(p) = bwd.poll_transmit(u64::MAX) {
+                            if let Some(c) = client {
+                                let _ = self.front.send_to(&p, c);
+                            }
+                        }
+                        add_stats(&mut base.forward, fwd.stats());
+                        add_stats(&mut base.backward, bwd.stats());
+                        fwd = Emulator::new(f, seed);
+                        bwd = Emulator::new(b, seed.wrapping_add(1));
+                    }
+                    c.applied.store(g, Ordering::Release);
+                }
+            }
             // Sleep until a datagram arrives or the next emulated release, at most 50 ms.
             let next = [fwd.poll_timeout(), bwd.poll_timeout()]
                 .into_iter()
@@ -125,12 +161,39 @@ impl UdpProxy {
                     let _ = self.front.send_to(&p, c);
                 }
             }
+            if let Some(c) = ctl {
+                if let Ok(mut st) = c.stats.lock() {
+                    *st = totals(&base, &fwd, &bwd);
+                }
+            }
         }
-        Ok(ProxyStats {
-            forward: fwd.stats().clone(),
-            backward: bwd.stats().clone(),
-        })
+        let st = totals(&base, &fwd, &bwd);
+        if let Some(c) = ctl {
+            if let Ok(mut s) = c.stats.lock() {
+                *s = st.clone();
+            }
+        }
+        Ok(st)
     }
+}
+
+fn totals(base: &ProxyStats, fwd: &Emulator, bwd: &Emulator) -> ProxyStats {
+    let mut st = base.clone();
+    add_stats(&mut st.forward, fwd.stats());
+    add_stats(&mut st.backward, bwd.stats());
+    st
+}
+
+/// What a running proxy thread shares with its [`ProxyHandle`].
+#[derive(Debug, Default)]
+struct Control {
+    stop: AtomicBool,
+    /// Bumped when `next` holds new specs; `applied` follows once the relay switched.
+    generation: AtomicU64,
+    applied: AtomicU64,
+    next: Mutex<Option<(LinkSpec, LinkSpec, u64)>>,
+    /// Cumulative counts, updated every loop.
+    stats: Mutex<ProxyStats>,
 }
 
 /// Starts a proxy on a free loopback port in a thread; returns its address and a handle that
@@ -151,14 +214,15 @@ pub fn spawn(
     let addr = proxy
         .local_addr()
         .map_err(|e| NetError::io("getsockname", e))?;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let s2 = stop.clone();
-    let join =
-        std::thread::spawn(move || proxy.serve(&|| s2.load(std::sync::atomic::Ordering::Relaxed)));
+    let ctl = Arc::new(Control::default());
+    let c2 = ctl.clone();
+    let join = std::thread::spawn(move || {
+        proxy.serve_with(&|| c2.stop.load(Ordering::Relaxed), Some(&c2))
+    });
     Ok((
         addr,
         ProxyHandle {
-            stop,
+            ctl,
             join: Some(join),
         },
     ))
@@ -167,14 +231,44 @@ pub fn spawn(
 /// A running proxy thread.
 #[derive(Debug)]
 pub struct ProxyHandle {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ctl: Arc<Control>,
     join: Option<std::thread::JoinHandle<Result<ProxyStats, NetError>>>,
 }
 
+/// How long [`ProxyHandle::reset`] waits for the relay to switch (it wakes every 50 ms).
+const RESET_WAIT: Duration = Duration::from_secs(2);
+
 impl ProxyHandle {
+    /// Both directions' counts so far (cumulative since the start, across resets).
+    pub fn stats(&self) -> ProxyStats {
+        self.ctl.stats.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Replaces both directions' models with fresh ones from `seed` (forward `seed`, backward
+    /// `seed + 1`), as a new proxy would start; datagrams still queued are released at once.
+    /// Returns once the relay has switched, so every datagram sent afterwards meets the new
+    /// models. The address stays the same.
+    pub fn reset(&self, forward: LinkSpec, backward: LinkSpec, seed: u64) -> Result<(), NetError> {
+        if let Ok(mut n) = self.ctl.next.lock() {
+            *n = Some((forward, backward, seed));
+        }
+        let g = self.ctl.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let t0 = Instant::now();
+        while self.ctl.applied.load(Ordering::Acquire) < g {
+            if self.join.as_ref().is_none_or(|j| j.is_finished()) || t0.elapsed() > RESET_WAIT {
+                return Err(NetError::Link(
+                    "the udp-proxy relay did not take its new impairments (its thread ended or hangs)"
+                        .into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
     /// Stops the proxy (within 50 ms) and returns its counts.
     pub fn stop(mut self) -> Result<ProxyStats, NetError> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.ctl.stop.store(true, Ordering::Relaxed);
         match self.join.take().map(|j| j.join()) {
             Some(Ok(r)) => r,
             _ => Err(NetError::Invalid("the proxy thread panicked".into())),
@@ -184,7 +278,7 @@ impl ProxyHandle {
 
 impl Drop for ProxyHandle {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.ctl.stop.store(true, Ordering::Relaxed);
         if let Some(j) = self.join.take() {
             let _ = j.join();
         }

@@ -183,3 +183,39 @@ fn creating_over_existing_namespaces_fails_and_leaves_them_alone() {
     first.remove().unwrap();
     assert!(!exists(&ns::ns_name(&tag, Side::Client)));
 }
+
+#[test]
+fn namespace_drivers_serve_the_same_workload_api_as_udp_proxy() {
+    if !root_or_skip("namespace_drivers_serve_the_same_workload_api") {
+        return;
+    }
+    let mut link = tun_link("loss 100%");
+    let ns = link.server_namespace().expect("tun makes namespaces");
+    assert_eq!(link.server_bind(), std::net::IpAddr::from(SERVER_ADDR));
+    // The server: a UDP socket in the server namespace, bound on the link's server address.
+    let rx = {
+        let _in = ns.enter(Side::Server).unwrap();
+        std::net::UdpSocket::bind((link.server_bind(), 0)).unwrap()
+    };
+    let server = rx.local_addr().unwrap();
+    assert_eq!(link.route(server).unwrap(), server, "no relay in between");
+    let before = link.report();
+    {
+        let _client = link.enter_client().unwrap();
+        let tx = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        for _ in 0..20 {
+            tx.send_to(b"x", server).unwrap();
+        }
+    }
+    rx.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    assert!(rx.recv(&mut [0u8; 8]).is_err(), "loss 100% delivered");
+    let r = link.report().since(&before);
+    assert_eq!(r.forward.stats.dropped, 20, "{r:?}");
+    let (c, s) = (
+        link.namespaces().name(Side::Client),
+        link.namespaces().name(Side::Server),
+    );
+    link.stop().unwrap();
+    assert!(!exists(&c) && !exists(&s));
+}

@@ -110,3 +110,121 @@ fn duplicated_replies_are_counted_late_by_the_client() {
     assert_eq!(s.backward.duplicated, 50);
     assert!(r.late > 0, "{r:?}");
 }
+
+// The same driver behind `EmulatedLink`, as workloads use it: `route()` gives the client's
+// address, `report()` the relay's counts.
+
+use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkPair};
+
+fn proxy_link(forward: &str, backward: Option<&str>, seed: u64) -> EmulatedLink {
+    EmulatedLink::start(&LinkConfig {
+        driver: Driver::UdpProxy,
+        pair: LinkPair::parse(forward, backward).unwrap(),
+        seed,
+        ..LinkConfig::default()
+    })
+    .unwrap()
+}
+
+/// Sends `n` numbered datagrams to `to`, paced so that no socket buffer on the way overflows
+/// (`n` at most ~200: `rx` is read only afterwards); returns the numbers `rx` received within
+/// 300 ms of the last one.
+fn send_and_collect(to: SocketAddr, rx: &std::net::UdpSocket, n: u32) -> Vec<u32> {
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..n {
+        tx.send_to(&i.to_be_bytes(), to).unwrap();
+        if i % 20 == 19 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    rx.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while let Ok(k) = rx.recv(&mut buf) {
+        assert_eq!(k, 4);
+        got.push(u32::from_be_bytes(buf[..4].try_into().unwrap()));
+    }
+    got
+}
+
+#[test]
+fn a_udp_proxy_link_with_total_forward_loss_delivers_nothing_and_counts_every_drop() {
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut link = proxy_link("loss 100%", Some("none"), 1);
+    assert!(link.server_namespace().is_none());
+    assert_eq!(link.server_bind(), std::net::Ipv4Addr::LOCALHOST);
+    let via = link.route(rx.local_addr().unwrap()).unwrap();
+    assert_ne!(via, rx.local_addr().unwrap());
+    let before = link.report();
+    let got = {
+        let _client = link.enter_client().unwrap();
+        send_and_collect(via, &rx, 200)
+    };
+    assert!(got.is_empty(), "{got:?}");
+    let r = link.report().since(&before);
+    assert_eq!(r.forward.stats.packets_in, 200, "{r:?}");
+    assert_eq!(r.forward.stats.dropped, 200);
+    assert_eq!(r.forward.stats.delivered, 0);
+    assert_eq!(r.backward.stats.packets_in, 0);
+    let m = r.metrics();
+    let get = |k: &str| m.iter().find(|(n, _)| *n == k).unwrap().1;
+    assert_eq!(get("link_fwd_dropped"), 200.0);
+    assert_eq!(get("emu_valid"), 1.0);
+    assert!(r.invalid_reason().is_none());
+    let last = link.stop().unwrap();
+    assert_eq!(last.forward.stats.dropped, 200);
+}
+
+#[test]
+fn a_clean_udp_proxy_link_delivers_everything_in_order_and_counts_match() {
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut link = proxy_link("none", None, 1);
+    let via = link.route(rx.local_addr().unwrap()).unwrap();
+    let got = send_and_collect(via, &rx, 200);
+    assert_eq!(got, (0..200).collect::<Vec<_>>());
+    let r = link.report();
+    assert_eq!(r.forward.stats.packets_in, 200);
+    assert_eq!(r.forward.stats.delivered, 200);
+    assert_eq!(r.forward.stats.dropped, 0);
+    assert_eq!(r.forward.stats.bytes_out, 800);
+    // Re-specifying keeps the relay's address and takes effect at once.
+    link.set(&LinkPair::parse("loss 100%", None).unwrap())
+        .unwrap();
+    assert_eq!(link.pair().describe(), "loss 100%");
+    assert!(send_and_collect(via, &rx, 50).is_empty());
+    let r = link.stop().unwrap();
+    assert_eq!(r.forward.stats.packets_in, 250);
+    assert_eq!(r.forward.stats.dropped, 50);
+}
+
+#[test]
+fn every_route_starts_the_relay_from_the_seed_so_runs_repeat_the_same_decisions() {
+    let echo = Echo::start();
+    let mut link = proxy_link("loss 30%", None, 7);
+    let mut lost = Vec::new();
+    for _ in 0..3 {
+        let via = link.route(echo.addr).unwrap();
+        let before = link.report();
+        let r = ping(via, 30, 0);
+        let d = link.report().since(&before);
+        // With no retries, a message is lost exactly when its request or its reply was dropped.
+        assert_eq!(r.lost, d.forward.stats.dropped + d.backward.stats.dropped);
+        lost.push(r.lost);
+    }
+    assert!(lost[0] > 0);
+    assert!(lost.iter().all(|&l| l == lost[0]), "{lost:?}");
+    // The same as a relay spawned on its own with the same seed (today's lab path).
+    let (addr, proxy) = udpproxy::spawn(
+        echo.addr,
+        link.pair().forward.clone(),
+        link.pair().backward.clone(),
+        7,
+    )
+    .unwrap();
+    let r = ping(addr, 30, 0);
+    proxy.stop().unwrap();
+    assert_eq!(r.lost, lost[0]);
+    let total = link.stop().unwrap();
+    assert_eq!(total.forward.stats.packets_in, 90);
+}

@@ -529,7 +529,7 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
     let opts: socklab_net::sockopt::OptSet = a
         .opts
         .parse()
-        .map_err(|e: String| usage(format!("--opts {e}")))?;
+        .map_err(|e: socklab_net::SockOptError| usage(format!("--opts {e}")))?;
     opts.validate(a.udp)
         .map_err(|e| usage(format!("--opts {e}")))?;
     let idle_timeout = parse_idle_timeout(&a.idle_timeout)?;

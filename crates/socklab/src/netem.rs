@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints};
 use socklab_net::link::ns::{self, Side};
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkPair, LinkReport};
-use socklab_net::NetError;
+use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport};
+use socklab_net::{LinkKeyError, NetError};
 use socklab_sys::process::{
     child_dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
 };
@@ -28,28 +28,28 @@ impl From<NetError> for Failure {
 }
 
 impl LinkArgs {
-    /// The driver, checked.
-    pub fn driver(&self) -> Result<Driver, Failure> {
-        self.driver
-            .parse::<Driver>()
-            .map_err(|e| usage(format!("--driver {e}")))
-    }
-
-    /// The link configuration (`tag`: a lasting link's name).
+    /// The link configuration (`tag`: a lasting link's name), parsed by
+    /// [`LinkConfig::from_keys`] like a workload's keys; errors name the flag.
     pub fn config(&self, tag: Option<String>) -> Result<LinkConfig, Failure> {
-        let pair = LinkPair::parse(
-            self.link.as_deref().unwrap_or(""),
+        let mtu = self.mtu.to_string();
+        let seed = self.link_seed.to_string();
+        let cfg = LinkConfig::from_keys(
+            Some(self.link.as_deref().unwrap_or("")),
             self.link_back.as_deref(),
-        )?;
-        socklab_net::link::check_mtu(self.mtu)
-            .map_err(|e| usage(format!("--mtu {}: {e}", self.mtu)))?;
-        Ok(LinkConfig {
-            tag,
-            driver: self.driver()?,
-            pair,
-            seed: self.link_seed,
-            mtu: self.mtu,
-        })
+            Some(&self.driver),
+            Some(&mtu),
+            Some(&seed),
+        )
+        .map_err(|e| match e {
+            LinkKeyError::Value { key, value, reason } => usage(match key {
+                "link_driver" => format!("--driver {reason}"),
+                "link_mtu" => format!("--mtu {value}: {reason}"),
+                k => format!("bad {} \"{value}\": {reason}", flag_of(k)),
+            }),
+            other => usage(other.to_string()),
+        })?
+        .expect("link is given");
+        Ok(LinkConfig { tag, ..cfg })
     }
 
     /// Adds the link keys to a workload group: one value fixed, a comma-separated list as an
@@ -71,25 +71,27 @@ impl LinkArgs {
         group.fixed.set("link_mtu", self.mtu.to_string());
         group.fixed.set("link_seed", self.link_seed.to_string());
     }
+}
 
-    /// The same flags as text, to pass to a child socklab.
-    fn to_args(&self) -> Vec<String> {
-        let mut v = vec![
-            "--driver".to_string(),
-            self.driver.clone(),
-            "--link-seed".into(),
-            self.link_seed.to_string(),
-            "--mtu".into(),
-            self.mtu.to_string(),
-        ];
-        if let Some(l) = &self.link {
-            v.extend(["--link".to_string(), l.clone()]);
-        }
-        if let Some(l) = &self.link_back {
-            v.extend(["--link-back".to_string(), l.clone()]);
-        }
-        v
+/// The flag of a link key ([`socklab_net::link::KEYS`]).
+fn flag_of(key: &str) -> &'static str {
+    match key {
+        "link" => "--link",
+        "link_back" => "--link-back",
+        "link_driver" => "--driver",
+        "link_mtu" => "--mtu",
+        "link_seed" => "--link-seed",
+        other => unreachable!("not a link key: {other}"),
     }
+}
+
+/// `cfg` as flags for a child socklab, printed by [`LinkConfig::to_keys`] (the one printer)
+/// and read back by [`LinkArgs::config`] (the one parser).
+fn link_flags(cfg: &LinkConfig) -> Vec<String> {
+    cfg.to_keys()
+        .into_iter()
+        .flat_map(|(k, v)| [flag_of(k).to_string(), v])
+        .collect()
 }
 
 fn describe(link: &EmulatedLink) -> String {
@@ -283,7 +285,7 @@ fn up(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     let exe = std::env::current_exe()?;
     let mut c = Command::new(exe);
     c.args(["netem", "daemon", "--name", name])
-        .args(link_args.to_args())
+        .args(link_flags(&cfg))
         .stdin(Stdio::null())
         .stdout(logf.try_clone()?)
         .stderr(logf)
@@ -367,7 +369,7 @@ fn down(name: &str) -> Result<(), Failure> {
 
 fn exec(name: &str, side: &str, cmd: &[String]) -> Result<(), Failure> {
     ns::check_name(name)?;
-    let side: Side = side.parse().map_err(usage)?;
+    let side = side.parse::<Side>().map_err(|e| usage(e.to_string()))?;
     let n = ns::ns_name(name, side);
     if !ns::exists(&n) {
         return Err(Failure::Run(format!(
@@ -465,16 +467,12 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
     let mut all_ok = true;
     if cfg.driver == Driver::UdpProxy {
         // Forward direction only: sender -> proxy -> receiver, all on loopback, no root.
-        let pair = cfg.pair.clone();
+        let mut link = EmulatedLink::start(&cfg)?;
+        let pair = link.pair().clone();
         let free = std::net::UdpSocket::bind("127.0.0.1:0")?;
         let target = free.local_addr()?;
         drop(free);
-        let (via, handle) = socklab_net::udpproxy::spawn(
-            target,
-            pair.forward.clone(),
-            pair.backward.clone(),
-            cfg.seed,
-        )?;
+        let via = link.route(target)?;
         let ends = Endpoints {
             sender_ns: None,
             receiver_ns: None,
@@ -483,7 +481,7 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
             via: Some(via),
         };
         let r = probe(&ends, &pair.forward, &ccfg, &stop)?;
-        let stats = handle.stop()?;
+        let stats = link.stop()?;
         let rows = compare(&pair.forward, &r);
         all_ok &= rows.iter().all(|r| r.ok != Some(false));
         text += &print_rows(
@@ -494,7 +492,7 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
             ),
             &rows,
         );
-        let f = &stats.forward;
+        let f = &stats.forward.stats;
         text += &format!(
             "  proxy: {} in, {} dropped, {} duplicated, {} corrupted, {} reordered, {} queue-dropped, {} delivered\n",
             f.packets_in, f.dropped, f.duplicated, f.corrupted, f.reordered, f.queue_dropped, f.delivered

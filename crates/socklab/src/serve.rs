@@ -9,7 +9,7 @@ use clap::Args;
 use socklab_net::server::{self, Design, Handler, ServeConfig};
 use socklab_net::sockopt::OptSet;
 use socklab_net::units::{parse_duration, parse_size};
-use socklab_net::NetError;
+use socklab_net::{NetError, ParseNameError, SockOptError};
 use socklab_sys::process::interrupt_flag;
 
 use crate::commands::{out, parse_bind, server_started, usage, Failure};
@@ -98,16 +98,16 @@ fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
     let design: Design = a
         .design
         .parse()
-        .map_err(|e: NetError| usage(e.to_string()))?;
+        .map_err(|e: ParseNameError| usage(e.to_string()))?;
     let handler: Handler = a
         .handler
         .parse()
-        .map_err(|e: NetError| usage(e.to_string()))?;
+        .map_err(|e: ParseNameError| usage(e.to_string()))?;
     let body = parse_size(&a.body).map_err(|e| usage(format!("--body {e}")))? as usize;
     let opts: OptSet = a
         .opts
         .parse()
-        .map_err(|e: String| usage(format!("--opts {e}")))?;
+        .map_err(|e: SockOptError| usage(format!("--opts {e}")))?;
     opts.validate(false)
         .map_err(|e| usage(format!("--opts {e}")))?;
     if a.backlog < 1 {

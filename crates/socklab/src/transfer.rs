@@ -30,7 +30,7 @@ pub fn transfer(a: TransferArgs) -> Result<(), Failure> {
 
 fn parse_proto(s: &str) -> Result<Proto, Failure> {
     s.parse()
-        .map_err(|e: String| usage(format!("--proto '{s}': {e}")))
+        .map_err(|e: socklab_net::ParseNameError| usage(format!("--proto '{s}': {e}")))
 }
 
 /// `--tcp-cc` of a single transfer: checked for tcp (default cubic: always set, since this

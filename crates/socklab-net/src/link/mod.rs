@@ -1,12 +1,15 @@
-//! Emulated links: two network namespaces (`sl-<tag>-c`, `sl-<tag>-s`) joined by a link with
-//! netem's impairments, made by one of the drivers:
+//! Emulated links with netem's impairments, behind one [`EmulatedLink`] whatever the driver
+//! ([`LinkConfig`] is what to build: parsed from the lab's keys or the CLI's flags by
+//! [`LinkConfig::from_keys`], printed back by [`LinkConfig::to_keys`]). The namespace drivers
+//! join two network namespaces (`sl-<tag>-c`, `sl-<tag>-s`):
 //!
 //! - `tun` ([`tun::TunLink`], the default): a TUN device in each namespace; socklab's own
 //!   forwarding threads carry packets through the [`socklab_impair`] model. Works on kernels
 //!   without `sch_netem`.
 //! - `netem` ([`netem`]): a veth pair and the kernel's `tc netem`, where a probe shows the
 //!   kernel has it (`--driver auto` picks it then).
-//! - `udp-proxy` ([`crate::udpproxy`]): no namespaces, no root; UDP only.
+//! - `udp-proxy` ([`crate::udpproxy`]): no namespaces, no root; UDP only. The server runs on
+//!   this host and [`EmulatedLink::route`] puts an impairing relay on loopback in front of it.
 //!
 //! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
 
@@ -15,11 +18,13 @@ pub mod netem;
 pub mod ns;
 pub mod tun;
 
+use std::net::SocketAddr;
+
 use socklab_impair::{LinkSpec, Stats};
 
 pub use ns::{Namespaces, Side, CLIENT_ADDR, SERVER_ADDR};
 
-use crate::NetError;
+use crate::{LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError};
 
 /// The impairments of both directions.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -50,11 +55,11 @@ pub fn spec_text(s: &LinkSpec) -> String {
 }
 
 /// Checks a link MTU: 576 (IPv4's minimum) to 65535.
-pub fn check_mtu(mtu: u32) -> Result<u32, String> {
+pub fn check_mtu(mtu: u32) -> Result<u32, MtuError> {
     if (576..=65535).contains(&mtu) {
         Ok(mtu)
     } else {
-        Err("use 576 to 65535 (1500 is Ethernet's)".into())
+        Err(MtuError)
     }
 }
 
@@ -110,18 +115,31 @@ impl Driver {
             Driver::UdpProxy => "udp-proxy",
         }
     }
+
+    /// Whether the link can carry TCP: `udp-proxy` relays UDP datagrams only (a TCP proxy
+    /// would terminate the connections and hide loss from TCP's congestion control).
+    pub fn carries_tcp(self) -> bool {
+        self != Driver::UdpProxy
+    }
+
+    /// Whether the driver makes namespaces (and needs root): all but `udp-proxy`.
+    pub fn uses_namespaces(self) -> bool {
+        self != Driver::UdpProxy
+    }
 }
 
 impl std::str::FromStr for Driver {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Driver, String> {
+    type Err = ParseNameError;
+    fn from_str(s: &str) -> Result<Driver, ParseNameError> {
         match s.trim() {
             "auto" => Ok(Driver::Auto),
             "tun" => Ok(Driver::Tun),
             "netem" => Ok(Driver::Netem),
             "udp-proxy" | "udpproxy" => Ok(Driver::UdpProxy),
-            other => Err(format!(
-                "unknown driver '{other}': use auto, tun, netem or udp-proxy"
+            other => Err(ParseNameError::unknown(
+                "driver",
+                other,
+                "use auto, tun, netem or udp-proxy",
             )),
         }
     }
@@ -294,19 +312,110 @@ impl LinkReport {
     }
 }
 
-/// What to build.
-#[derive(Debug, Clone)]
+/// An emulated link: what the CLI's flags, the lab's keys and the namespace drivers all speak.
+/// Parsed from the lab's keys by [`LinkConfig::from_keys`], printed back by
+/// [`LinkConfig::to_keys`]; one direction's impairment by [`parse_spec`] / [`spec_text`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct LinkConfig {
-    /// Namespace tag (`None`: a fresh `<pid>-<n>`).
+    /// Namespace tag (`None`: a fresh `<pid>-<n>`; namespace drivers only, not a key).
     pub tag: Option<String>,
-    /// Driver (`udp-proxy` is not a namespace driver and is refused here).
+    /// Driver.
     pub driver: Driver,
     /// Impairments.
     pub pair: LinkPair,
-    /// Seed of the model (`tun`).
+    /// Seed of the model (`tun` and `udp-proxy`: forward `seed`, backward `seed + 1`).
     pub seed: u64,
     /// MTU of the link.
     pub mtu: u32,
+}
+
+/// The keys of an emulated link under a workload: (name, default, doc).
+pub const KEYS: &[(&str, &str, &str)] = &[
+    (
+        "link",
+        "(none)",
+        "impairments in netem syntax, both directions, e.g. 'delay 50ms loss 5%' ('none': the emulated link without impairment)",
+    ),
+    (
+        "link_back",
+        "= link",
+        "impairments of the server -> client direction, if different",
+    ),
+    (
+        "link_driver",
+        "auto",
+        "auto, tun, netem or udp-proxy (UDP only)",
+    ),
+    ("link_mtu", "1500", "MTU of the emulated link"),
+    ("link_seed", "1", "seed of the emulator's random decisions"),
+];
+
+impl LinkConfig {
+    /// Builds a link from the values of [`KEYS`] (`None`: the key is absent). `Ok(None)` when
+    /// `link` is absent and so are the others; a link key without `link` is an error.
+    pub fn from_keys(
+        link: Option<&str>,
+        link_back: Option<&str>,
+        driver: Option<&str>,
+        mtu: Option<&str>,
+        seed: Option<&str>,
+    ) -> Result<Option<LinkConfig>, LinkKeyError> {
+        fn value<T, E: Into<LinkValueError>>(
+            key: &'static str,
+            v: Option<&str>,
+            default: T,
+            parse: impl Fn(&str) -> Result<T, E>,
+        ) -> Result<T, LinkKeyError> {
+            match v {
+                None => Ok(default),
+                Some(v) => parse(v).map_err(|e| LinkKeyError::Value {
+                    key,
+                    value: v.to_string(),
+                    reason: e.into(),
+                }),
+            }
+        }
+        let Some(link) = link else {
+            let others = [link_back, driver, mtu, seed];
+            if let Some(((key, _, _), _)) = KEYS[1..].iter().zip(others).find(|(_, v)| v.is_some())
+            {
+                return Err(LinkKeyError::NeedsLink { key });
+            }
+            return Ok(None);
+        };
+        let forward = value("link", Some(link), LinkSpec::default(), parse_spec)?;
+        let backward = value("link_back", link_back, forward.clone(), parse_spec)?;
+        let driver = value("link_driver", driver, Driver::Auto, str::parse)?;
+        let mtu = value("link_mtu", mtu, tun::DEFAULT_MTU, |s| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| MtuError)
+                .and_then(check_mtu)
+        })?;
+        let seed = value("link_seed", seed, 1, |s| {
+            crate::units::parse_size(s).map_err(LinkValueError::Seed)
+        })?;
+        Ok(Some(LinkConfig {
+            tag: None,
+            driver,
+            pair: LinkPair { forward, backward },
+            seed,
+            mtu,
+        }))
+    }
+
+    /// The canonical values of [`KEYS`] (`link_back` only when it differs from `link`): what
+    /// [`LinkConfig::from_keys`] reads back to `self` (without the tag).
+    pub fn to_keys(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![("link", spec_text(&self.pair.forward))];
+        if self.pair.backward != self.pair.forward {
+            v.push(("link_back", spec_text(&self.pair.backward)));
+        }
+        v.push(("link_driver", self.driver.as_str().to_string()));
+        v.push(("link_mtu", self.mtu.to_string()));
+        v.push(("link_seed", self.seed.to_string()));
+        v
+    }
 }
 
 impl Default for LinkConfig {
@@ -321,17 +430,48 @@ impl Default for LinkConfig {
     }
 }
 
+/// `a += b`, counter by counter.
+pub(crate) fn add_stats(a: &mut Stats, b: &Stats) {
+    a.packets_in += b.packets_in;
+    a.dropped += b.dropped;
+    a.duplicated += b.duplicated;
+    a.corrupted += b.corrupted;
+    a.reordered += b.reordered;
+    a.queue_dropped += b.queue_dropped;
+    a.delivered += b.delivered;
+    a.bytes_in += b.bytes_in;
+    a.bytes_out += b.bytes_out;
+}
+
+/// One `udp-proxy` relay in front of one server.
+struct Relay {
+    target: SocketAddr,
+    addr: SocketAddr,
+    handle: crate::udpproxy::ProxyHandle,
+}
+
 enum Engine {
     Tun(tun::TunLink),
     Netem(netem::NetemLink),
+    /// `udp-proxy`: one relay per server [`EmulatedLink::route`] was asked for.
+    Proxy(Vec<Relay>),
 }
 
-/// A running emulated link between two namespaces. Dropping it stops the emulator and removes
-/// the namespaces (with whatever still runs inside).
+/// A running emulated link, the same for every driver:
+///
+/// - start the server inside [`EmulatedLink::server_namespace`] (`None`: on this host, for
+///   `udp-proxy`), listening on [`EmulatedLink::server_bind`];
+/// - ask [`EmulatedLink::route`] where the client must send to reach that server;
+/// - run the client inside [`EmulatedLink::enter_client`];
+/// - read the accounting with [`EmulatedLink::report`] (diff two with [`LinkReport::since`]).
+///
+/// Namespace drivers (`tun`, `netem`) join two namespaces; dropping the link stops the emulator
+/// and removes the namespaces (with whatever still runs inside). `udp-proxy` relays UDP on
+/// loopback (no namespaces, no root); dropping it stops the relays.
 pub struct EmulatedLink {
     // Declared before `ns`: the emulator stops before the namespaces go.
     engine: Engine,
-    ns: Namespaces,
+    ns: Option<Namespaces>,
     driver: Driver,
     pair: LinkPair,
     seed: u64,
@@ -347,15 +487,27 @@ impl std::fmt::Debug for EmulatedLink {
     }
 }
 
+/// The calling thread inside the client side of a link until dropped (a no-op for
+/// `udp-proxy`, whose client runs on this host).
+#[derive(Debug)]
+#[must_use = "the thread leaves the client namespace when the guard drops"]
+pub struct ClientGuard(#[allow(dead_code)] Option<socklab_sys::netns::NetnsGuard>);
+
 impl EmulatedLink {
-    /// Creates the namespaces and starts the driver (`auto`: netem if the kernel has it).
+    /// Starts the link: for namespace drivers creates the namespaces and starts the driver
+    /// (`auto`: netem if the kernel has it, else tun); for `udp-proxy` nothing runs until
+    /// [`EmulatedLink::route`].
     pub fn start(cfg: &LinkConfig) -> Result<EmulatedLink, NetError> {
         check_mtu(cfg.mtu).map_err(|e| NetError::Invalid(format!("bad --mtu {}: {e}", cfg.mtu)))?;
         let driver = match cfg.driver {
             Driver::UdpProxy => {
-                return Err(NetError::Invalid(
-                    "the udp-proxy driver makes no namespaces: it relays UDP on loopback (use it with UDP workloads)".into(),
-                ))
+                return Ok(EmulatedLink {
+                    engine: Engine::Proxy(Vec::new()),
+                    ns: None,
+                    driver: Driver::UdpProxy,
+                    pair: cfg.pair.clone(),
+                    seed: cfg.seed,
+                })
             }
             Driver::Auto if netem::kernel_has_netem() && netem::expressible(&cfg.pair).is_ok() => {
                 Driver::Netem
@@ -385,16 +537,71 @@ impl EmulatedLink {
         };
         Ok(EmulatedLink {
             engine,
-            ns,
+            ns: Some(ns),
             driver,
             pair: cfg.pair.clone(),
             seed: cfg.seed,
         })
     }
 
-    /// The namespaces.
+    /// The namespaces of a namespace driver.
+    ///
+    /// # Panics
+    ///
+    /// For `udp-proxy`, which makes none: use [`EmulatedLink::server_namespace`] and
+    /// [`EmulatedLink::enter_client`], which work for every driver.
     pub fn namespaces(&self) -> &Namespaces {
-        &self.ns
+        self.ns
+            .as_ref()
+            .expect("the udp-proxy driver makes no namespaces: use server_namespace()")
+    }
+
+    /// Where the server must run: the server namespace, or `None` (this host's, for
+    /// `udp-proxy`).
+    pub fn server_namespace(&self) -> Option<&Namespaces> {
+        self.ns.as_ref()
+    }
+
+    /// The address a server behind the link listens on: the link's server address
+    /// (`10.77.0.2`) in the server namespace, loopback for `udp-proxy`.
+    pub fn server_bind(&self) -> std::net::IpAddr {
+        match self.ns {
+            Some(_) => SERVER_ADDR.into(),
+            None => std::net::Ipv4Addr::LOCALHOST.into(),
+        }
+    }
+
+    /// The address the client must use to reach `server` across the link. Namespace drivers:
+    /// `server` itself (the server namespace is one hop away). `udp-proxy`: a relay on
+    /// loopback in front of `server` (started on first use, kept for later calls), whose
+    /// models start afresh from the seed at every call, as a new relay would: every run sees
+    /// the same random decisions.
+    pub fn route(&mut self, server: SocketAddr) -> Result<SocketAddr, NetError> {
+        let Engine::Proxy(relays) = &mut self.engine else {
+            return Ok(server);
+        };
+        let (f, b) = (self.pair.forward.clone(), self.pair.backward.clone());
+        if let Some(r) = relays.iter().find(|r| r.target == server) {
+            r.handle.reset(f, b, self.seed)?;
+            return Ok(r.addr);
+        }
+        let (addr, handle) = crate::udpproxy::spawn(server, f, b, self.seed)?;
+        relays.push(Relay {
+            target: server,
+            addr,
+            handle,
+        });
+        Ok(addr)
+    }
+
+    /// Puts the calling thread into the client side until the guard drops: the client
+    /// namespace for namespace drivers, nothing for `udp-proxy` (the client stays here). Threads
+    /// spawned meanwhile inherit it.
+    pub fn enter_client(&self) -> Result<ClientGuard, NetError> {
+        match &self.ns {
+            Some(ns) => Ok(ClientGuard(Some(ns.enter(Side::Client)?))),
+            None => Ok(ClientGuard(None)),
+        }
     }
 
     /// The driver that runs (never `auto`).
@@ -407,38 +614,72 @@ impl EmulatedLink {
         &self.pair
     }
 
-    /// Changes the impairments (no-op when unchanged).
+    /// The impairments as text ([`LinkPair::describe`]).
+    pub fn describe(&self) -> String {
+        self.pair.describe()
+    }
+
+    /// Changes the impairments (no-op when unchanged); `udp-proxy` relays restart their
+    /// models from the seed with the new impairments and keep their addresses.
     pub fn set(&mut self, pair: &LinkPair) -> Result<(), NetError> {
         if *pair == self.pair {
             return Ok(());
         }
         match &mut self.engine {
             Engine::Tun(t) => t.set(pair.forward.clone(), pair.backward.clone(), self.seed),
-            Engine::Netem(n) => n.set(&self.ns, pair)?,
+            Engine::Netem(n) => n.set(self.ns.as_ref().expect("netem has namespaces"), pair)?,
+            Engine::Proxy(relays) => {
+                for r in relays.iter() {
+                    r.handle
+                        .reset(pair.forward.clone(), pair.backward.clone(), self.seed)?;
+                }
+            }
         }
         self.pair = pair.clone();
         Ok(())
     }
 
-    /// Cumulative accounting so far (diff two with [`LinkReport::since`]).
+    /// Cumulative accounting so far (diff two with [`LinkReport::since`]); for `udp-proxy`
+    /// the sum of its relays' counts (it has no lag, CPU or kernel-drop accounting).
     pub fn report(&self) -> LinkReport {
-        match &self.engine {
-            Engine::Tun(t) => {
+        match (&self.engine, &self.ns) {
+            (Engine::Tun(t), Some(ns)) => {
                 let mut r = t.report();
-                r.forward.kernel_drops = tun_kernel_drops(&self.ns, Side::Client);
-                r.backward.kernel_drops = tun_kernel_drops(&self.ns, Side::Server);
+                r.forward.kernel_drops = tun_kernel_drops(ns, Side::Client);
+                r.backward.kernel_drops = tun_kernel_drops(ns, Side::Server);
                 r
             }
-            Engine::Netem(n) => n.report(&self.ns),
+            (Engine::Netem(n), Some(ns)) => n.report(ns),
+            (Engine::Proxy(relays), _) => {
+                let mut st = crate::udpproxy::ProxyStats::default();
+                for r in relays {
+                    let s = r.handle.stats();
+                    add_stats(&mut st.forward, &s.forward);
+                    add_stats(&mut st.backward, &s.backward);
+                }
+                st.into()
+            }
+            _ => LinkReport::default(),
         }
     }
 
-    /// Stops the emulator, removes the namespaces, returns the final accounting.
-    pub fn stop(self) -> Result<LinkReport, NetError> {
+    /// Stops the emulator (and relays), removes the namespaces, returns the final accounting.
+    pub fn stop(mut self) -> Result<LinkReport, NetError> {
+        if let Engine::Proxy(relays) = &mut self.engine {
+            let mut st = crate::udpproxy::ProxyStats::default();
+            for r in std::mem::take(relays) {
+                let s = r.handle.stop()?;
+                add_stats(&mut st.forward, &s.forward);
+                add_stats(&mut st.backward, &s.backward);
+            }
+            return Ok(st.into());
+        }
         let r = self.report();
-        let EmulatedLink { engine, mut ns, .. } = self;
+        let EmulatedLink { engine, ns, .. } = self;
         drop(engine);
-        ns.remove()?;
+        if let Some(mut ns) = ns {
+            ns.remove()?;
+        }
         Ok(r)
     }
 }
@@ -507,12 +748,140 @@ mod tests {
         assert!(e.contains("--link-back") && e.contains("jitter"), "{e}");
     }
 
+    /// `from_keys` over (key, value) pairs in any order.
+    fn keys(kv: &[(&str, &str)]) -> Result<Option<LinkConfig>, LinkKeyError> {
+        let get = |k: &str| kv.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        LinkConfig::from_keys(
+            get("link"),
+            get("link_back"),
+            get("link_driver"),
+            get("link_mtu"),
+            get("link_seed"),
+        )
+    }
+
+    #[test]
+    fn keys_parse_with_defaults_and_print_back_canonically() {
+        assert_eq!(keys(&[]).unwrap(), None);
+        let c = keys(&[("link", "loss 5%")]).unwrap().unwrap();
+        assert_eq!(
+            c,
+            LinkConfig {
+                pair: LinkPair::parse("loss 5%", None).unwrap(),
+                ..LinkConfig::default()
+            }
+        );
+        let printed = c.to_keys();
+        assert_eq!(
+            printed,
+            vec![
+                ("link", "loss 5%".to_string()),
+                ("link_driver", "auto".to_string()),
+                ("link_mtu", "1500".to_string()),
+                ("link_seed", "1".to_string()),
+            ]
+        );
+        // link_back only when it differs; `none` and empty are the link without impairment.
+        for kv in [
+            vec![("link", "delay 10ms"), ("link_back", "none")],
+            vec![
+                ("link", " none "),
+                ("link_back", "loss 1%"),
+                ("link_driver", "udpproxy"),
+                ("link_mtu", "9000"),
+                ("link_seed", "2K"),
+            ],
+            vec![("link", ""), ("link_driver", "tun")],
+        ] {
+            let c = keys(&kv).unwrap().unwrap();
+            let out = c.to_keys();
+            let back: Vec<(&str, &str)> = out.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            assert_eq!(keys(&back).unwrap().unwrap(), c, "{kv:?} -> {out:?}");
+            assert_eq!(
+                out.iter().any(|(k, _)| *k == "link_back"),
+                c.pair.forward != c.pair.backward
+            );
+        }
+        let c = keys(&[
+            ("link", "none"),
+            ("link_back", "loss 1%"),
+            ("link_driver", "udpproxy"),
+            ("link_seed", "2K"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.driver, Driver::UdpProxy);
+        assert_eq!(c.seed, 2048);
+        assert_eq!(c.to_keys()[0], ("link", "none".to_string()));
+        assert_eq!(c.to_keys()[1], ("link_back", "loss 1%".to_string()));
+        assert_eq!(c.to_keys()[2], ("link_driver", "udp-proxy".to_string()));
+        let names: Vec<&str> = KEYS.iter().map(|k| k.0).collect();
+        assert_eq!(
+            names,
+            ["link", "link_back", "link_driver", "link_mtu", "link_seed"]
+        );
+    }
+
+    #[test]
+    fn key_errors_name_the_key_the_value_and_the_fix() {
+        let e = |kv: &[(&str, &str)]| keys(kv).unwrap_err().to_string();
+        for k in ["link_back", "link_driver", "link_mtu", "link_seed"] {
+            assert_eq!(
+                e(&[(k, "1")]),
+                format!("{k} needs link: add link = \"…\" (netem syntax, or none)")
+            );
+        }
+        assert_eq!(
+            keys(&[("link_mtu", "9000"), ("link_back", "x")]).unwrap_err(),
+            LinkKeyError::NeedsLink { key: "link_back" }
+        );
+        let m = e(&[("link", "loss 150%")]);
+        assert!(m.starts_with("link = 'loss 150%': loss 150%"), "{m}");
+        let m = e(&[("link", "none"), ("link_back", "jitter 3")]);
+        assert!(
+            m.starts_with("link_back = 'jitter 3': ") && m.contains("jitter"),
+            "{m}"
+        );
+        assert_eq!(
+            e(&[("link", "none"), ("link_driver", "ovs")]),
+            "link_driver = 'ovs': unknown driver 'ovs': use auto, tun, netem or udp-proxy"
+        );
+        for bad in ["100", "70000", "big"] {
+            assert_eq!(
+                e(&[("link", "none"), ("link_mtu", bad)]),
+                format!("link_mtu = '{bad}': use 576 to 65535 (1500 is Ethernet's)")
+            );
+        }
+        let m = e(&[("link", "none"), ("link_seed", "x")]);
+        assert!(m.starts_with("link_seed = 'x': 'x' is not a size"), "{m}");
+        assert!(matches!(
+            keys(&[("link", "none"), ("link_seed", "x")]).unwrap_err(),
+            LinkKeyError::Value {
+                key: "link_seed",
+                reason: LinkValueError::Seed(_),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn only_udp_proxy_refuses_tcp() {
+        assert!(!Driver::UdpProxy.carries_tcp());
+        for d in [Driver::Auto, Driver::Tun, Driver::Netem] {
+            assert!(d.carries_tcp() && d.uses_namespaces());
+        }
+    }
+
     #[test]
     fn drivers_parse() {
         for d in [Driver::Auto, Driver::Tun, Driver::Netem, Driver::UdpProxy] {
             assert_eq!(d.as_str().parse::<Driver>().unwrap(), d);
         }
-        assert!("ovs".parse::<Driver>().unwrap_err().contains("tun"));
+        assert!("ovs"
+            .parse::<Driver>()
+            .unwrap_err()
+            .to_string()
+            .contains("tun"));
     }
 
     #[test]

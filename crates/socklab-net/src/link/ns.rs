@@ -54,12 +54,16 @@ impl Side {
 }
 
 impl std::str::FromStr for Side {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Side, String> {
+    type Err = crate::ParseNameError;
+    fn from_str(s: &str) -> Result<Side, crate::ParseNameError> {
         match s.trim() {
             "client" | "c" => Ok(Side::Client),
             "server" | "s" => Ok(Side::Server),
-            other => Err(format!("unknown side '{other}': use client or server")),
+            other => Err(crate::ParseNameError::unknown(
+                "side",
+                other,
+                "use client or server",
+            )),
         }
     }
 }
@@ -455,6 +459,7 @@ mod tests {
         assert!("middle"
             .parse::<Side>()
             .unwrap_err()
+            .to_string()
             .contains("client or server"));
     }
 }

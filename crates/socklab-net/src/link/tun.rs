@@ -18,7 +18,7 @@ use socklab_impair::{Emulator, LinkSpec, Stats};
 use socklab_sys::netns::{read_append, thread_cpu, wait_readable};
 
 use super::ns::{ip, Namespaces, Side, PREFIX};
-use super::{DirReport, LinkReport};
+use super::{add_stats, DirReport, LinkReport};
 use crate::NetError;
 
 /// The TUN device's name in both namespaces.
@@ -185,18 +185,6 @@ impl Drop for TunLink {
     fn drop(&mut self) {
         self.halt();
     }
-}
-
-fn add_stats(a: &mut Stats, b: &Stats) {
-    a.packets_in += b.packets_in;
-    a.dropped += b.dropped;
-    a.duplicated += b.duplicated;
-    a.corrupted += b.corrupted;
-    a.reordered += b.reordered;
-    a.queue_dropped += b.queue_dropped;
-    a.delivered += b.delivered;
-    a.bytes_in += b.bytes_in;
-    a.bytes_out += b.bytes_out;
 }
 
 /// Writes a released packet to the far device and recycles its buffer; returns 1 when the

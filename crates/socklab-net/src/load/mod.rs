@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::NetError;
+use crate::{NetError, ParseNameError};
 
 mod engine;
 pub mod http;
@@ -73,18 +73,14 @@ impl std::fmt::Display for LoadProtocol {
 }
 
 impl FromStr for LoadProtocol {
-    type Err = NetError;
+    type Err = ParseNameError;
 
-    fn from_str(s: &str) -> Result<LoadProtocol, NetError> {
+    fn from_str(s: &str) -> Result<LoadProtocol, ParseNameError> {
         let t = s.trim().to_ascii_lowercase();
         LoadProtocol::ALL
             .into_iter()
             .find(|p| p.name() == t)
-            .ok_or_else(|| {
-                NetError::Invalid(format!(
-                    "unknown protocol '{s}': use one of stevens, echo, http"
-                ))
-            })
+            .ok_or_else(|| ParseNameError::unknown("protocol", s, "use one of stevens, echo, http"))
     }
 }
 

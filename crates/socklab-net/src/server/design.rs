@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::NetError;
+use crate::ParseNameError;
 
 /// One way to structure a TCP server (Stevens, UNP ch. 30 "Client/Server Design Alternatives",
 /// plus the modern ones). Each variant lists its exact system-call sequence.
@@ -149,18 +149,19 @@ impl fmt::Display for Design {
 }
 
 impl FromStr for Design {
-    type Err = NetError;
+    type Err = ParseNameError;
 
-    fn from_str(s: &str) -> Result<Design, NetError> {
+    fn from_str(s: &str) -> Result<Design, ParseNameError> {
         let t = s.trim().to_ascii_lowercase();
         Design::ALL
             .into_iter()
             .find(|d| d.name() == t)
             .ok_or_else(|| {
-                NetError::Invalid(format!(
-                    "unknown server design '{s}': use one of {}",
-                    Design::ALL.map(Design::name).join(", ")
-                ))
+                ParseNameError::unknown(
+                    "server design",
+                    s,
+                    format!("use one of {}", Design::ALL.map(Design::name).join(", ")),
+                )
             })
     }
 }

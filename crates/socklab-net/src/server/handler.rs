@@ -21,7 +21,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::NetError;
+use crate::{NetError, ParseNameError};
 
 /// Largest byte count a `stevens` request may ask for (the classic server's `MAXN`).
 pub const STEVENS_MAX: usize = 16384;
@@ -74,17 +74,15 @@ impl fmt::Display for Handler {
 }
 
 impl FromStr for Handler {
-    type Err = NetError;
+    type Err = ParseNameError;
 
-    fn from_str(s: &str) -> Result<Handler, NetError> {
+    fn from_str(s: &str) -> Result<Handler, ParseNameError> {
         let t = s.trim().to_ascii_lowercase();
         Handler::ALL
             .into_iter()
             .find(|h| h.name() == t)
             .ok_or_else(|| {
-                NetError::Invalid(format!(
-                    "unknown handler '{s}': use one of stevens, echo, discard, http"
-                ))
+                ParseNameError::unknown("handler", s, "use one of stevens, echo, discard, http")
             })
     }
 }

@@ -61,12 +61,14 @@ impl Proto {
 }
 
 impl std::str::FromStr for Proto {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Proto, String> {
+    type Err = crate::ParseNameError;
+    fn from_str(s: &str) -> Result<Proto, crate::ParseNameError> {
         match s.trim() {
             "tcp" => Ok(Proto::Tcp),
             "rudp" => Ok(Proto::Rudp),
-            _ => Err("choose tcp or rudp".into()),
+            _ => Err(crate::ParseNameError::Proto {
+                value: s.to_string(),
+            }),
         }
     }
 }
