@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces, Side};
+use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
 use socklab_net::transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
@@ -94,7 +94,7 @@ impl LinkRun {
 pub struct Resources {
     exe: PathBuf,
     servers: Vec<(ServerKey, ServerChild)>,
-    /// The emulated link (namespace drivers), kept across cells; rebuilt when the driver or
+    /// The emulated link, kept across cells; rebuilt when the driver or
     /// MTU changes, re-specified when only the impairments change.
     link: Option<((Driver, u32), EmulatedLink)>,
     /// Facts of links already stopped.
@@ -118,11 +118,22 @@ impl Resources {
         }
     }
 
+    /// The server side of the link, when a server runs `in_link` and the link has one (a
+    /// namespace; `None` on loopback, as behind udp-proxy's relay).
     fn ns(&self, in_link: bool) -> Option<&Namespaces> {
         self.link
             .as_ref()
             .filter(|_| in_link)
-            .map(|(_, l)| l.namespaces())
+            .and_then(|(_, l)| l.server_namespace())
+    }
+
+    /// The address a client uses for `server`: with `in_link`, the link's route to it (the
+    /// server's own address across namespaces, a relay in front of it with udp-proxy).
+    pub fn route(&mut self, in_link: bool, server: SocketAddr) -> Result<SocketAddr, LabError> {
+        match self.link.as_mut().filter(|_| in_link) {
+            Some((_, l)) => Ok(l.route(server)?),
+            None => Ok(server),
+        }
     }
 
     /// The address of the kept server `key`, started on first use.
@@ -186,10 +197,10 @@ impl Resources {
             return Ok((f(), LinkRun::default()));
         };
         let before = link.report();
-        let guard = link.namespaces().enter(Side::Client)?;
+        let guard = link.enter_client()?;
         let out = f();
         drop(guard);
-        let run = LinkRun::from_report(&link.report().since(&before), link.pair().describe());
+        let run = LinkRun::from_report(&link.report().since(&before), link.describe());
         Ok((out, run))
     }
 

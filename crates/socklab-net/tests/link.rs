@@ -36,8 +36,8 @@ fn exists(name: &str) -> bool {
 /// arrived, with the comparison against the forward spec.
 fn probe_forward(link: &EmulatedLink, packets: u64) -> (ProbeResult, Vec<CheckRow>) {
     let ends = Endpoints {
-        sender_ns: Some(link.namespaces().path(Side::Client)),
-        receiver_ns: Some(link.namespaces().path(Side::Server)),
+        sender_ns: Some(link.namespaces().unwrap().path(Side::Client)),
+        receiver_ns: Some(link.namespaces().unwrap().path(Side::Server)),
         receiver_bind: SERVER_ADDR,
         receiver_port: 0,
         via: None,
@@ -55,12 +55,12 @@ fn tcp_crosses_the_tun_link_byte_exact_and_everything_is_removed() {
     }
     let link = tun_link("delay 1ms loss 1%");
     let (c, s) = (
-        link.namespaces().name(Side::Client),
-        link.namespaces().name(Side::Server),
+        link.namespaces().unwrap().name(Side::Client),
+        link.namespaces().unwrap().name(Side::Server),
     );
     assert!(exists(&c) && exists(&s));
     let listener = {
-        let _g = link.namespaces().enter(Side::Server).unwrap();
+        let _g = link.namespaces().unwrap().enter(Side::Server).unwrap();
         TcpListener::bind(SocketAddr::from((SERVER_ADDR, 0))).unwrap()
     };
     let port = listener.local_addr().unwrap().port();
@@ -72,7 +72,7 @@ fn tcp_crosses_the_tun_link_byte_exact_and_everything_is_removed() {
         got
     });
     {
-        let _g = link.namespaces().enter(Side::Client).unwrap();
+        let _g = link.namespaces().unwrap().enter(Side::Client).unwrap();
         let mut conn = TcpStream::connect_timeout(
             &SocketAddr::from((SERVER_ADDR, port)),
             Duration::from_secs(5),
@@ -161,7 +161,7 @@ fn cleanup_removes_leftovers_of_a_dead_owner_and_spares_others() {
     assert!(!exists(&name));
     assert!(exists("other-ns-socklab-test"));
     assert!(
-        exists(&live.namespaces().name(Side::Client)),
+        exists(&live.namespaces().unwrap().name(Side::Client)),
         "a live link was removed"
     );
     ns::ip(&["netns", "del", "other-ns-socklab-test"]).unwrap();
@@ -213,8 +213,8 @@ fn namespace_drivers_serve_the_same_workload_api_as_udp_proxy() {
     let r = link.report().since(&before);
     assert_eq!(r.forward.stats.dropped, 20, "{r:?}");
     let (c, s) = (
-        link.namespaces().name(Side::Client),
-        link.namespaces().name(Side::Server),
+        link.namespaces().unwrap().name(Side::Client),
+        link.namespaces().unwrap().name(Side::Server),
     );
     link.stop().unwrap();
     assert!(!exists(&c) && !exists(&s));

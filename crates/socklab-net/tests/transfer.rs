@@ -277,12 +277,12 @@ fn both_transports_cross_a_lossy_emulated_link_byte_identical() {
     // rudp
     let dst = tempfile::tempdir().unwrap();
     let server = {
-        let _g = link.namespaces().enter(Side::Server).unwrap();
+        let _g = link.namespaces().unwrap().enter(Side::Server).unwrap();
         let sock = UdpSocket::bind((SERVER_ADDR, 0)).unwrap();
         RudpServer::on(sock, dst.path(), Config::default(), true)
     };
     let r = {
-        let _g = link.namespaces().enter(Side::Client).unwrap();
+        let _g = link.namespaces().unwrap().enter(Side::Client).unwrap();
         send_rudp(
             server.addr,
             &files,
@@ -301,7 +301,7 @@ fn both_transports_cross_a_lossy_emulated_link_byte_identical() {
     // TCP
     let dst = tempfile::tempdir().unwrap();
     let listener = {
-        let _g = link.namespaces().enter(Side::Server).unwrap();
+        let _g = link.namespaces().unwrap().enter(Side::Server).unwrap();
         TcpListener::bind((SERVER_ADDR, 0)).unwrap()
     };
     let addr = listener.local_addr().unwrap();
@@ -309,7 +309,7 @@ fn both_transports_cross_a_lossy_emulated_link_byte_identical() {
     let (s2, d2) = (stop.clone(), dst.path().to_path_buf());
     let h = std::thread::spawn(move || serve_tcp(listener, &d2, Some("cubic"), &s2, true));
     let r = {
-        let _g = link.namespaces().enter(Side::Client).unwrap();
+        let _g = link.namespaces().unwrap().enter(Side::Client).unwrap();
         send_tcp(addr, &files, Some("cubic"), Duration::from_secs(120)).unwrap()
     };
     assert!(r.files.iter().all(|f| f.ok));

@@ -94,9 +94,9 @@ fn link_flags(cfg: &LinkConfig) -> Vec<String> {
         .collect()
 }
 
-fn describe(link: &EmulatedLink) -> String {
-    let n = link.namespaces();
-    format!(
+fn describe(link: &EmulatedLink) -> Result<String, Failure> {
+    let n = link.namespaces()?;
+    Ok(format!(
         "link {} <-> {} (driver {}): {}; client {}, server {}",
         n.name(Side::Client),
         n.name(Side::Server),
@@ -104,7 +104,7 @@ fn describe(link: &EmulatedLink) -> String {
         link.pair().describe(),
         ns::CLIENT_ADDR,
         ns::SERVER_ADDR
-    )
+    ))
 }
 
 /// The emulator's accounting as a few lines for stderr.
@@ -211,10 +211,10 @@ fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Res
     }
     install_interrupt_flag()?;
     let link = EmulatedLink::start(&cfg)?;
-    eprintln!("socklab netem: {}", describe(&link));
+    eprintln!("socklab netem: {}", describe(&link)?);
     let mut server_child = None;
     if let Some(s) = server {
-        let mut c = link.namespaces().command(Side::Server, "sh");
+        let mut c = link.namespaces()?.command(Side::Server, "sh");
         // The server's output goes to stderr: stdout belongs to the command (its JSON, say).
         let err = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
         c.args(["-c", s])
@@ -232,7 +232,7 @@ fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Res
         }
         server_child = Some(child);
     }
-    let mut c = link.namespaces().command(Side::Client, &cmd[0]);
+    let mut c = link.namespaces()?.command(Side::Client, &cmd[0]);
     c.args(&cmd[1..]);
     let before = link.report();
     let mut child = c
@@ -322,8 +322,8 @@ fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     let cfg = link_args.config(Some(name.to_string()))?;
     let link = EmulatedLink::start(&cfg)?;
     std::fs::write(ns::state_file(name, "pid"), std::process::id().to_string())?;
-    std::fs::write(ns::state_file(name, "spec"), describe(&link))?;
-    println!("READY {}", describe(&link));
+    std::fs::write(ns::state_file(name, "spec"), describe(&link)?)?;
+    println!("READY {}", describe(&link)?);
     let _ = std::io::stdout().flush();
     while !interrupted() {
         std::thread::sleep(Duration::from_millis(50));
@@ -499,8 +499,8 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
         );
     } else {
         let link = EmulatedLink::start(&cfg)?;
-        eprintln!("socklab netem check: {}", describe(&link));
-        let n = link.namespaces();
+        eprintln!("socklab netem check: {}", describe(&link)?);
+        let n = link.namespaces()?;
         for (title, from, to, spec) in [
             (
                 "client -> server",

@@ -317,7 +317,7 @@ impl Spec for BulkSpec {
     ) -> Result<Sample, LabError> {
         let in_link = self.link.is_some();
         if let Some(l) = &self.link {
-            res.link(&l.config())?;
+            res.link(l)?;
         }
         let to = match self.to {
             Target::SelfSink => res.server(ServerKey {

@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::link::{DirReport, Driver, LinkReport};
 use socklab_net::pingpong::{PingConfig, PingResult};
 use socklab_net::sockopt::{OptSet, Side};
 use socklab_net::units::{format_duration, format_size, parse_duration};
@@ -258,12 +257,11 @@ impl Spec for PingSpec {
     ) -> Result<Sample, LabError> {
         let run_err = |source| LabError::run(label, source);
         let mut cfg = self.cfg.clone();
-        let proxy = self.link.as_ref().filter(|l| l.driver == Driver::UdpProxy);
-        let in_link = self.link.is_some() && proxy.is_none();
-        if let (Some(l), false) = (&self.link, proxy.is_some()) {
-            res.link(&l.config())?;
+        let in_link = self.link.is_some();
+        if let Some(l) = &self.link {
+            res.link(l)?;
         }
-        cfg.to = match self.to {
+        let server = match self.to {
             Target::SelfSink => res.server(ServerKey {
                 role: ServerRole::Echo {
                     udp: cfg.udp,
@@ -273,41 +271,10 @@ impl Spec for PingSpec {
             })?,
             Target::Addr(a) => a,
         };
-        // udp-proxy: a relay on loopback in front of the echo server, for this cell.
-        let relay = match proxy {
-            Some(l) => {
-                let (addr, h) = socklab_net::udpproxy::spawn(
-                    cfg.to,
-                    l.pair.forward.clone(),
-                    l.pair.backward.clone(),
-                    l.seed,
-                )
-                .map_err(run_err)?;
-                cfg.to = addr;
-                Some(h)
-            }
-            None => None,
-        };
+        // The address the client uses: the server's, or a relay's in front of it (udp-proxy).
+        cfg.to = res.route(in_link, server)?;
         let tfo0 = socklab_net::sockopt::tfo_counters();
-        let (r, mut link_run) =
-            res.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
-        if let (Some(h), Some(l)) = (relay, proxy) {
-            let st = h.stop().map_err(run_err)?;
-            link_run = LinkRun {
-                metrics: LinkReport {
-                    forward: DirReport {
-                        stats: st.forward,
-                        ..Default::default()
-                    },
-                    backward: DirReport {
-                        stats: st.backward,
-                        ..Default::default()
-                    },
-                }
-                .metrics(),
-                desc: Some(l.pair.describe()),
-            };
-        }
+        let (r, link_run) = res.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
         let r = r.map_err(run_err)?;
         let tfo1 = socklab_net::sockopt::tfo_counters();
         let tfo = |name: &str| tfo(name, &tfo0, &tfo1);

@@ -23,7 +23,6 @@ use crate::workload::bulk::{BYTES, RCV_SYS_S, RCV_USER_S};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
-use socklab_net::link::Driver;
 
 pub use socklab_net::transfer::Proto;
 
@@ -303,7 +302,7 @@ impl Spec for TransferSpec {
         })?;
         let in_link = self.link.is_some();
         if let Some(l) = &self.link {
-            res.link(&l.config())?;
+            res.link(l)?;
         }
         let rx = tempfile::Builder::new()
             .prefix("rx-")
@@ -567,7 +566,7 @@ fn parse_spec(p: &Params) -> Result<TransferSpec, LabError> {
     })?;
     let link = link::parse(p)?;
     if let Some(l) = &link {
-        if l.driver == Driver::UdpProxy {
+        if !l.driver.carries_tcp() {
             return Err(LabError::Plan(
                 "link_driver udp-proxy cannot carry a transfer (TCP needs tun or netem, and both protocols are compared over the same link): use auto, tun or netem (root)".into(),
             ));

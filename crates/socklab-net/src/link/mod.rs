@@ -544,16 +544,15 @@ impl EmulatedLink {
         })
     }
 
-    /// The namespaces of a namespace driver.
-    ///
-    /// # Panics
-    ///
-    /// For `udp-proxy`, which makes none: use [`EmulatedLink::server_namespace`] and
-    /// [`EmulatedLink::enter_client`], which work for every driver.
-    pub fn namespaces(&self) -> &Namespaces {
-        self.ns
-            .as_ref()
-            .expect("the udp-proxy driver makes no namespaces: use server_namespace()")
+    /// The namespaces of a namespace driver; an error for `udp-proxy`, which makes none (use
+    /// [`EmulatedLink::server_namespace`] and [`EmulatedLink::enter_client`], which work for
+    /// every driver).
+    pub fn namespaces(&self) -> Result<&Namespaces, NetError> {
+        self.ns.as_ref().ok_or_else(|| {
+            NetError::Invalid(
+                "the udp-proxy driver makes no namespaces: use --driver tun or netem (root)".into(),
+            )
+        })
     }
 
     /// Where the server must run: the server namespace, or `None` (this host's, for
