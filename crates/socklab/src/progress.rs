@@ -164,14 +164,14 @@ impl Observer for OneRun {
         let params = cell.workload.params();
         let bound = params
             .get("duration")
-            .map_or_else(String::new, |d| format!(" (at most {d})"));
+            .map_or_else(String::new, |d| format!(" of at most {d}"));
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} socklab {prefix}: {elapsed} {msg}")
+            ProgressStyle::with_template("{spinner} socklab {prefix}: {elapsed}{msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         bar.set_prefix(cell.workload.kind());
-        bar.set_message(format!("elapsed{bound}; Ctrl-C stops and prints what was measured"));
+        bar.set_message(format!("{bound}; Ctrl-C prints what was measured"));
         bar.enable_steady_tick(Duration::from_millis(250));
         let done = Arc::new(AtomicBool::new(false));
         let (b, d) = (bar.clone(), done.clone());

@@ -398,3 +398,25 @@ fn a_stevens_run_bounded_by_time_is_expressed_by_the_workload() {
     assert_eq!(config["loops"], "unlimited", "{config}");
     assert_eq!(config["duration"], "300ms", "{config}");
 }
+
+/// What the load workload cannot run (stevens over kept-alive connections) and what it
+/// refuses for the target are one-line usage errors naming the flag and the fix.
+#[test]
+fn combinations_outside_the_workload_name_the_flag_and_the_fix() {
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--protocol", "stevens"],
+        &["--protocol stevens", "--clients C"],
+    );
+    assert_usage_error(
+        &["load", "--to", "[::1]:9", "--source-addrs", "4"],
+        &["--source-addrs 4", "IPv4 loopback"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--path", "index.html"],
+        &["--path 'index.html'", "/index.html"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--duration", "1ms"],
+        &["--duration 1ms", "10ms"],
+    );
+}
