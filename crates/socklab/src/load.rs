@@ -193,7 +193,8 @@ fn workload_params(a: &LoadArgs) -> Result<Params, Failure> {
             p.set("clients", connections.to_string());
             p.set(
                 "loops",
-                a.loops.map_or_else(|| "unlimited".into(), |l| l.to_string()),
+                a.loops
+                    .map_or_else(|| "unlimited".into(), |l| l.to_string()),
             );
             p.set("bytes", bytes);
         }
@@ -277,8 +278,8 @@ pub fn load(a: LoadArgs) -> Result<(), Failure> {
         return run_and_print(&plan, &mut store, &format).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
-    let id = run_observed(&plan, &mut store, &mut OneRun::new(!a.json && !a.csv))
-        .map_err(|(_, f)| f)?;
+    let id =
+        run_observed(&plan, &mut store, &mut OneRun::new(!a.json && !a.csv)).map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&r).map_err(|e| Failure::Run(e.to_string()))?;

@@ -323,7 +323,10 @@ fn a_one_off_run_is_stored_as_one_experiment_with_one_sample() {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .unwrap();
-    assert_eq!((experiments, status.as_str(), reps, warmup), (1, "done", 1, 0));
+    assert_eq!(
+        (experiments, status.as_str(), reps, warmup),
+        (1, "done", 1, 0)
+    );
     let (samples, extra): (i64, String) = conn
         .query_row(
             "SELECT COUNT(*), MAX(extra_json) FROM samples WHERE warmup = 0",
@@ -339,14 +342,25 @@ fn a_one_off_run_is_stored_as_one_experiment_with_one_sample() {
 
     // The JSON of a second one-off is the stored report, and a second experiment.
     let (c, out, err) = run(&[
-        "load", "--to", &addr, "--requests", "10", "--json", "--db", dbs,
+        "load",
+        "--to",
+        &addr,
+        "--requests",
+        "10",
+        "--json",
+        "--db",
+        dbs,
     ]);
     assert_eq!(c, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["completed"], 10);
     let (c, out, err) = run(&["results", "list", "--db", dbs]);
     assert_eq!(c, 0, "{err}");
-    assert_eq!(out.lines().filter(|l| l.contains(" load ")).count(), 2, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains(" load ")).count(),
+        2,
+        "{out}"
+    );
 }
 
 /// Stevens' client bounded by time instead of loops (`--clients 2 --duration`), against a

@@ -228,9 +228,9 @@ fn rate_value(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let r = match t.parse::<f64>() {
         Ok(r) => r,
-        Err(_) => parse_size(t).map_err(|_| {
-            "not a number: give requests per second, e.g. 20000 or 0.5".to_string()
-        })? as f64,
+        Err(_) => parse_size(t)
+            .map_err(|_| "not a number: give requests per second, e.g. 20000 or 0.5".to_string())?
+            as f64,
     };
     if !(r.is_finite() && r > 0.0) {
         return Err("use a positive number of requests per second, e.g. 20000".into());
@@ -730,9 +730,7 @@ impl Spec for LoadSpec {
     fn context(key: &str, _value: &str) -> Params {
         match key {
             "connections" | "duration" | "rate" | "new_connection" | "conn_requests" | "path"
-            | "host" => {
-                Params::new().with("handler", "http")
-            }
+            | "host" => Params::new().with("handler", "http"),
             _ => Params::new(),
         }
     }
@@ -1134,7 +1132,10 @@ mod tests {
             (c.requests, c.loops, c.rate, c.source_addrs),
             (Some(200), Some(50), Some(0.5), 4)
         );
-        assert_eq!((c.path.as_str(), c.host.as_deref()), ("/index.html", Some("example.com")));
+        assert_eq!(
+            (c.path.as_str(), c.host.as_deref()),
+            ("/index.html", Some("example.com"))
+        );
         assert!(h.options.keep_partial);
 
         // Stevens bounded by time: unlimited loops, a duration and a rate.
@@ -1187,7 +1188,8 @@ mod tests {
     #[test]
     fn the_one_off_keys_refuse_bad_values_naming_the_fix() {
         let err = |pairs: &[(&str, &str)]| parse(pairs).unwrap_err().to_string();
-        let cases: &[(&[(&str, &str)], &[&str])] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: &[Case] = &[
             (
                 &[("loops", "unlimited")],
                 &["loops = unlimited needs another bound", "duration"],
@@ -1215,7 +1217,10 @@ mod tests {
                 &[("handler", "echo"), ("path", "/x")],
                 &["path does not apply to handler = echo"],
             ),
-            (&[("source_addrs", "0")], &["source_addrs = '0'", "1 to 65536"]),
+            (
+                &[("source_addrs", "0")],
+                &["source_addrs = '0'", "1 to 65536"],
+            ),
             (
                 &[("to", "10.0.0.1:80"), ("source_addrs", "4")],
                 &["source_addrs = 4 needs an IPv4 loopback target"],
@@ -1223,7 +1228,10 @@ mod tests {
             (&[("rate", "fast")], &["rate = 'fast'", "not a number"]),
             (&[("rate", "0")], &["rate = '0'", "positive"]),
             (&[("rate", "1e9")], &["at most 100000000"]),
-            (&[("partial", "maybe")], &["partial = 'maybe'", "fail or keep"]),
+            (
+                &[("partial", "maybe")],
+                &["partial = 'maybe'", "fail or keep"],
+            ),
         ];
         for (pairs, needles) in cases {
             let e = err(pairs);
@@ -1237,10 +1245,15 @@ mod tests {
     fn the_sample_keeps_the_whole_report() {
         use socklab_net::load::{Failures, GeneratorStats, Timing};
         let to: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        let mut t = Timing::default();
-        t.count = 3;
-        t.mean_us = 12.5;
-        t.percentiles.p99_us = 40.25;
+        let t = Timing {
+            count: 3,
+            mean_us: 12.5,
+            percentiles: socklab_net::load::Percentiles {
+                p99_us: 40.25,
+                ..Default::default()
+            },
+            ..Timing::default()
+        };
         let r = LoadReport {
             config: LoadConfig::new(to, LoadProtocol::Http),
             duration_s: 1.5,
