@@ -269,6 +269,16 @@ impl Resources {
     }
 }
 
+/// How a thread run by [`on_thread_until`] ended.
+#[derive(Debug)]
+pub enum ThreadEnd<T> {
+    /// `f` returned by itself.
+    Done(T),
+    /// `stop()` turned true: the flag was raised, and this is what `f` returned within the
+    /// grace time, if it did.
+    Stopped(Option<T>),
+}
+
 /// Runs `f` on a thread of its own (which inherits the calling thread's network namespace) and
 /// waits for it, checking `stop()` every 100 ms. When stopped it raises the flag `f` was given,
 /// waits up to `grace` for `f` to return, and returns `None` (a thread still running is left to
@@ -280,6 +290,22 @@ pub fn on_thread<T: Send + 'static>(
     limit: Duration,
     grace: Duration,
 ) -> Option<Result<T, String>> {
+    match on_thread_until(name, f, stop, limit, grace) {
+        Ok(ThreadEnd::Done(t)) => Some(Ok(t)),
+        Ok(ThreadEnd::Stopped(_)) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// [`on_thread`], keeping what a stopped `f` returned within `grace` (a load generator's
+/// figures up to Ctrl-C).
+pub fn on_thread_until<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    stop: &dyn Fn() -> bool,
+    limit: Duration,
+    grace: Duration,
+) -> Result<ThreadEnd<T>, String> {
     let flag = Arc::new(AtomicBool::new(false));
     let f_flag = flag.clone();
     let (tx, rx) = mpsc::channel();
@@ -289,25 +315,24 @@ pub fn on_thread<T: Send + 'static>(
             let _ = tx.send(f(&f_flag));
         });
     if let Err(e) = spawned {
-        return Some(Err(format!("cannot start the {name} thread: {e}")));
+        return Err(format!("cannot start the {name} thread: {e}"));
     }
     let t0 = std::time::Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return Some(Ok(r)),
+            Ok(r) => return Ok(ThreadEnd::Done(r)),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Some(Err(format!("the {name} thread ended without a result")))
+                return Err(format!("the {name} thread ended without a result"))
             }
             Err(mpsc::RecvTimeoutError::Timeout) if stop() => {
                 flag.store(true, Ordering::Relaxed);
-                let _ = rx.recv_timeout(grace);
-                return None;
+                return Ok(ThreadEnd::Stopped(rx.recv_timeout(grace).ok()));
             }
             Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
-                return Some(Err(format!(
+                return Err(format!(
                     "the {name} thread did not return within {}",
                     socklab_net::units::format_duration(limit)
-                )))
+                ))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }

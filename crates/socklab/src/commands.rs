@@ -9,7 +9,7 @@ use socklab_lab::output;
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
 use socklab_lab::report::write_report;
-use socklab_lab::runner::{resume_plan, run_plan, Resume};
+use socklab_lab::runner::{resume_plan, run_plan, Observer, Resume};
 use socklab_lab::store::Store;
 use socklab_lab::summary::experiment_stats;
 use socklab_lab::table::Table;
@@ -384,10 +384,18 @@ fn exe() -> Result<PathBuf, Failure> {
 /// Runs one plan with progress and Ctrl-C handling; returns the experiment id, or the failure
 /// (after which the finished repetitions are still in the store).
 fn run_one(plan: &Plan, store: &mut Store) -> Result<i64, (Option<i64>, Failure)> {
+    run_observed(plan, store, &mut Progress::new())
+}
+
+/// [`run_one`] with the caller's observer of the progress.
+pub(crate) fn run_observed(
+    plan: &Plan,
+    store: &mut Store,
+    progress: &mut dyn Observer,
+) -> Result<i64, (Option<i64>, Failure)> {
     let host = socklab_sys::host::host_facts();
     let mut exec = LiveExecutor::new(exe().map_err(|f| (None, f))?);
-    let mut progress = Progress::new();
-    match run_plan(plan, store, &host, &mut exec, &mut progress, &interrupted) {
+    match run_plan(plan, store, &host, &mut exec, progress, &interrupted) {
         Ok(s) => Ok(s.experiment),
         Err(e) => {
             let id = match &e {

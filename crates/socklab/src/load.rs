@@ -1,21 +1,22 @@
 //! `socklab load`: the load generator (wrk2/ab-class) against a stevens, echo or HTTP server.
 
 use std::fmt::Write as _;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::Args;
-use socklab_lab::workload::{parse_target, Target};
-use socklab_net::load::{self, LoadConfig, LoadProtocol, LoadReport, Timing};
-use socklab_net::units::{parse_duration, parse_size};
-use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
-
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Group, Order, Plan};
 use socklab_lab::store::Store;
+use socklab_lab::workload::{parse_target, Target, Workload};
+use socklab_lab::LabError;
+use socklab_net::load::{LoadProtocol, LoadReport, Timing};
 use socklab_net::units::format_duration;
+use socklab_sys::process::install_interrupt_flag;
 
 use crate::cli::SummaryFormat;
-use crate::commands::{command_line, out, run_and_print, usage, Failure};
+use crate::commands::{command_line, out, run_and_print, run_observed, usage, Failure};
+use crate::progress::OneRun;
 
 /// A count-bounded run (--requests, --loops) without --duration is still capped at this.
 const COUNT_RUN_CAP: Duration = Duration::from_secs(300);
@@ -78,26 +79,54 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
-    /// Repeat the run N times through socklab's Runner: mean, sd and 95% CI per metric,
-    /// every repetition stored in --db (the `load` workload of experiment files). Without it:
-    /// one run, printed like wrk/ab, nothing stored.
+    /// Repeat the run N times: mean, sd and 95% CI per metric (the `load` workload of
+    /// experiment files). Without it: one run, printed like wrk/ab. Either way the run goes
+    /// through socklab's Runner and is stored in --db.
     #[arg(long, value_name = "N")]
     pub reps: Option<usize>,
     /// With --reps: warm-up repetitions (stored, flagged, not in the statistics).
     #[arg(long, default_value_t = 0, requires = "reps")]
     pub warmup: usize,
-    /// With --reps: the experiment's name in the store.
-    #[arg(long, default_value = "load", requires = "reps")]
+    /// The experiment's name in the store.
+    #[arg(long, default_value = "load")]
     pub name: String,
-    /// With --reps: the results database (SQLite).
+    /// The results database (SQLite) the run is stored in.
     #[arg(long, value_name = "PATH", default_value = "socklab.db")]
     pub db: std::path::PathBuf,
 }
 
 /// The command's help epilogue.
-pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 5s --reps 10       repeated, mean and 95% CI, stored in socklab.db\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
+pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop (stored in socklab.db)\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 5s --reps 10       repeated, mean and 95% CI, stored in socklab.db\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. Every run is an experiment in --db (socklab results, socklab report). See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
 
-fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
+/// The flag of a `load` workload key (the keys and the flags share their names, but for these).
+fn flag(key: &str) -> String {
+    match key {
+        "handler" => "--protocol".into(),
+        "new_connection" => "--new-connection-per-request".into(),
+        "conn_requests" => "--loops".into(),
+        k => format!("--{}", k.replace('_', "-")),
+    }
+}
+
+/// A workload error in the command's words: `--bytes 20000: ...` for `bytes = '20000': ...`.
+fn in_flags(e: LabError) -> Failure {
+    match e {
+        LabError::Param { key, value, reason } => {
+            let value = if value.starts_with(|c: char| c.is_ascii_digit()) {
+                value
+            } else {
+                format!("'{value}'")
+            };
+            usage(format!("{} {value}: {reason}", flag(&key)))
+        }
+        other => other.into(),
+    }
+}
+
+/// The `load` workload parameters of the command: everything `socklab load` can ask for, as
+/// it always ran (a one-off: the default `--source-addrs 1`, and a run that stops early keeps
+/// its figures; with `--reps` the flags of a single run are refused, as they always were).
+fn workload_params(a: &LoadArgs) -> Result<Params, Failure> {
     let to = match parse_target(&a.to) {
         Ok(Target::Addr(addr)) => addr,
         Ok(Target::SelfSink) => {
@@ -115,132 +144,143 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         None if a.clients.is_some() => LoadProtocol::Stevens,
         None => LoadProtocol::Http,
     };
-    let mut c = LoadConfig::new(to, protocol);
-    match (a.clients, a.connections) {
+    let (connections, new_connection) = match (a.clients, a.connections) {
         (Some(_), Some(_)) => {
             return Err(usage(
                 "--clients and --connections both given: --clients C is stevens mode (a connection per request); use one of them",
             ))
         }
-        (Some(n), None) => {
-            c.connections = n;
-            c.new_connection_per_request = true;
-        }
-        (None, Some(n)) => {
-            c.connections = n;
-            c.new_connection_per_request = a.new_connection_per_request;
-        }
-        (None, None) => c.new_connection_per_request = a.new_connection_per_request,
-    }
-    if let Some(b) = &a.bytes {
-        let n = parse_size(b).map_err(|e| usage(format!("--bytes {e}")))?;
-        c.bytes = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-    c.loops = a.loops;
-    c.requests = a.requests;
-    c.duration = match &a.duration {
-        Some(d) => Some(parse_duration(d).map_err(|e| usage(format!("--duration {e}")))?),
-        None if a.loops.is_some() || a.requests.is_some() => Some(COUNT_RUN_CAP),
-        None => Some(Duration::from_secs(10)),
+        (Some(n), None) => (n, true),
+        (None, n) => (n.unwrap_or(10), a.new_connection_per_request),
     };
-    if let Some(r) = &a.rate {
-        let v: f64 = r.trim().parse().map_err(|_| {
-            usage(format!(
-                "--rate '{r}' is not a number: give requests per second, e.g. --rate 10000"
-            ))
-        })?;
-        c.rate = Some(v);
+    if a.reps.is_some() {
+        let unsupported = [
+            ("--requests", a.requests.is_some()),
+            ("--path", a.path != "/"),
+            ("--host", a.host.is_some()),
+            ("--source-addrs", a.source_addrs != 1),
+        ];
+        if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+            return Err(usage(format!(
+                "{flag} is not available with --reps (the load workload bounds runs by --duration or --loops): drop {flag}, or drop --reps for a single run"
+            )));
+        }
     }
-    c.threads = a.threads.unwrap_or_else(socklab_sys::host::cores);
-    c.timeout = parse_duration(&a.timeout).map_err(|e| usage(format!("--timeout {e}")))?;
-    c.path = a.path.clone();
-    c.host = a.host.clone();
-    c.source_addrs = a.source_addrs;
-    c.validate().map_err(|e| usage(e.to_string()))?;
-    Ok(c)
-}
-
-/// The `load` workload parameters of a `--reps` run (the checks of [`config`] come first).
-fn workload_params(a: &LoadArgs, cfg: &LoadConfig) -> Result<Params, Failure> {
-    let unsupported = [
-        ("--requests", a.requests.is_some()),
-        ("--path", a.path != "/"),
-        ("--host", a.host.is_some()),
-        ("--source-addrs", a.source_addrs != 1),
-    ];
-    if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+    if a.source_addrs > 1 && !matches!(to.ip(), IpAddr::V4(ip) if ip.is_loopback()) {
         return Err(usage(format!(
-            "{flag} is not available with --reps (the load workload bounds runs by --duration or --loops): drop {flag}, or drop --reps for a single run"
+            "--source-addrs {} needs an IPv4 loopback target (127.0.0.0/8), not {to}: drop --source-addrs",
+            a.source_addrs
         )));
     }
     let mut p = Params::new();
-    p.set("to", cfg.to.to_string());
-    p.set("handler", cfg.protocol.to_string());
-    p.set("threads", cfg.threads.to_string());
-    p.set("timeout", format_duration(cfg.timeout));
-    match (cfg.protocol, a.clients) {
-        (LoadProtocol::Stevens, Some(c)) => {
-            p.set("clients", c.to_string());
-            if let Some(l) = a.loops {
-                p.set("loops", l.to_string());
-            }
-            p.set("bytes", cfg.bytes.to_string());
-        }
-        (LoadProtocol::Stevens, None) => {
-            return Err(usage(
-                "--reps with stevens runs the book's client: give --clients C --loops L (a connection per request)",
-            ))
-        }
-        (_, _) => {
-            if a.loops.is_some() {
+    p.set("to", to.to_string());
+    p.set("handler", protocol.name());
+    p.set(
+        "threads",
+        a.threads
+            .unwrap_or_else(|| socklab_sys::host::cores().min(256))
+            .to_string(),
+    );
+    p.set("timeout", a.timeout.clone());
+    let bytes = a.bytes.clone().unwrap_or_else(|| "100".into());
+    match protocol {
+        LoadProtocol::Stevens => {
+            if !new_connection {
                 return Err(usage(
-                    "--loops is not available with --reps for http/echo: bound the runs with --duration",
+                    "--protocol stevens without --clients keeps connections alive, which the load workload does not run: give --clients C (a connection per request, the book's client)",
                 ));
             }
-            p.set("connections", cfg.connections.to_string());
-            if let Some(d) = cfg.duration {
-                p.set("duration", format_duration(d));
+            p.set("clients", connections.to_string());
+            p.set(
+                "loops",
+                a.loops
+                    .map_or_else(|| "unlimited".into(), |l| l.to_string()),
+            );
+            p.set("bytes", bytes);
+        }
+        LoadProtocol::Echo | LoadProtocol::Http => {
+            p.set("connections", connections.to_string());
+            p.set("new_connection", new_connection.to_string());
+            if let Some(l) = a.loops {
+                p.set("conn_requests", l.to_string());
             }
-            if let Some(r) = cfg.rate {
-                p.set("rate", format!("{}", r.round() as u64));
-            }
-            p.set("new_connection", cfg.new_connection_per_request.to_string());
-            if cfg.protocol == LoadProtocol::Echo {
-                p.set("bytes", cfg.bytes.to_string());
+            if protocol == LoadProtocol::Echo {
+                p.set("bytes", bytes);
+            } else {
+                if a.path != "/" {
+                    p.set("path", a.path.clone());
+                }
+                if let Some(h) = &a.host {
+                    p.set("host", h.clone());
+                }
             }
         }
     }
+    let duration = match &a.duration {
+        Some(d) => d.clone(),
+        None if a.loops.is_some() || a.requests.is_some() => format_duration(COUNT_RUN_CAP),
+        None => "10s".into(),
+    };
+    p.set("duration", duration);
+    if let Some(r) = &a.rate {
+        p.set("rate", r.clone());
+    }
+    if let Some(n) = a.requests {
+        p.set("requests", n.to_string());
+    }
+    if a.reps.is_none() {
+        p.set("source_addrs", a.source_addrs.to_string());
+        p.set("partial", "keep");
+    }
+    Workload::from_params("load", &p).map_err(in_flags)?;
     Ok(p)
 }
 
-/// `--reps N`: the run as an experiment of one cell, through the Runner and the store.
-fn load_reps(a: &LoadArgs, cfg: &LoadConfig, reps: usize) -> Result<(), Failure> {
-    let group = Group::new("load", workload_params(a, cfg)?);
-    let plan = Plan::build(
+/// The command as an experiment of one cell.
+fn plan(a: &LoadArgs, params: Params) -> Result<Plan, Failure> {
+    Ok(Plan::build(
         &a.name,
         "",
-        &[group],
-        reps,
+        &[Group::new("load", params)],
+        a.reps.unwrap_or(1),
         a.warmup,
         Order::Interleaved,
         &command_line(),
-    )?;
-    let mut store = Store::open(&a.db)?;
-    install_interrupt_flag()?;
-    let format = SummaryFormat {
-        json: a.json,
-        csv: a.csv,
+    )?)
+}
+
+/// The report of the one run of experiment `id`, as the store holds it.
+fn stored_report(store: &Store, id: i64) -> Result<LoadReport, Failure> {
+    let missing = |why: String| {
+        Failure::Run(format!(
+            "experiment {id} in '{}' holds no load report ({why})",
+            store.path().display()
+        ))
     };
-    run_and_print(&plan, &mut store, &format).map(|_| ())
+    let sample = store
+        .samples(id)?
+        .into_iter()
+        .find(|s| !s.warmup)
+        .ok_or_else(|| missing("no repetition".into()))?;
+    serde_json::from_value(sample.extra["report"].clone()).map_err(|e| missing(e.to_string()))
 }
 
 pub fn load(a: LoadArgs) -> Result<(), Failure> {
-    let cfg = config(&a)?;
-    if let Some(reps) = a.reps {
-        return load_reps(&a, &cfg, reps);
-    }
+    let params = workload_params(&a)?;
+    let plan = plan(&a, params)?;
+    let mut store = Store::open(&a.db)?;
     install_interrupt_flag()?;
-    let r = load::run(&cfg, interrupt_flag()).map_err(|e| Failure::Run(e.to_string()))?;
+    if a.reps.is_some() {
+        let format = SummaryFormat {
+            json: a.json,
+            csv: a.csv,
+        };
+        return run_and_print(&plan, &mut store, &format).map(|_| ());
+    }
+    // One repetition, no warm-up, through the Runner into the store; printed from the store.
+    let id =
+        run_observed(&plan, &mut store, &mut OneRun::new(!a.json && !a.csv)).map_err(|(_, f)| f)?;
+    let r = stored_report(&store, id)?;
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&r).map_err(|e| Failure::Run(e.to_string()))?;
         s.push('\n');
@@ -248,8 +288,17 @@ pub fn load(a: LoadArgs) -> Result<(), Failure> {
     } else if a.csv {
         csv(&r)
     } else {
-        summary(&r)
+        format!(
+            "{}stored as experiment {id} in {}\n",
+            summary(&r),
+            store.path().display()
+        )
     };
+    match r.aborted.as_deref() {
+        None => {}
+        Some("interrupted") => store.finish_experiment(id, "interrupted")?,
+        Some(_) => store.finish_experiment(id, "failed")?,
+    }
     out(&text)?;
     match r.aborted.as_deref() {
         None if r.completed == 0 && r.failed.total() > 0 => Err(Failure::Run(format!(
@@ -260,8 +309,8 @@ pub fn load(a: LoadArgs) -> Result<(), Failure> {
             r.failed.write,
             r.failed.timeout,
             r.failed.bad_reply,
-            cfg.protocol,
-            cfg.to
+            r.config.protocol,
+            r.config.to
         ))),
         None => Ok(()),
         Some("interrupted") => Err(Failure::Interrupted(

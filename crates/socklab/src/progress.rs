@@ -2,9 +2,12 @@
 //! stdout stays clean for --json and --csv).
 
 use std::io::IsTerminal;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use socklab_lab::plan::{Cell, Plan};
 use socklab_lab::runner::{Observer, Sample};
 use socklab_lab::table::num;
@@ -119,5 +122,79 @@ impl Observer for Progress {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+    }
+}
+
+/// How long a one-off run goes before [`OneRun`] shows its line.
+const ONE_RUN_QUIET: Duration = Duration::from_secs(3);
+
+/// The observer of a one-off run (`socklab load` without `--reps`), whose report is printed
+/// when it ends: nothing for a short run; on a terminal, once the run has lasted a few
+/// seconds, one line on stderr with the time elapsed and the run's time bound, cleared at the
+/// end. Off for `--json`/`--csv` and when stderr is not a terminal.
+pub struct OneRun {
+    enabled: bool,
+    shown: Option<(ProgressBar, Arc<AtomicBool>, JoinHandle<()>)>,
+}
+
+impl OneRun {
+    /// `enabled`: not for `--json`/`--csv`.
+    pub fn new(enabled: bool) -> OneRun {
+        OneRun {
+            enabled: enabled && std::io::stderr().is_terminal(),
+            shown: None,
+        }
+    }
+
+    fn clear(&mut self) {
+        if let Some((bar, done, reveal)) = self.shown.take() {
+            done.store(true, Ordering::Relaxed);
+            let _ = reveal.join();
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for OneRun {
+    fn run_start(&mut self, cell: &Cell, _rep: usize, _warmup: bool) {
+        if !self.enabled {
+            return;
+        }
+        self.clear();
+        let params = cell.workload.params();
+        let bound = params
+            .get("duration")
+            .map_or_else(String::new, |d| format!(" of at most {d}"));
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} socklab {prefix}: {elapsed}{msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_prefix(cell.workload.kind());
+        bar.set_message(format!("{bound}; Ctrl-C prints what was measured"));
+        bar.enable_steady_tick(Duration::from_millis(250));
+        let done = Arc::new(AtomicBool::new(false));
+        let (b, d) = (bar.clone(), done.clone());
+        let reveal = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while t0.elapsed() < ONE_RUN_QUIET {
+                if d.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !d.load(Ordering::Relaxed) {
+                b.set_draw_target(ProgressDrawTarget::stderr());
+            }
+        });
+        self.shown = Some((bar, done, reveal));
+    }
+
+    fn run_done(&mut self, _cell: &Cell, _rep: usize, _warmup: bool, _sample: &Sample) {
+        self.clear();
+    }
+
+    fn end(&mut self) {
+        self.clear();
     }
 }

@@ -285,3 +285,152 @@ fn reps_run_through_the_runner_into_the_store() {
         "{err}"
     );
 }
+
+/// A one-off run (no --reps) is an experiment of one cell through the Runner: one repetition,
+/// no warm-up, stored in --db with the whole report, and printed from the store as before.
+#[test]
+fn a_one_off_run_is_stored_as_one_experiment_with_one_sample() {
+    let addr = http_server().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("once.db");
+    let dbs = db.to_str().unwrap();
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--connections",
+        "2",
+        "--threads",
+        "1",
+        "--requests",
+        "30",
+        "--path",
+        "/a",
+        "--db",
+        dbs,
+    ]);
+    assert_eq!(c, 0, "{err}");
+    assert!(out.contains("Complete requests:  30"), "{out}");
+    assert!(
+        out.contains(&format!("stored as experiment 1 in {dbs}")),
+        "{out}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (experiments, status, reps, warmup): (i64, String, i64, i64) = conn
+        .query_row(
+            "SELECT COUNT(*), MAX(status), MAX(reps), MAX(warmup) FROM experiments",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (experiments, status.as_str(), reps, warmup),
+        (1, "done", 1, 0)
+    );
+    let (samples, extra): (i64, String) = conn
+        .query_row(
+            "SELECT COUNT(*), MAX(extra_json) FROM samples WHERE warmup = 0",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(samples, 1);
+    let extra: serde_json::Value = serde_json::from_str(&extra).unwrap();
+    assert_eq!(extra["report"]["completed"], 30, "{extra}");
+    assert_eq!(extra["report"]["config"]["path"], "/a", "{extra}");
+    assert_eq!(extra["report"]["config"]["source_addrs"], 1, "{extra}");
+
+    // The JSON of a second one-off is the stored report, and a second experiment.
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--requests",
+        "10",
+        "--json",
+        "--db",
+        dbs,
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["completed"], 10);
+    let (c, out, err) = run(&["results", "list", "--db", dbs]);
+    assert_eq!(c, 0, "{err}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains(" load ")).count(),
+        2,
+        "{out}"
+    );
+}
+
+/// Stevens' client bounded by time instead of loops (`--clients 2 --duration`), against a
+/// `socklab serve --handler stevens` child: the load workload's `loops = unlimited`.
+#[test]
+fn a_stevens_run_bounded_by_time_is_expressed_by_the_workload() {
+    let (mut child, addr) = common::spawn_announced(&[
+        "serve",
+        "--design",
+        "iterative",
+        "--handler",
+        "stevens",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--announce",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--clients",
+        "2",
+        "--bytes",
+        "10",
+        "--duration",
+        "300ms",
+        "--threads",
+        "1",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["completed"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["config"]["loops"].is_null(), "{v}");
+    assert_eq!(v["config"]["new_connection_per_request"], true, "{v}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let config: String = conn
+        .query_row("SELECT config_json FROM cells", [], |r| r.get(0))
+        .unwrap();
+    let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(config["loops"], "unlimited", "{config}");
+    assert_eq!(config["duration"], "300ms", "{config}");
+}
+
+/// What the load workload cannot run (stevens over kept-alive connections) and what it
+/// refuses for the target are one-line usage errors naming the flag and the fix.
+#[test]
+fn combinations_outside_the_workload_name_the_flag_and_the_fix() {
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--protocol", "stevens"],
+        &["--protocol stevens", "--clients C"],
+    );
+    assert_usage_error(
+        &["load", "--to", "[::1]:9", "--source-addrs", "4"],
+        &["--source-addrs 4", "IPv4 loopback"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--path", "index.html"],
+        &["--path 'index.html'", "/index.html"],
+    );
+    assert_usage_error(
+        &["load", "--to", "127.0.0.1:9", "--duration", "1ms"],
+        &["--duration 1ms", "10ms"],
+    );
+}

@@ -14,8 +14,8 @@ use socklab_net::units::{format_duration, format_size, parse_size};
 
 use crate::child::ServerExit;
 use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_usize, Key, Params};
-use crate::resources::{on_thread, Resources};
+use crate::params::{parse_bool, parse_count, parse_usize, Key, Params};
+use crate::resources::{on_thread_until, Resources, ThreadEnd};
 use crate::sample::Sample;
 use crate::summary::{CellStats, ExperimentStats};
 use crate::table::{num, Table};
@@ -36,15 +36,13 @@ pub enum LoadMode {
         /// Bytes asked per connection.
         bytes: usize,
     },
-    /// `connections` kept busy for `duration` (closed loop), or `rate` requests/s spread
-    /// over them (open loop, latency from the intended send time).
+    /// `connections` kept busy for `duration` (closed loop), or the options' `rate`
+    /// requests/s spread over them (open loop, latency from the intended send time).
     Requests {
         /// Concurrent connections.
         connections: usize,
         /// How long.
         duration: Duration,
-        /// Open loop: requests per second in all.
-        rate: Option<u64>,
         /// A new connection for every request (else keep-alive).
         new_connection: bool,
         /// Echo: bytes per request (0 for http).
@@ -72,6 +70,52 @@ pub struct LoadSpec {
     pub threads: usize,
     /// A request that takes longer fails (timeout).
     pub timeout: Duration,
+    /// Bounds, rate and request details beyond the mode.
+    pub options: LoadOptions,
+}
+
+/// `loops = unlimited`: a stevens client loops until `duration` or `requests` ends the run.
+pub const UNLIMITED_LOOPS: u64 = u64::MAX;
+
+/// What a load asks beyond its mode (everything a one-off `socklab load` can say): count
+/// bounds, the open-loop rate, the HTTP request, the client's source addresses, and whether a
+/// run that stops early keeps its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOptions {
+    /// Requests in all over every connection, then the run stops (`requests`).
+    pub requests: Option<u64>,
+    /// http/echo: requests per connection, then it stops (`conn_requests`).
+    pub conn_requests: Option<u64>,
+    /// stevens: a bound in time besides the loops (`duration`); `None`: the loops bound the
+    /// run (capped at 10 minutes).
+    pub stevens_duration: Option<Duration>,
+    /// Open loop: requests per second in all (`rate`); `None`: closed loop.
+    pub rate: Option<f64>,
+    /// http: the path to GET (`path`).
+    pub path: String,
+    /// http: the `Host:` header (`host`); `None`: the target address.
+    pub host: Option<String>,
+    /// Client sockets bound to 127.0.0.1 ..= 127.0.0.N (`source_addrs`); `None`: auto (8 for
+    /// a connection per request to IPv4 loopback, else 1).
+    pub source_addrs: Option<u32>,
+    /// A run that stops early (interrupted, ephemeral ports exhausted) is the sample, its
+    /// `extra.report.aborted` saying why (`partial = keep`); otherwise the repetition fails.
+    pub keep_partial: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> LoadOptions {
+        LoadOptions {
+            requests: None,
+            conn_requests: None,
+            stevens_duration: None,
+            rate: None,
+            path: "/".into(),
+            host: None,
+            source_addrs: None,
+            keep_partial: false,
+        }
+    }
 }
 
 /// The keys of the load workload.
@@ -102,7 +146,11 @@ pub const KEYS: &[Key] = &[
         "10",
         "stevens: concurrent clients (the seed: 2 hosts x 5 children)",
     ),
-    Key::new("loops", "500", "stevens: connections per client"),
+    Key::new(
+        "loops",
+        "500",
+        "stevens: connections per client; unlimited: until duration or requests ends the run",
+    ),
     Key::new(
         "bytes",
         "4000",
@@ -113,11 +161,37 @@ pub const KEYS: &[Key] = &[
         "32",
         "http/echo: concurrent connections",
     ),
-    Key::new("duration", "5s", "http/echo: how long to load"),
+    Key::new(
+        "duration",
+        "5s",
+        "how long to load (stevens: only when given, besides the loops)",
+    ),
     Key::new(
         "rate",
         "",
-        "http/echo: open loop at this many requests/s in all (latency from the intended send time)",
+        "open loop at this many requests/s in all, e.g. 20000 or 0.5 (latency from the intended send time)",
+    ),
+    Key::new(
+        "requests",
+        "unlimited",
+        "requests in all over every connection, then the run stops (duration still bounds it)",
+    ),
+    Key::new(
+        "conn_requests",
+        "unlimited",
+        "http/echo: requests per connection, then it stops (socklab load --loops)",
+    ),
+    Key::new("path", "/", "http: the path to GET"),
+    Key::new("host", "(the address)", "http: the Host header"),
+    Key::new(
+        "source_addrs",
+        "auto",
+        "bind client sockets to 127.0.0.1..N (IPv4 loopback targets); auto: 8 for a connection per request to IPv4 loopback, else 1",
+    ),
+    Key::new(
+        "partial",
+        "fail",
+        "a run that stops early (interrupted, ephemeral ports exhausted): fail the repetition, or keep its figures as the sample (extra.report.aborted says why)",
     ),
     Key::new(
         "new_connection",
@@ -138,6 +212,70 @@ fn workers_value(s: &str) -> Result<Option<usize>, String> {
     }
 }
 
+/// `unlimited` or a count of at least 1.
+fn count_or_unlimited(s: &str) -> Result<Option<u64>, String> {
+    match s.trim() {
+        "unlimited" => Ok(None),
+        t => match parse_count(t)? {
+            0 => Err("use at least 1, or unlimited".into()),
+            n => Ok(Some(n)),
+        },
+    }
+}
+
+/// Requests per second: a positive number (`20000`, `20K`, `0.5`).
+fn rate_value(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let r = match t.parse::<f64>() {
+        Ok(r) => r,
+        Err(_) => parse_size(t)
+            .map_err(|_| "not a number: give requests per second, e.g. 20000 or 0.5".to_string())?
+            as f64,
+    };
+    if !(r.is_finite() && r > 0.0) {
+        return Err("use a positive number of requests per second, e.g. 20000".into());
+    }
+    if r > 1e8 {
+        return Err("at most 100000000 requests per second".into());
+    }
+    Ok(r)
+}
+
+/// The text of a rate: whole numbers without a fraction.
+fn format_rate(r: f64) -> String {
+    if r.fract() == 0.0 {
+        format!("{}", r as u64)
+    } else {
+        format!("{r}")
+    }
+}
+
+/// Text without spaces or control characters (an HTTP path or host).
+fn token(s: &str) -> bool {
+    !s.is_empty() && !s.bytes().any(|b| b <= b' ' || b == 0x7f)
+}
+
+fn source_addrs_value(s: &str) -> Result<Option<u32>, String> {
+    match s.trim() {
+        "auto" => Ok(None),
+        t => match parse_count(t)? {
+            n @ 1..=65_536 => Ok(Some(n as u32)),
+            _ => Err("use 1 to 65536 addresses of 127.0.0.0/8, or auto".into()),
+        },
+    }
+}
+
+/// The keys of each mode (`requests`, `path`, `host`, `source_addrs` and the server keys apply
+/// to both).
+const STEVENS_KEYS: &[&str] = &["clients", "loops", "duration", "rate"];
+const REQUEST_KEYS: &[&str] = &[
+    "connections",
+    "duration",
+    "rate",
+    "new_connection",
+    "conn_requests",
+];
+
 /// Parses the `load` workload (keys already checked).
 fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
     let handler = p.value_in(KEYS, "handler", |s| {
@@ -148,14 +286,15 @@ fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             h => Ok(h),
         }
     })?;
-    let stevens_keys = ["clients", "loops"];
-    let request_keys = ["connections", "duration", "rate", "new_connection"];
-    let (own, other): (&[&str], &[&str]) = if handler == Handler::Stevens {
-        (&stevens_keys, &request_keys)
+    let (own, other) = if handler == Handler::Stevens {
+        (STEVENS_KEYS, REQUEST_KEYS)
     } else {
-        (&request_keys, &stevens_keys)
+        (REQUEST_KEYS, STEVENS_KEYS)
     };
-    if let Some(k) = other.iter().find(|k| p.get(k).is_some()) {
+    if let Some(k) = other
+        .iter()
+        .find(|k| !own.contains(k) && p.get(k).is_some())
+    {
         return Err(LabError::Plan(format!(
             "{k} does not apply to handler = {handler}: {} takes {}",
             handler,
@@ -167,40 +306,96 @@ fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             "bytes does not apply to handler = http: the reply size is body".into(),
         ));
     }
+    if handler != Handler::Http {
+        if let Some(k) = ["path", "host"].iter().find(|k| p.get(k).is_some()) {
+            return Err(LabError::Plan(format!(
+                "{k} does not apply to handler = {handler}: only http sends a request line and headers"
+            )));
+        }
+    }
+    let duration = |p: &Params| {
+        p.value_in(
+            KEYS,
+            "duration",
+            duration_in(Duration::from_millis(10), Duration::from_secs(24 * 3600)),
+        )
+    };
+    let mut options = LoadOptions {
+        requests: p.value_in(KEYS, "requests", count_or_unlimited)?,
+        rate: p.parse_opt("rate", rate_value)?,
+        path: p.value_in(KEYS, "path", |s| {
+            if s.starts_with('/') && token(s) {
+                Ok(s.to_string())
+            } else {
+                Err("give an absolute path without spaces, e.g. /index.html")
+            }
+        })?,
+        host: p.parse_opt("host", |s| {
+            if token(s) {
+                Ok(s.to_string())
+            } else {
+                Err("give a host name without spaces, e.g. example.com")
+            }
+        })?,
+        source_addrs: p.value_in(KEYS, "source_addrs", source_addrs_value)?,
+        keep_partial: p.value_in(KEYS, "partial", |s| match s.trim() {
+            "fail" => Ok(false),
+            "keep" => Ok(true),
+            _ => Err("use fail or keep"),
+        })?,
+        ..LoadOptions::default()
+    };
     let mode = if handler == Handler::Stevens {
+        if p.get("duration").is_some() {
+            options.stevens_duration = Some(duration(p)?);
+        }
+        let loops = p.value_in(KEYS, "loops", |s| match s.trim() {
+            "unlimited" => Ok(UNLIMITED_LOOPS),
+            t => bounded(1, 10_000_000)(t).map(|n| n as u64),
+        })?;
+        if loops == UNLIMITED_LOOPS
+            && options.stevens_duration.is_none()
+            && options.requests.is_none()
+        {
+            return Err(LabError::Plan(
+                "loops = unlimited needs another bound: give duration (e.g. 10s) or requests"
+                    .into(),
+            ));
+        }
         LoadMode::Stevens {
             clients: p.value_in(KEYS, "clients", bounded(1, 10_000))?,
-            loops: p.value_in(KEYS, "loops", |s| {
-                bounded(1, 10_000_000)(s).map(|n| n as u64)
+            loops,
+            bytes: p.value_in(KEYS, "bytes", |s| match parse_usize(s)? {
+                n @ 1..=socklab_net::server::handler::STEVENS_MAX => Ok(n),
+                _ => Err(format!(
+                    "a stevens request asks for 1..={} bytes (the classic servers' MAXN)",
+                    socklab_net::server::handler::STEVENS_MAX
+                )),
             })?,
-            bytes: p.value_in(
-                KEYS,
-                "bytes",
-                bounded(1, socklab_net::server::handler::STEVENS_MAX),
-            )?,
         }
     } else {
+        options.conn_requests = p.value_in(KEYS, "conn_requests", count_or_unlimited)?;
         LoadMode::Requests {
             connections: p.value_in(KEYS, "connections", bounded(1, 100_000))?,
-            duration: p.value_in(
-                KEYS,
-                "duration",
-                duration_in(Duration::from_millis(10), Duration::from_secs(24 * 3600)),
-            )?,
-            rate: p.parse_opt("rate", |s| match parse_size(s)? {
-                0 => Err("must be at least 1 request/s".to_string()),
-                r => Ok(r),
-            })?,
+            duration: duration(p)?,
             new_connection: p.value_in(KEYS, "new_connection", parse_bool)?,
             bytes: if handler == Handler::Echo {
-                p.parse_or("bytes", 64, bounded(1, 64 << 20))?
+                p.parse_or("bytes", 64, bounded(1, socklab_net::load::ECHO_MAX))?
             } else {
                 0
             },
         }
     };
+    let to = p.value_in(KEYS, "to", parse_target)?;
+    if let (Some(n @ 2..), Target::Addr(a)) = (options.source_addrs, to) {
+        if !matches!(a.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback()) {
+            return Err(LabError::Plan(format!(
+                "source_addrs = {n} needs an IPv4 loopback target (127.0.0.0/8), not {a}: leave source_addrs out"
+            )));
+        }
+    }
     let spec = LoadSpec {
-        to: p.value_in(KEYS, "to", parse_target)?,
+        to,
         design: p.value_in(KEYS, "design", |s| {
             s.parse::<Design>().map_err(|e| e.to_string())
         })?,
@@ -217,6 +412,7 @@ fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             "timeout",
             duration_in(Duration::from_millis(1), Duration::from_secs(3600)),
         )?,
+        options,
     };
     let mut spec = spec;
     // Checked for every design; kept only for the pool designs (a matrix may give every design
@@ -237,6 +433,7 @@ fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
 
 /// The canonical parameters of `spec` (what the store and the report show).
 fn print_spec(spec: &LoadSpec) -> Params {
+    let o = &spec.options;
     let mut p = Params::new();
     p.set("to", spec.to.to_string());
     if spec.to == Target::SelfSink {
@@ -261,26 +458,57 @@ fn print_spec(spec: &LoadSpec) -> Params {
             bytes,
         } => {
             p.set("clients", clients.to_string());
-            p.set("loops", loops.to_string());
+            p.set(
+                "loops",
+                if loops == UNLIMITED_LOOPS {
+                    "unlimited".to_string()
+                } else {
+                    loops.to_string()
+                },
+            );
             p.set("bytes", bytes.to_string());
+            if let Some(d) = o.stevens_duration {
+                p.set("duration", format_duration(d));
+            }
         }
         LoadMode::Requests {
             connections,
             duration,
-            rate,
             new_connection,
             bytes,
         } => {
             p.set("connections", connections.to_string());
             p.set("duration", format_duration(duration));
-            if let Some(r) = rate {
-                p.set("rate", r.to_string());
-            }
             p.set("new_connection", new_connection.to_string());
             if spec.handler == Handler::Echo {
                 p.set("bytes", bytes.to_string());
             }
+            if let Some(n) = o.conn_requests {
+                p.set("conn_requests", n.to_string());
+            }
         }
+    }
+    // The options are printed when they differ from their defaults, so experiments stored
+    // before they existed keep their configuration text.
+    if let Some(r) = o.rate {
+        p.set("rate", format_rate(r));
+    }
+    if let Some(n) = o.requests {
+        p.set("requests", n.to_string());
+    }
+    if spec.handler == Handler::Http {
+        if o.path != "/" {
+            p.set("path", o.path.clone());
+        }
+        if let Some(h) = &o.host {
+            p.set("host", h.clone());
+        }
+    }
+    if let Some(n) = o.source_addrs {
+        p.set("source_addrs", n.to_string());
+    }
+    if o.keep_partial {
+        p.set("partial", "keep");
     }
     p.set("threads", spec.threads.to_string());
     p.set("timeout", format_duration(spec.timeout));
@@ -498,12 +726,11 @@ impl Spec for LoadSpec {
     }
 
     /// The keys of the request modes need a handler that has them (stevens, the default,
-    /// takes clients and loops).
+    /// takes clients and loops); path and host need http.
     fn context(key: &str, _value: &str) -> Params {
         match key {
-            "connections" | "duration" | "rate" | "new_connection" => {
-                Params::new().with("handler", "http")
-            }
+            "connections" | "duration" | "rate" | "new_connection" | "conn_requests" | "path"
+            | "host" => Params::new().with("handler", "http"),
             _ => Params::new(),
         }
     }
@@ -529,6 +756,7 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
         Handler::Echo => LoadProtocol::Echo,
         _ => LoadProtocol::Http,
     };
+    let o = &spec.options;
     let mut c = LoadConfig::new(to, protocol);
     c.threads = spec.threads;
     c.timeout = spec.timeout;
@@ -539,32 +767,37 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
             bytes,
         } => {
             c.connections = clients;
-            c.loops = Some(loops);
+            c.loops = (loops != UNLIMITED_LOOPS).then_some(loops);
             c.bytes = bytes;
             c.new_connection_per_request = true;
             // A bound in time too: a design that stalls must not hang the suite.
-            c.duration = Some(Duration::from_secs(600));
+            c.duration = Some(o.stevens_duration.unwrap_or(Duration::from_secs(600)));
         }
         LoadMode::Requests {
             connections,
             duration,
-            rate,
             new_connection,
             bytes,
         } => {
             c.connections = connections;
             c.duration = Some(duration);
-            c.rate = rate.map(|r| r as f64);
+            c.loops = o.conn_requests;
             c.new_connection_per_request = new_connection;
             if bytes > 0 {
                 c.bytes = bytes;
             }
         }
     }
-    if to.ip().is_loopback() && to.is_ipv4() && c.new_connection_per_request {
+    c.rate = o.rate;
+    c.requests = o.requests;
+    c.path = o.path.clone();
+    c.host = o.host.clone();
+    c.source_addrs = match o.source_addrs {
+        Some(n) => n,
         // Connection per request piles up TIME_WAIT on this side: spread the 4-tuples.
-        c.source_addrs = 8;
-    }
+        None if to.ip().is_loopback() && to.is_ipv4() && c.new_connection_per_request => 8,
+        None => 1,
+    };
     c
 }
 
@@ -583,22 +816,29 @@ pub fn serve_args(spec: &LoadSpec) -> Vec<String> {
     ]
 }
 
-/// Runs the generator on its own thread, `stop()` turned into its flag: `None` when stopped.
+/// Runs the generator on its own thread, `stop()` turned into its flag: `None` when stopped
+/// (with `keep`: the report of the run up to the stop, if the generator returned it in time).
 /// The generator bounds itself (duration, per-request timeout); 60 s past that it has failed.
 fn generate(
     cfg: LoadConfig,
     stop: &dyn Fn() -> bool,
+    keep: bool,
 ) -> Option<Result<LoadReport, socklab_net::NetError>> {
     let limit = cfg.duration.unwrap_or_default() + cfg.timeout + Duration::from_secs(60);
-    on_thread(
+    let ended = on_thread_until(
         "load",
         move |flag| socklab_net::load::run(&cfg, flag),
         stop,
         limit,
         // The generator ends its loops within its poll interval.
         Duration::from_secs(10),
-    )
-    .map(|r| r.unwrap_or_else(|why| Err(socklab_net::NetError::Invalid(why))))
+    );
+    match ended {
+        Ok(ThreadEnd::Done(r)) => Some(r),
+        Ok(ThreadEnd::Stopped(Some(r @ Ok(_)))) if keep => Some(r),
+        Ok(ThreadEnd::Stopped(_)) => None,
+        Err(why) => Some(Err(socklab_net::NetError::Invalid(why))),
+    }
 }
 
 /// One repetition of `spec`.
@@ -620,7 +860,8 @@ fn run_load(
         Target::Addr(a) => (None, a),
     };
     let cfg = load_config(spec, to);
-    let Some(r) = generate(cfg, stop) else {
+    let keep = spec.options.keep_partial;
+    let Some(r) = generate(cfg, stop, keep) else {
         return Err(run_err(socklab_net::NetError::Interrupted));
     };
     let served = match server {
@@ -628,8 +869,9 @@ fn run_load(
         None => None,
     };
     let r = r.map_err(run_err)?;
-    if let Some(why) = &r.aborted {
-        return Err(run_err(socklab_net::NetError::Invalid(why.clone())));
+    match &r.aborted {
+        Some(why) if !keep => return Err(run_err(socklab_net::NetError::Invalid(why.clone()))),
+        _ => {}
     }
     if served.as_ref().is_some_and(|s| s.stats.is_none()) {
         eprintln!(
@@ -640,7 +882,8 @@ fn run_load(
 }
 
 /// The sample of one load run against `to`, with the self-started server's exit if there was
-/// one.
+/// one. The whole report is kept in `extra["report"]` (what `socklab load` prints from the
+/// store).
 pub fn sample(r: &LoadReport, to: SocketAddr, served: Option<&ServerExit>) -> Sample {
     let mut s = Sample::new(
         [
@@ -659,6 +902,7 @@ pub fn sample(r: &LoadReport, to: SocketAddr, served: Option<&ServerExit>) -> Sa
             "connections_opened": r.connections_opened,
             "duration_s": r.duration_s,
             "generator_warnings": r.generator.warnings,
+            "report": r,
         }),
     );
     // Open loop: latency from the intended send time (coordinated omission corrected).
@@ -852,5 +1096,197 @@ mod tests {
             e.contains("design configures the self-started server"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_one_off_keys_round_trip_into_the_generator_config() {
+        let h = parse(&[
+            ("to", "127.0.0.1:8080"),
+            ("handler", "http"),
+            ("connections", "4"),
+            ("requests", "200"),
+            ("conn_requests", "50"),
+            ("path", "/index.html"),
+            ("host", "example.com"),
+            ("source_addrs", "4"),
+            ("rate", "0.5"),
+            ("partial", "keep"),
+        ])
+        .unwrap();
+        let printed = print_spec(&h);
+        assert_eq!(parse_spec(&printed).unwrap(), h);
+        for (k, v) in [
+            ("requests", "200"),
+            ("conn_requests", "50"),
+            ("path", "/index.html"),
+            ("host", "example.com"),
+            ("source_addrs", "4"),
+            ("rate", "0.5"),
+            ("partial", "keep"),
+        ] {
+            assert_eq!(printed.get(k), Some(v), "{k}");
+        }
+        let to: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let c = load_config(&h, to);
+        assert_eq!(
+            (c.requests, c.loops, c.rate, c.source_addrs),
+            (Some(200), Some(50), Some(0.5), 4)
+        );
+        assert_eq!(
+            (c.path.as_str(), c.host.as_deref()),
+            ("/index.html", Some("example.com"))
+        );
+        assert!(h.options.keep_partial);
+
+        // Stevens bounded by time: unlimited loops, a duration and a rate.
+        let s = parse(&[
+            ("clients", "5"),
+            ("loops", "unlimited"),
+            ("duration", "3s"),
+            ("rate", "20K"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.mode,
+            LoadMode::Stevens {
+                clients: 5,
+                loops: UNLIMITED_LOOPS,
+                bytes: 4000
+            }
+        );
+        let printed = print_spec(&s);
+        assert_eq!(printed.get("loops"), Some("unlimited"));
+        assert_eq!(printed.get("duration"), Some("3s"));
+        assert_eq!(printed.get("rate"), Some("20480"));
+        assert_eq!(parse_spec(&printed).unwrap(), s);
+        let c = load_config(&s, to);
+        assert_eq!(c.loops, None);
+        assert_eq!(c.duration, Some(Duration::from_secs(3)));
+        assert_eq!(c.rate, Some(20480.0));
+        assert!(c.validate().is_ok());
+        // Stevens with requests and unlimited loops is bounded too.
+        assert!(parse(&[("loops", "unlimited"), ("requests", "100")]).is_ok());
+    }
+
+    #[test]
+    fn source_addrs_auto_spreads_a_connection_per_request_on_loopback_only() {
+        let lo: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let v6: SocketAddr = "[::1]:9".parse().unwrap();
+        let stevens = parse(&[]).unwrap();
+        assert_eq!(stevens.options.source_addrs, None);
+        assert_eq!(print_spec(&stevens).get("source_addrs"), None);
+        assert_eq!(load_config(&stevens, lo).source_addrs, 8);
+        assert_eq!(load_config(&stevens, v6).source_addrs, 1);
+        let keep_alive = parse(&[("handler", "http")]).unwrap();
+        assert_eq!(load_config(&keep_alive, lo).source_addrs, 1);
+        let one = parse(&[("source_addrs", "1")]).unwrap();
+        assert_eq!(load_config(&one, lo).source_addrs, 1);
+        let auto = parse(&[("source_addrs", "auto")]).unwrap();
+        assert_eq!(auto, stevens);
+    }
+
+    #[test]
+    fn the_one_off_keys_refuse_bad_values_naming_the_fix() {
+        let err = |pairs: &[(&str, &str)]| parse(pairs).unwrap_err().to_string();
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: &[Case] = &[
+            (
+                &[("loops", "unlimited")],
+                &["loops = unlimited needs another bound", "duration"],
+            ),
+            (&[("loops", "0")], &["loops = '0'", "1 to 10000000"]),
+            (&[("requests", "0")], &["requests = '0'", "unlimited"]),
+            (&[("requests", "many")], &["requests = 'many'"]),
+            (
+                &[("handler", "echo"), ("conn_requests", "0")],
+                &["conn_requests = '0'", "at least 1"],
+            ),
+            (
+                &[("conn_requests", "5")],
+                &["conn_requests does not apply to handler = stevens"],
+            ),
+            (
+                &[("handler", "http"), ("path", "index.html")],
+                &["path = 'index.html'", "/index.html"],
+            ),
+            (
+                &[("handler", "http"), ("host", "a b")],
+                &["host = 'a b'", "without spaces"],
+            ),
+            (
+                &[("handler", "echo"), ("path", "/x")],
+                &["path does not apply to handler = echo"],
+            ),
+            (
+                &[("source_addrs", "0")],
+                &["source_addrs = '0'", "1 to 65536"],
+            ),
+            (
+                &[("to", "10.0.0.1:80"), ("source_addrs", "4")],
+                &["source_addrs = 4 needs an IPv4 loopback target"],
+            ),
+            (&[("rate", "fast")], &["rate = 'fast'", "not a number"]),
+            (&[("rate", "0")], &["rate = '0'", "positive"]),
+            (&[("rate", "1e9")], &["at most 100000000"]),
+            (
+                &[("partial", "maybe")],
+                &["partial = 'maybe'", "fail or keep"],
+            ),
+        ];
+        for (pairs, needles) in cases {
+            let e = err(pairs);
+            for n in *needles {
+                assert!(e.contains(n), "{pairs:?}: '{n}' not in: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_sample_keeps_the_whole_report() {
+        use socklab_net::load::{Failures, GeneratorStats, Timing};
+        let to: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let t = Timing {
+            count: 3,
+            mean_us: 12.5,
+            percentiles: socklab_net::load::Percentiles {
+                p99_us: 40.25,
+                ..Default::default()
+            },
+            ..Timing::default()
+        };
+        let r = LoadReport {
+            config: LoadConfig::new(to, LoadProtocol::Http),
+            duration_s: 1.5,
+            completed: 3,
+            failed: Failures {
+                timeout: 1,
+                ..Failures::default()
+            },
+            connections_opened: 1,
+            requests_per_s: 2.0,
+            connections_per_s: 0.5,
+            bytes_written: 100,
+            bytes_read: 420,
+            transfer_bytes_per_s: 280.0,
+            connect: t,
+            first_byte: t,
+            response: t,
+            response_corrected: None,
+            generator: GeneratorStats {
+                send_lag: None,
+                timer_lag: None,
+                loop_busy: t,
+                thread_utilisation: vec![0.25],
+                cpu_user_s: 0.01,
+                cpu_sys_s: 0.02,
+                warnings: vec!["w".into()],
+            },
+            aborted: Some("interrupted".into()),
+        };
+        let s = sample(&r, to, None);
+        let back: LoadReport = serde_json::from_value(s.extra["report"].clone()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(s.get("errors"), Some(1.0));
+        assert_eq!(s.get("lat_p99_us"), Some(40.25));
     }
 }

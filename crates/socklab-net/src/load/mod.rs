@@ -31,6 +31,7 @@ pub mod http;
 pub mod metrics;
 pub mod schedule;
 
+pub use engine::ECHO_MAX;
 pub use metrics::{Percentiles, Timing};
 
 /// The application protocol the generator speaks.
