@@ -1,0 +1,70 @@
+//! Seed 002's server-design table.
+
+use super::*;
+
+/// The server-design table (seed 002, Stevens' figure 27.1): per `load` cell with a
+/// self-started server, the server's CPU time (mean and 95% CI), CPU per connection, the same
+/// minus the `iterative` cell's (the book's way of removing the work every design does), and
+/// requests/s, latency, Jain's fairness over the workers and context switches. `None` when the
+/// experiment has no such cells.
+pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
+    let cells: Vec<_> = st
+        .cells
+        .iter()
+        .filter(|c| c.cell.workload == LoadSpec::KIND && c.metrics.contains_key("srv_cpu_s"))
+        .collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let mean = |c: &CellStats, m: &str| c.metrics.get(m).map(|s| s.mean);
+    let base = cells
+        .iter()
+        .find(|c| c.cell.config.get("design") == Some("iterative"))
+        .and_then(|c| mean(c, "cpu_us_per_conn"));
+    let mut t = Table::new(&[
+        "design",
+        "workers",
+        "n",
+        "srv cpu s",
+        "±95% CI",
+        "cpu us/conn",
+        "- iterative",
+        "req/s",
+        "p50 us",
+        "p99 us",
+        "Jain",
+        "vol csw",
+        "invol csw",
+        "errors",
+    ]);
+    let f = |v: Option<f64>| v.map(num).unwrap_or_else(|| "-".into());
+    for c in cells {
+        let cpu = c.metrics.get("srv_cpu_s");
+        let per = mean(c, "cpu_us_per_conn");
+        t.row(vec![
+            c.cell.config.get("design").unwrap_or("?").to_string(),
+            c.cell.config.get("workers").unwrap_or("-").to_string(),
+            c.n.to_string(),
+            f(cpu.map(|s| s.mean)),
+            cpu.and_then(|s| s.ci95_half)
+                .map(|h| format!("±{}", num(h)))
+                .unwrap_or_else(|| "-".into()),
+            f(per),
+            match (per, base) {
+                (Some(p), Some(b)) => num(p - b),
+                _ => "-".into(),
+            },
+            f(mean(c, "req_per_s")),
+            f(mean(c, "lat_p50_us")),
+            f(mean(c, "lat_p99_us")),
+            mean(c, "fairness").map_or_else(|| "-".into(), |j| format!("{j:.3}")),
+            f(mean(c, "srv_nvcsw")),
+            f(mean(c, "srv_nivcsw")),
+            f(mean(c, "errors")),
+        ]);
+    }
+    Some(t)
+}
+
+/// The caption of [`designs_table`].
+pub const DESIGNS_NOTE: &str = "Server designs (seed 002, Stevens' figure 27.1): server CPU time (user + system of the `socklab serve` process and its reaped children, from wait4) per repetition, CPU per connection, and the same minus the *iterative* server's (the book subtracts the iterative baseline: what is left is the cost of the design itself); requests/s and response-time percentiles from socklab's load generator; *Jain* is the fairness of connections across the workers (1 = even).";
