@@ -34,3 +34,30 @@ impl Executor for LiveExecutor {
         self.res.finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Params;
+    use crate::plan::{Group, Order, Plan};
+
+    /// The executor dispatches a cell to its workload and releases the resources at the end
+    /// (memcpy: no socket, no child).
+    #[test]
+    fn a_cell_runs_its_workload_and_finish_releases_the_resources() {
+        let g = Group::new(
+            "memcpy",
+            Params::new().with("size", "64K").with("bytes", "1M"),
+        );
+        let plan = Plan::build("t", "", &[g], 1, 0, Order::Interleaved, "").unwrap();
+        let mut e = LiveExecutor::new(PathBuf::from("/nonexistent"));
+        let s = e.run(&plan.cells[0], &|| false).unwrap();
+        assert_eq!(s.get("bytes"), Some((1u64 << 20) as f64));
+        assert_eq!(s.get("writes"), Some(16.0));
+        assert!(s.get("gbps").is_some_and(|g| g > 0.0));
+        assert!(
+            e.finish().unwrap().is_empty(),
+            "no server, no link: no facts"
+        );
+    }
+}

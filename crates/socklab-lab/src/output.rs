@@ -8,40 +8,8 @@ use serde_json::json;
 use crate::store::Store;
 use crate::summary::{experiment_stats, ExperimentStats};
 use crate::table::{num, Table};
-use crate::workload::{metric, report_tables};
+use crate::workload::{metric, report_tables, table_columns};
 use crate::LabError;
-
-/// Metric columns shown in the human table, after `Gbit/s` with its statistics.
-const TABLE_METRICS: &[&str] = &[
-    "writes",
-    "reads",
-    "bytes_per_read",
-    "snd_cpu_pct",
-    "rcv_cpu_pct",
-    "retrans",
-    "rtt_per_s",
-    "rtt_p50_us",
-    "rtt_p99_us",
-    "rtt_p999_us",
-    "lost",
-    "late",
-    "connects",
-    "tfo_active",
-    "est_server",
-    "tw_server",
-    "tw_client",
-    "goodput_mbps",
-    "retx",
-    "spurious",
-    "srtt_us",
-    "failed",
-    "req_per_s",
-    "lat_p50_us",
-    "lat_p99_us",
-    "srv_cpu_s",
-    "fairness",
-    "errors",
-];
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
 pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
@@ -66,9 +34,8 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
         "max",
         vs,
     ];
-    let shown: Vec<&str> = TABLE_METRICS
-        .iter()
-        .copied()
+    let shown: Vec<&str> = table_columns()
+        .into_iter()
         .filter(|m| *m != primary && st.cells.iter().any(|c| c.metrics.contains_key(*m)))
         .collect();
     let shorts: Vec<&str> = shown.iter().map(|m| metric(m).short).collect();

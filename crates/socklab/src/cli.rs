@@ -1,6 +1,6 @@
 //! Command-line definitions (clap derive). Parsing only: checked values go to `socklab-lab`.
 
-use socklab_lab::workload::{bulk, pingpong, transfer};
+use socklab_lab::workload::{bulk, link, pingpong, transfer};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -89,13 +89,13 @@ pub struct LinkArgs {
     #[arg(long, value_name = "SPEC", requires = "link")]
     pub link_back: Option<String>,
     /// auto (netem where the kernel has it, else tun), tun, netem, udp-proxy.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = link::DRIVER.default)]
     pub driver: String,
     /// Seed of the emulator's random decisions (the same seed repeats the same decisions).
-    #[arg(long = "link-seed", default_value_t = 1, value_name = "N")]
+    #[arg(long = "link-seed", default_value = link::SEED.default, value_name = "N")]
     pub link_seed: u64,
     /// MTU of the emulated link.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value = link::MTU.default)]
     pub mtu: u32,
 }
 

@@ -242,6 +242,14 @@ impl Spec for BulkSpec {
     const EXCLUSIVE: &'static [&'static str] = &["iterations", "duration", "bytes"];
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "gbps";
+    const COLUMNS: &'static [&'static str] = &[
+        "writes",
+        "reads",
+        "bytes_per_read",
+        "snd_cpu_pct",
+        "rcv_cpu_pct",
+        "retrans",
+    ];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         let limits = Self::EXCLUSIVE

@@ -18,8 +18,15 @@ const fn key(i: usize) -> Key {
     Key::new(NET_KEYS[i].0, NET_KEYS[i].1, NET_KEYS[i].2)
 }
 
+/// `link_driver`.
+pub const DRIVER: Key = key(2);
+/// `link_mtu`.
+pub const MTU: Key = key(3);
+/// `link_seed`.
+pub const SEED: Key = key(4);
+
 /// The link keys (those of `socklab_net::link::KEYS`). `link` comes first: the others need it.
-pub const KEYS: &[Key] = &[key(0), key(1), key(2), key(3), key(4)];
+pub const KEYS: &[Key] = &[key(0), key(1), DRIVER, MTU, SEED];
 
 /// Reads the link keys; `None` when `link` is absent (then the others must be too).
 pub fn parse(p: &Params) -> Result<Option<LinkParams>, LabError> {

@@ -68,6 +68,8 @@ pub trait Spec: Sized {
     const METRICS: &'static [Metric];
     /// The metric it is judged by (tables, bars, "best").
     const PRIMARY: &'static str;
+    /// The metrics shown as columns of the summary table (means), after the primary metric.
+    const COLUMNS: &'static [&'static str] = &[];
 
     /// Parses the spec (missing keys take their defaults); keys are already checked.
     fn parse(p: &Params) -> Result<Self, LabError>;
@@ -125,6 +127,8 @@ pub struct Kind {
     pub exclusive: &'static [&'static str],
     /// Its metrics.
     pub metrics: &'static [Metric],
+    /// Its columns in the summary table.
+    pub columns: &'static [&'static str],
     primary: fn(Has<'_>) -> &'static str,
     is_baseline: fn(&Params) -> bool,
     context: fn(&str, &str) -> Params,
@@ -139,6 +143,7 @@ impl Kind {
             linked: S::LINKED,
             exclusive: S::EXCLUSIVE,
             metrics: S::METRICS,
+            columns: S::COLUMNS,
             primary: S::primary,
             is_baseline: S::is_baseline,
             context: S::context,
@@ -327,6 +332,17 @@ pub fn keys_markdown() -> String {
                 key.name,
                 key.doc.replace('|', "\\|")
             ));
+        }
+    }
+    out
+}
+
+/// The summary table's metric columns: every workload's, in registry order, each once.
+pub fn table_columns() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for c in REGISTRY.iter().flat_map(|k| k.columns) {
+        if !out.contains(c) {
+            out.push(c);
         }
     }
     out

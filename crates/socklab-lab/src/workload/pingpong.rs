@@ -194,6 +194,16 @@ impl Spec for PingSpec {
     const LINKED: bool = true;
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "total_us";
+    const COLUMNS: &'static [&'static str] = &[
+        "rtt_per_s",
+        "rtt_p50_us",
+        "rtt_p99_us",
+        "rtt_p999_us",
+        "lost",
+        "late",
+        "connects",
+        "tfo_active",
+    ];
 
     /// The cell without options is the baseline (seed 001 compares every option with it).
     fn is_baseline(config: &Params) -> bool {

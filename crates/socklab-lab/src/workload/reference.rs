@@ -75,6 +75,7 @@ impl Spec for PipeSpec {
     const KEYS: &'static [Key] = KEYS;
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "gbps";
+    const COLUMNS: &'static [&'static str] = &["writes", "reads"];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         RefSpec::parse(p).map(PipeSpec)
@@ -101,6 +102,7 @@ impl Spec for MemcpySpec {
     const KEYS: &'static [Key] = KEYS;
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "gbps";
+    const COLUMNS: &'static [&'static str] = &["writes", "reads"];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         RefSpec::parse(p).map(MemcpySpec)

@@ -70,6 +70,7 @@ impl Spec for StatesConfig {
     const KEYS: &'static [Key] = KEYS;
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "rebind_ok";
+    const COLUMNS: &'static [&'static str] = &["est_server", "tw_server", "tw_client"];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         Ok(StatesConfig {

@@ -100,3 +100,24 @@ fn baselines_and_contexts_come_from_the_workload() {
     let t = kind("transfer").unwrap();
     assert_eq!(t.context("tcp_cc", "n/a").get("proto"), Some("rudp"));
 }
+
+#[test]
+fn summary_columns_follow_the_registry_and_are_known_metrics() {
+    let cols = table_columns();
+    assert_eq!(&cols[..3], ["writes", "reads", "bytes_per_read"]);
+    assert_eq!(cols.last(), Some(&"errors"));
+    assert_eq!(
+        cols.iter().filter(|c| **c == "reads").count(),
+        1,
+        "{cols:?}"
+    );
+    for k in REGISTRY {
+        for c in k.columns {
+            assert!(
+                k.metrics.iter().any(|m| m.name == *c),
+                "{}: column {c} is not one of its metrics",
+                k.name
+            );
+        }
+    }
+}

@@ -247,6 +247,8 @@ impl Spec for TransferSpec {
     const LINKED: bool = true;
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "total_s";
+    const COLUMNS: &'static [&'static str] =
+        &["goodput_mbps", "retx", "spurious", "srtt_us", "failed"];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         parse_spec(p)

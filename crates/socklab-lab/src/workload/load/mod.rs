@@ -384,6 +384,14 @@ impl Spec for LoadSpec {
     const KEYS: &'static [Key] = KEYS;
     const METRICS: &'static [Metric] = METRICS;
     const PRIMARY: &'static str = "cpu_us_per_req";
+    const COLUMNS: &'static [&'static str] = &[
+        "req_per_s",
+        "lat_p50_us",
+        "lat_p99_us",
+        "srv_cpu_s",
+        "fairness",
+        "errors",
+    ];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         parse_spec(p)
