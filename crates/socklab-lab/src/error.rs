@@ -50,6 +50,17 @@ pub enum LabError {
     /// The server child process could not be managed.
     #[error("{0}")]
     Child(String),
+    /// Some repetitions failed; each is stored with `failed = 1` and its reason, and every
+    /// other repetition ran.
+    #[error("{failed} repetition(s) of experiment {experiment} failed and are stored with failed = 1 (the others ran); the first: {first}")]
+    Failed {
+        /// Experiment id.
+        experiment: i64,
+        /// How many repetitions failed.
+        failed: usize,
+        /// The first failure, with its cell.
+        first: String,
+    },
     /// The run was interrupted by Ctrl-C or SIGTERM; finished repetitions are stored.
     #[error("interrupted: {done} finished repetitions are stored in experiment {experiment}")]
     Interrupted {

@@ -27,7 +27,27 @@ impl LiveExecutor {
 
 impl Executor for LiveExecutor {
     fn run(&mut self, cell: &Cell, stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
-        cell.workload.run(&mut self.res, &cell.label, stop)
+        self.run_rep(cell, 0, false, stop)
+    }
+
+    /// Runs the repetition; one that used the emulated link records the seed its models ran
+    /// from (`link_run_seed` in the sample's facts).
+    fn run_rep(
+        &mut self,
+        cell: &Cell,
+        rep: usize,
+        warmup: bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError> {
+        self.res.begin(cell.index, rep, warmup);
+        let mut s = cell.workload.run(&mut self.res, &cell.label, stop)?;
+        if let Some(seed) = self.res.take_run_seed() {
+            if !s.extra.is_object() {
+                s.extra = serde_json::json!({});
+            }
+            s.extra["link_run_seed"] = seed.into();
+        }
+        Ok(s)
     }
 
     fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {

@@ -103,6 +103,25 @@ pub struct Resources {
     temp: Option<tempfile::TempDir>,
     /// Files generated so far, by their maker's key.
     files: Vec<(String, Vec<WorkFile>)>,
+    /// The repetition running now: (cell index, repetition, warm-up).
+    run: (usize, usize, bool),
+    /// The emulator seed of the repetition running now, once it uses the link.
+    run_seed: Option<u64>,
+}
+
+/// The emulator seed of one repetition: drawn from the link's seed, the cell and the
+/// repetition (SplitMix64 of each in turn), so repetitions are independent of each other and
+/// the same command run again repeats the same sequence.
+pub fn run_seed(link_seed: u64, cell: usize, rep: usize, warmup: bool) -> u64 {
+    fn mix(x: u64) -> u64 {
+        let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    [cell as u64, rep as u64, u64::from(warmup)]
+        .iter()
+        .fold(mix(link_seed), |h, &x| mix(h ^ x))
 }
 
 impl Resources {
@@ -115,7 +134,20 @@ impl Resources {
             link_facts: Vec::new(),
             temp: None,
             files: Vec::new(),
+            run: (0, 0, false),
+            run_seed: None,
         }
+    }
+
+    /// A repetition starts: repetition `rep` (a warm-up when `warmup`) of cell `cell`.
+    pub fn begin(&mut self, cell: usize, rep: usize, warmup: bool) {
+        self.run = (cell, rep, warmup);
+        self.run_seed = None;
+    }
+
+    /// The emulator seed the repetition ran with, if it used the link.
+    pub fn take_run_seed(&mut self) -> Option<u64> {
+        self.run_seed.take()
     }
 
     /// The server side of the link, when a server runs `in_link` and the link has one (a
@@ -157,15 +189,23 @@ impl Resources {
 
     /// Makes the namespace link match `cfg` (start, rebuild or re-specify it). Servers inside
     /// a rebuilt link die with its namespaces, so they are forgotten.
+    /// The models restart from this repetition's own seed ([`run_seed`]).
     pub fn link(&mut self, cfg: &LinkConfig) -> Result<(), LabError> {
+        let (cell, rep, warmup) = self.run;
+        let seed = run_seed(cfg.seed, cell, rep, warmup);
+        self.run_seed = Some(seed);
         let key = (cfg.driver, cfg.mtu);
         if let Some((k, link)) = &mut self.link {
             if *k == key || (cfg.driver == Driver::Auto && link.driver() == k.0) {
-                return Ok(link.set(&cfg.pair)?);
+                link.set(&cfg.pair)?;
+                return Ok(link.reseed(seed)?);
             }
         }
         self.stop_link()?;
-        let link = EmulatedLink::start(cfg)?;
+        let link = EmulatedLink::start(&LinkConfig {
+            seed,
+            ..cfg.clone()
+        })?;
         self.link = Some((key, link));
         Ok(())
     }
@@ -342,6 +382,26 @@ pub fn on_thread_until<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_repetition_has_its_own_reproducible_seed() {
+        let a = run_seed(1, 0, 0, false);
+        assert_eq!(a, run_seed(1, 0, 0, false), "the same run, the same seed");
+        let mut all = vec![a];
+        for (seed, cell, rep, warmup) in [
+            (1, 0, 1, false),
+            (1, 1, 0, false),
+            (1, 0, 0, true),
+            (2, 0, 0, false),
+            (1, 0, 2, false),
+        ] {
+            all.push(run_seed(seed, cell, rep, warmup));
+        }
+        let mut unique = all.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), all.len(), "{all:?}");
+    }
 
     #[test]
     fn server_keys_name_their_arguments_and_facts() {

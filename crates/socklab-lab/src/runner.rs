@@ -20,6 +20,19 @@ pub trait Executor {
     /// Runs one repetition of `cell`. `stop()` turns true on Ctrl-C; long runs poll it.
     fn run(&mut self, cell: &Cell, stop: &dyn Fn() -> bool) -> Result<Sample, LabError>;
 
+    /// Runs repetition `rep` (a warm-up when `warmup`) of `cell`: what the Runner calls.
+    /// Executors whose runs depend on the repetition (the emulated link's seed) override it.
+    fn run_rep(
+        &mut self,
+        cell: &Cell,
+        rep: usize,
+        warmup: bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError> {
+        let _ = (rep, warmup);
+        self.run(cell, stop)
+    }
+
     /// Called once after the last run (stop servers, collect their accounting). Returns facts
     /// to store with the experiment.
     fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
@@ -145,6 +158,7 @@ fn execute(
         .collect();
     obs.start(plan, experiment, schedule.len());
     let mut done = 0;
+    let mut failed: Vec<String> = Vec::new();
     let mut outcome: Result<(), LabError> = Ok(());
     for &(ci, rep, warmup) in &schedule {
         if stop() {
@@ -155,7 +169,19 @@ fn execute(
         obs.run_start(cell, rep, warmup);
         let started = now_rfc3339();
         let t0 = Instant::now();
-        match exec.run(cell, stop) {
+        let result = match exec.run_rep(cell, rep, warmup, stop) {
+            // A repetition's own failure is a result: stored with its reason, the rest goes on.
+            Err(LabError::Run {
+                cell: label,
+                source,
+            }) if !matches!(source, socklab_net::NetError::Interrupted) => {
+                let why = format!("{label}: {source}");
+                failed.push(why.clone());
+                Ok(failed_sample(&why))
+            }
+            other => other,
+        };
+        match result {
             Ok(sample) => {
                 let wall = t0.elapsed().as_secs_f64();
                 if let Err(e) =
@@ -186,6 +212,15 @@ fn execute(
             store.set_fact(experiment, k, v)?;
         }
     }
+    if outcome.is_ok() && !failed.is_empty() {
+        store.finish_experiment(experiment, "done")?;
+        facts?;
+        return Err(LabError::Failed {
+            experiment,
+            failed: failed.len(),
+            first: failed.swap_remove(0),
+        });
+    }
     let status = match &outcome {
         Ok(()) => "done",
         Err(LabError::Interrupted { .. }) => "interrupted",
@@ -195,6 +230,11 @@ fn execute(
     outcome?;
     facts?;
     Ok(RunSummary { experiment, done })
+}
+
+/// The sample of a repetition that failed: `failed = 1` and the reason.
+pub fn failed_sample(why: &str) -> Sample {
+    Sample::new([("failed", 1.0)], serde_json::json!({ "error": why }))
 }
 
 #[cfg(test)]
@@ -350,6 +390,58 @@ mod tests {
         let (r, _) =
             resume_plan(&other, &mut store, &host(), &mut m3, &mut Silent, &|| false).unwrap();
         assert_eq!(r, Resume::Fresh);
+    }
+
+    /// Fails with a run error (the repetition's own failure) on call `n`.
+    struct FailsOnce(usize, usize);
+
+    impl Executor for FailsOnce {
+        fn run(&mut self, cell: &Cell, _stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
+            self.1 += 1;
+            if self.1 == self.0 {
+                return Err(LabError::run(
+                    &cell.label,
+                    socklab_net::NetError::Invalid("no reply within 200ms".into()),
+                ));
+            }
+            Ok(Sample::new(
+                [("gbps", 1.0), ("failed", 0.0)],
+                serde_json::json!({}),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_failed_repetition_is_stored_failed_and_the_other_cells_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut e = FailsOnce(2, 0);
+        let err =
+            run_plan(&plan(), &mut store, &host(), &mut e, &mut Silent, &|| false).unwrap_err();
+        assert_eq!(e.1, 12, "every repetition ran");
+        let LabError::Failed {
+            experiment,
+            failed,
+            first,
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!(*failed, 1);
+        assert!(
+            first.contains("strategy=writev") && first.contains("no reply within 200ms"),
+            "{first}"
+        );
+        assert!(err.to_string().contains("stored with failed = 1"), "{err}");
+        let samples = store.samples(*experiment).unwrap();
+        assert_eq!(samples.len(), 12);
+        let bad: Vec<_> = samples
+            .iter()
+            .filter(|s| s.metrics.get("failed") == Some(&1.0))
+            .collect();
+        assert_eq!(bad.len(), 1);
+        assert!(bad[0].extra["error"].as_str().unwrap().contains("no reply"));
+        assert_eq!(store.experiment(*experiment).unwrap().status, "done");
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub enum Failure {
     Usage(String),
     /// A run or I/O failed (exit 1).
     Run(String),
+    /// An experiment ran to its end but some repetitions failed; they are stored (exit 1).
+    Partial(String),
     /// Interrupted (exit 130).
     Interrupted(String),
     /// stdout closed (e.g. `| head`): not an error.
@@ -44,14 +46,16 @@ pub enum Failure {
 impl Failure {
     pub fn message(&self) -> String {
         match self {
-            Failure::Usage(m) | Failure::Run(m) | Failure::Interrupted(m) => m.clone(),
+            Failure::Usage(m) | Failure::Run(m) | Failure::Partial(m) | Failure::Interrupted(m) => {
+                m.clone()
+            }
             Failure::BrokenPipe | Failure::Exit(_) => String::new(),
         }
     }
     pub fn code(&self) -> u8 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Run(_) => 1,
+            Failure::Run(_) | Failure::Partial(_) => 1,
             Failure::Interrupted(_) => 130,
             Failure::BrokenPipe => 0,
             Failure::Exit(c) => *c,
@@ -67,6 +71,7 @@ impl From<LabError> for Failure {
                 Failure::Usage(msg)
             }
             LabError::Interrupted { .. } => Failure::Interrupted(msg),
+            LabError::Failed { .. } => Failure::Partial(msg),
             _ => Failure::Run(msg),
         }
     }
@@ -399,7 +404,9 @@ pub(crate) fn run_observed(
         Ok(s) => Ok(s.experiment),
         Err(e) => {
             let id = match &e {
-                LabError::Interrupted { experiment, .. } => Some(*experiment),
+                LabError::Interrupted { experiment, .. } | LabError::Failed { experiment, .. } => {
+                    Some(*experiment)
+                }
                 _ => store.latest_experiment().ok().flatten(),
             };
             Err((id, e.into()))
@@ -425,6 +432,11 @@ pub(crate) fn run_and_print(
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
             eprint!("{}", output::human(&experiment_stats(store, id)?));
+            return Err(f);
+        }
+        // Every repetition ran; the failed ones are in the table (failed = 1).
+        Err((Some(id), f @ Failure::Partial(_))) => {
+            print_stats(store, id, format)?;
             return Err(f);
         }
         Err((_, f)) => return Err(f),
@@ -725,6 +737,10 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             eprintln!("continue with: {resume_cmd}");
             return Err(e.into());
         }
+        Err(e @ LabError::Failed { experiment, .. }) => {
+            print_stats(&store, experiment, &a.format)?;
+            return Err(e.into());
+        }
         Err(e) => return Err(e.into()),
     };
     print_stats(&store, id, &a.format)?;
@@ -790,6 +806,13 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
                 ids.push(id);
                 out(&output::human(&experiment_stats(&store, id)?))?;
                 out("\n")?;
+            }
+            // The experiment ran to its end: report it and go on with the next.
+            Err((Some(id), f @ Failure::Partial(_))) => {
+                ids.push(id);
+                out(&output::human(&experiment_stats(&store, id)?))?;
+                out("\n")?;
+                failure = Some(f);
             }
             Err((id, f)) => {
                 ids.extend(id);

@@ -638,6 +638,29 @@ impl EmulatedLink {
         Ok(())
     }
 
+    /// The seed the models run from now.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Restarts the models from `seed` (forward `seed`, backward `seed + 1`), so that each
+    /// repetition draws its own random decisions: `tun` and `udp-proxy` take it; the kernel's
+    /// netem draws its own and ignores it.
+    pub fn reseed(&mut self, seed: u64) -> Result<(), NetError> {
+        self.seed = seed;
+        let (f, b) = (self.pair.forward.clone(), self.pair.backward.clone());
+        match &mut self.engine {
+            Engine::Tun(t) => t.set(f, b, seed),
+            Engine::Netem(_) => {}
+            Engine::Proxy(relays) => {
+                for r in relays.iter() {
+                    r.handle.reset(f.clone(), b.clone(), seed)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Cumulative accounting so far (diff two with [`LinkReport::since`]); for `udp-proxy`
     /// the sum of its relays' counts (it has no lag, CPU or kernel-drop accounting).
     pub fn report(&self) -> LinkReport {
