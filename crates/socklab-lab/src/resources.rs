@@ -218,6 +218,13 @@ impl Resources {
             let r = link.stop()?;
             self.link_facts
                 .push(("link_driver".into(), driver.to_string()));
+            if driver.uses_namespaces() {
+                let set: Vec<String> = socklab_net::link::ns::SYSCTLS
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                self.link_facts.push(("link_sysctls".into(), set.join(" ")));
+            }
             self.link_facts.push((
                 "link_emulator_cpu_s".into(),
                 format!("{:.3}", (r.forward.cpu_ns + r.backward.cpu_ns) as f64 / 1e9),

@@ -219,3 +219,29 @@ fn namespace_drivers_serve_the_same_workload_api_as_udp_proxy() {
     link.stop().unwrap();
     assert!(!exists(&c) && !exists(&s));
 }
+
+/// A lossy repetition must not slow down the clean one after it: the link's namespaces keep
+/// no per-destination TCP metrics (ssthresh, RTT) between connections.
+#[test]
+fn the_link_namespaces_keep_no_tcp_metrics_between_connections() {
+    if !root_or_skip("the_link_namespaces_keep_no_tcp_metrics") {
+        return;
+    }
+    let host_path = "/proc/sys/net/ipv4/tcp_no_metrics_save";
+    let host_before = std::fs::read_to_string(host_path).unwrap();
+    let link = tun_link("delay 1ms");
+    for side in [Side::Client, Side::Server] {
+        let _g = link.namespaces().unwrap().enter(side).unwrap();
+        for (k, v) in ns::SYSCTLS {
+            let path = format!("/proc/sys/{}", k.replace('.', "/"));
+            let got = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(got.trim(), *v, "{k} in the {side:?} namespace");
+        }
+    }
+    let host_after = std::fs::read_to_string(host_path).unwrap();
+    assert_eq!(
+        host_after, host_before,
+        "the host's own setting is left alone"
+    );
+    link.stop().unwrap();
+}

@@ -108,6 +108,10 @@ pub fn run_tool(tool: &str, args: &[&str]) -> Result<String, NetError> {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// The sysctls socklab sets in both namespaces of a link (recorded with every experiment that
+/// uses one): TCP keeps no per-destination metrics between connections.
+pub const SYSCTLS: &[(&str, &str)] = &[("net.ipv4.tcp_no_metrics_save", "1")];
+
 /// A fresh tag for this process: `<pid>-<n>`, so concurrent links (tests, threads) never clash
 /// and `cleanup` can tell whose namespaces they are.
 pub fn fresh_tag() -> String {
@@ -181,8 +185,25 @@ impl Namespaces {
                 .map_err(|e| {
                     NetError::Link(format!("cannot write {}/hosts: {e}", dir.display()))
                 })?;
+            me.set_sysctls(side)?;
         }
         Ok(me)
+    }
+
+    /// Every connection across the link starts from the same kernel state: the namespace's
+    /// TCP does not remember a destination's RTT, ssthresh and cwnd from one connection to
+    /// the next (`net.ipv4.tcp_no_metrics_save = 1`), so a lossy repetition cannot slow down
+    /// the clean one after it. See [`SYSCTLS`].
+    fn set_sysctls(&self, side: Side) -> Result<(), NetError> {
+        let guard = self.enter(side)?;
+        let r = SYSCTLS.iter().try_for_each(|(k, v)| {
+            let path = format!("/proc/sys/{}", k.replace('.', "/"));
+            std::fs::write(&path, v).map_err(|e| {
+                NetError::Link(format!("cannot set {k} = {v} in {}: {e}", self.name(side)))
+            })
+        });
+        drop(guard);
+        r
     }
 
     /// The tag (`<pid>-<n>` or a user's name).
