@@ -254,7 +254,7 @@ fn workloads(st: &ExperimentStats) -> Vec<&str> {
 
 fn ci(c: &CellStats, metric: &str) -> Option<(f64, f64)> {
     let s = c.metrics.get(metric)?;
-    Some((s.ci95_lo?, s.ci95_hi?))
+    s.ci95()
 }
 
 fn figure(out: &mut String, svg: &str, caption: &str) {

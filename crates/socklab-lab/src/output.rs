@@ -7,12 +7,15 @@ use serde_json::json;
 
 use crate::store::Store;
 use crate::summary::{experiment_stats, ExperimentStats};
-use crate::table::{num, Table};
+use crate::table::{ci_cell, num, Table};
 use crate::workload::{metric, report_tables, table_columns};
 use crate::LabError;
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero; no clamping), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
+
+/// The line under the human table that explains an interval printed `lo–hi`.
+const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithms, back-transformed (a positive metric whose ±interval would reach below 0)\n";
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
 /// min, median, max, the difference from the best cell with Welch's test, and the means of
@@ -46,11 +49,7 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
         match c.metrics.get(primary) {
             Some(s) => {
                 row.push(num(s.mean));
-                row.push(
-                    s.ci95_half
-                        .map(|h| format!("±{}", num(h)))
-                        .unwrap_or_else(|| "-".into()),
-                );
+                row.push(ci_cell(s));
                 row.push(s.sd.map(num).unwrap_or_else(|| "-".into()));
                 row.push(num(s.min));
                 row.push(num(s.median));
@@ -141,6 +140,7 @@ pub fn human(st: &ExperimentStats) -> String {
         .first()
         .and_then(|c| st.baseline(&c.cell.workload))
         .is_some();
+    out.push_str(CI_LINE);
     out.push_str(if has_baseline {
         "vs baseline: difference of means from the baseline cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n"
     } else {
@@ -214,8 +214,8 @@ pub fn summary_csv(st: &ExperimentStats) -> String {
                 s.n,
                 s.mean,
                 opt(s.sd),
-                opt(s.ci95_lo),
-                opt(s.ci95_hi),
+                opt(s.ci95().map(|c| c.0)),
+                opt(s.ci95().map(|c| c.1)),
                 s.min,
                 s.median,
                 s.max

@@ -45,6 +45,7 @@ pub use student_t::{
     student_t_cdf, student_t_pdf, student_t_quantile, student_t_sf, student_t_two_sided_p,
 };
 pub use summary::{
-    confidence_interval, mean, median, quantile, relative_change, std_dev, summarize, Summary,
+    confidence_interval, log_confidence_interval, mean, median, quantile, relative_change, std_dev,
+    summarize, Summary,
 };
 pub use welch::{welch, Welch};
