@@ -13,7 +13,8 @@
 //!   Student's t with real-valued degrees of freedom;
 //! * `summary`: mean, standard deviation, type-7 quantiles, Student-t
 //!   confidence intervals and the [`Summary`] record;
-//! * `welch`: Welch's unequal-variance t-test.
+//! * `welch`: Welch's unequal-variance t-test;
+//! * `mann_whitney`: the Mann–Whitney U (rank-sum) test, exact or normal.
 //!
 //! No function panics. Sample statistics return `None` for empty or
 //! non-finite input; distribution functions return `NaN` outside their
@@ -32,6 +33,7 @@
 //! ```
 
 mod incomplete_gamma;
+mod mann_whitney;
 mod normal;
 mod special;
 mod student_t;
@@ -39,6 +41,7 @@ mod summary;
 mod welch;
 
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
+pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
 pub use special::{ln_beta, ln_gamma, regularized_incomplete_beta};
 pub use student_t::{
