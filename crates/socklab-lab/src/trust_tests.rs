@@ -84,3 +84,65 @@ fn the_designs_table_shows_no_negative_cpu_interval() {
     let b = bounds(ci);
     assert!(b.iter().all(|&x| x >= 0.0) && b.len() == 2, "{ci}");
 }
+
+/// A ping-pong experiment: `opts` baseline, then each of `opts`, with `total_us` values.
+fn pingpong(opts: &[&str], cells: &[Vec<crate::testkit::Rep>]) -> crate::testkit::Lab {
+    lab("pingpong", Params::new(), "opts", opts, cells)
+}
+
+#[test]
+fn no_significance_call_with_fewer_than_five_repetitions() {
+    let l = pingpong(
+        &["baseline", "nodelay"],
+        &[
+            reps("total_us", &[100.0, 101.0, 99.0]),
+            reps("total_us", &[50.0, 50.5, 49.5]),
+        ],
+    );
+    let st = experiment_stats(&l.store, l.id).unwrap();
+    let t = summary_table(&st);
+    let vs = &t.rows[1][col(&t, "vs baseline")];
+    assert_eq!(vs, "-50.0% (n<5)", "no verdict on three repetitions");
+    let notes = crate::output::notes(&st);
+    assert!(!notes.contains("Significantly"), "{notes}");
+    assert!(
+        notes.contains("n<5") && notes.contains("nodelay"),
+        "{notes}"
+    );
+    let v = st.vs_best(1, "total_us").unwrap();
+    assert_eq!(v.significant(), None);
+}
+
+#[test]
+fn a_bimodal_cell_is_named_and_compared_by_medians_and_mann_whitney() {
+    let base = [
+        100.0, 100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7, 100.1, 99.9,
+    ];
+    // Six repetitions like the baseline, four 35% slower: equal medians, two clusters.
+    let two = [
+        99.9, 100.0, 100.0, 100.0, 99.8, 100.0, 135.0, 134.5, 135.5, 135.2,
+    ];
+    let l = pingpong(
+        &["baseline", "nodelay"],
+        &[reps("total_us", &base), reps("total_us", &two)],
+    );
+    let st = experiment_stats(&l.store, l.id).unwrap();
+    let v = st.vs_best(1, "total_us").unwrap();
+    assert!(v.test.as_ref().unwrap().significant, "Welch alone calls it");
+    assert!(v.bimodal);
+    let mw = v.rank.as_ref().expect("a Mann–Whitney test");
+    assert!(!mw.significant, "p = {}", mw.p_value);
+    assert_eq!(v.significant(), Some(false), "both tests must agree");
+    assert!(v.rel_median.abs() < 0.005, "{}", v.rel_median);
+    let t = summary_table(&st);
+    let vs = &t.rows[1][col(&t, "vs baseline")];
+    assert!(vs.contains("bimodal") && vs.contains("MW p="), "{vs}");
+    assert!(vs.starts_with("+0.0% median"), "{vs}");
+    assert!(vs.ends_with("(ns)"), "{vs}");
+    let notes = crate::output::notes(&st);
+    assert!(!notes.contains("Significantly"), "{notes}");
+    assert!(
+        notes.contains("Bimodal") && notes.contains("Mann–Whitney") && notes.contains("nodelay"),
+        "{notes}"
+    );
+}

@@ -14,6 +14,7 @@
 //! * `summary`: mean, standard deviation, type-7 quantiles, Student-t
 //!   confidence intervals and the [`Summary`] record;
 //! * `welch`: Welch's unequal-variance t-test;
+//! * `bimodal`: whether repetitions fall into two clusters;
 //! * `mann_whitney`: the Mann–Whitney U (rank-sum) test, exact or normal.
 //!
 //! No function panics. Sample statistics return `None` for empty or
@@ -32,6 +33,7 @@
 //! assert!(!w.significant);
 //! ```
 
+mod bimodal;
 mod incomplete_gamma;
 mod mann_whitney;
 mod normal;
@@ -40,6 +42,7 @@ mod student_t;
 mod summary;
 mod welch;
 
+pub use bimodal::{bimodal, Bimodal, BIMODAL_GAP_RATIO, BIMODAL_MIN_REL_GAP};
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};

@@ -47,3 +47,25 @@ fn ties_use_the_normal_approximation_with_tie_and_continuity_corrections() {
     assert!(mann_whitney(&[], &[1.0]).is_none());
     assert!(mann_whitney(&[f64::NAN], &[1.0]).is_none());
 }
+
+#[test]
+fn two_clusters_are_bimodal_noise_is_not() {
+    use socklab_stats::bimodal;
+    let b = bimodal(&[99.0, 160.0, 100.0, 161.0, 101.0]).expect("two clusters");
+    assert_eq!((b.low, b.high), (3, 2));
+    assert!((b.gap - 59.0).abs() < 1e-12);
+    assert!(
+        bimodal(&[1.0, 2.0, 3.0, 4.0, 5.0]).is_none(),
+        "even spacing"
+    );
+    assert!(
+        bimodal(&[1.0, 1.0, 1.0, 5.0]).is_none(),
+        "one outlier is no cluster"
+    );
+    assert!(bimodal(&[1.0, 1.0, 5.0]).is_none());
+    assert!(
+        bimodal(&[100.0, 100.0, 100.2, 100.2]).is_none(),
+        "gap under 5% of the median"
+    );
+    assert!(bimodal(&[1.0, 1.0, 2.0, 2.0]).is_some());
+}
