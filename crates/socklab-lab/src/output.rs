@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use crate::store::Store;
-use crate::summary::{experiment_stats, ExperimentStats};
+use crate::summary::{experiment_stats_with, ExperimentStats};
 use crate::table::{ci_cell, num, Table};
 use crate::workload::judge::MIN_N_VERDICT;
 use crate::workload::{metric, report_tables, table_columns};
@@ -14,7 +14,7 @@ use crate::LabError;
 use socklab_stats::BIMODAL_GAP_RATIO;
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero; no clamping), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero; no clamping), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions. *n* is the number of measured repetitions in the statistics: *(+k invalid)* when k more were marked invalid (emu_valid = 0: the emulated link could not keep up) and left out, *(incl. k invalid)* when --keep-invalid kept them.";
 
 /// The line under the human table that explains an interval printed `lo–hi`.
 const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithms, back-transformed (a positive metric whose ±interval would reach below 0)\n";
@@ -47,7 +47,7 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
     headers.extend(shorts.iter().copied());
     let mut t = Table::new(&headers);
     for (i, c) in st.cells.iter().enumerate() {
-        let mut row = vec![c.cell.label.clone(), c.n.to_string()];
+        let mut row = vec![c.cell.label.clone(), c.n_text(st.keep_invalid)];
         match c.metrics.get(primary) {
             Some(s) => {
                 row.push(num(s.mean));
@@ -164,6 +164,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
                 "workload": c.cell.workload,
                 "config": c.cell.config.0,
                 "n": c.n,
+                "invalid": c.invalid,
                 "metrics": metrics,
             })
         })
@@ -311,6 +312,16 @@ pub fn samples_json(store: &Store, experiment: i64) -> Result<serde_json::Value,
 
 /// A Markdown report of several experiments, generated from the store alone.
 pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String, LabError> {
+    markdown_report_with(store, ids, title, false)
+}
+
+/// [`markdown_report`], with the repetitions marked invalid kept when `keep_invalid`.
+pub fn markdown_report_with(
+    store: &Store,
+    ids: &[i64],
+    title: &str,
+    keep_invalid: bool,
+) -> Result<String, LabError> {
     let mut out = format!("# {title}\n\n");
     let _ = writeln!(
         out,
@@ -320,7 +331,7 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
     );
     let mut host_written = false;
     for &id in ids {
-        let st = experiment_stats(store, id)?;
+        let st = experiment_stats_with(store, id, keep_invalid)?;
         if !host_written {
             out.push_str("## Host\n\n");
             let mut t = Table::new(&["fact", "value"]);

@@ -4,7 +4,7 @@
 
 use crate::output::{human, summary_csv, summary_table};
 use crate::params::Params;
-use crate::summary::experiment_stats;
+use crate::summary::{experiment_stats, experiment_stats_with};
 use crate::testkit::{lab, reps};
 use crate::workload::load::designs_table;
 
@@ -145,4 +145,53 @@ fn a_bimodal_cell_is_named_and_compared_by_medians_and_mann_whitney() {
         notes.contains("Bimodal") && notes.contains("Mann–Whitney") && notes.contains("nodelay"),
         "{notes}"
     );
+}
+
+#[test]
+fn invalid_repetitions_leave_the_statistics_and_are_counted() {
+    let rep = |gbps: f64, valid: f64| vec![("gbps", gbps), ("emu_valid", valid)];
+    let l = lab(
+        "bulk",
+        Params::new(),
+        "bufsize",
+        &["1K", "2K"],
+        &[
+            vec![
+                rep(5.0, 1.0),
+                rep(0.1, 0.0),
+                rep(5.2, 1.0),
+                rep(0.2, 0.0),
+                rep(4.8, 1.0),
+            ],
+            vec![rep(0.1, 0.0), rep(0.2, 0.0)],
+        ],
+    );
+    let st = experiment_stats(&l.store, l.id).unwrap();
+    let c = &st.cells[0];
+    assert_eq!((c.n, c.invalid), (3, 2));
+    assert_eq!(c.values["gbps"], [5.0, 5.2, 4.8]);
+    assert!((c.metrics["gbps"].mean - 5.0).abs() < 1e-12);
+    assert_eq!((st.cells[1].n, st.cells[1].invalid), (0, 2));
+    assert!(!st.cells[1].metrics.contains_key("gbps"));
+    let t = summary_table(&st);
+    assert_eq!(t.rows[0][col(&t, "n")], "3 (+2 invalid)");
+    assert_eq!(t.rows[1][col(&t, "n")], "0 (+2 invalid)");
+    let md = crate::output::markdown_report(&l.store, &[l.id], "t").unwrap();
+    assert!(
+        md.contains("3 (+2 invalid)") && md.contains("emu_valid"),
+        "{md}"
+    );
+    let html = crate::html::html_report(&l.store, &[l.id], "t").unwrap();
+    assert!(html.contains("3 (+2 invalid)"));
+
+    // --keep-invalid brings them back, and says so.
+    let kept = experiment_stats_with(&l.store, l.id, true).unwrap();
+    assert_eq!((kept.cells[0].n, kept.cells[0].invalid), (5, 2));
+    assert_eq!(kept.cells[0].values["gbps"].len(), 5);
+    let t = summary_table(&kept);
+    assert_eq!(t.rows[0][col(&t, "n")], "5 (incl. 2 invalid)");
+    let md = crate::output::markdown_report_with(&l.store, &[l.id], "t", true).unwrap();
+    assert!(md.contains("5 (incl. 2 invalid)"));
+    let html = crate::html::html_report_with(&l.store, &[l.id], "t", true).unwrap();
+    assert!(html.contains("5 (incl. 2 invalid)"));
 }

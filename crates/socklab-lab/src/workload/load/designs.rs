@@ -45,7 +45,7 @@ pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
         t.row(vec![
             c.cell.config.get("design").unwrap_or("?").to_string(),
             c.cell.config.get("workers").unwrap_or("-").to_string(),
-            c.n.to_string(),
+            c.n_text(st.keep_invalid),
             f(cpu.map(|s| s.mean)),
             cpu.map_or_else(|| "-".into(), ci_cell),
             f(per),
