@@ -64,7 +64,11 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
                             "best".into()
                         }
                     }
+                    Some(v) if st.not_in_effect(i).is_some() => {
+                        format!("not in effect; {}", v.text())
+                    }
                     Some(v) => v.text(),
+                    None if st.not_in_effect(i).is_some() => "not in effect".into(),
                     None => "-".into(),
                 });
             }
@@ -393,6 +397,19 @@ pub fn notes(st: &ExperimentStats) -> String {
                 m.unit
             );
         }
+    }
+    let off: Vec<String> = (0..st.cells.len())
+        .filter_map(|i| {
+            let why = st.not_in_effect(i)?;
+            Some(format!("**{}**: {why}", st.cells[i].cell.label))
+        })
+        .collect();
+    if !off.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Not in effect (never named best): {}.",
+            off.join("; ")
+        );
     }
     let against = if workloads.iter().any(|w| st.baseline(w).is_some()) {
         "the baseline"

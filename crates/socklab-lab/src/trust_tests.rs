@@ -195,3 +195,38 @@ fn invalid_repetitions_leave_the_statistics_and_are_counted() {
     let html = crate::html::html_report_with(&l.store, &[l.id], "t", true).unwrap();
     assert!(html.contains("5 (incl. 2 invalid)"));
 }
+
+#[test]
+fn an_option_that_did_not_take_effect_is_never_best() {
+    let rep = |us: f64, tfo: f64| vec![("total_us", us), ("tfo_active", tfo)];
+    let five = |us: f64, tfo: f64| (0..5).map(|i| rep(us + i as f64, tfo)).collect::<Vec<_>>();
+    let l = pingpong(
+        &["nodelay", "fastopen", "fastopen+nodelay"],
+        // The fastest cell asked for fastopen, but the kernel used it on no connection.
+        &[five(200.0, 0.0), five(150.0, 0.0), five(180.0, 40.0)],
+    );
+    let st = experiment_stats(&l.store, l.id).unwrap();
+    let reason = st.not_in_effect(1).expect("fastopen had no effect");
+    assert!(
+        reason.contains("sysctl -w net.ipv4.tcp_fastopen=3"),
+        "{reason}"
+    );
+    assert_eq!(st.not_in_effect(0), None, "nodelay makes no such claim");
+    assert_eq!(st.not_in_effect(2), None, "TFO was used");
+    assert_eq!(st.best("total_us", "pingpong"), Some(2));
+    let t = summary_table(&st);
+    let vs = col(&t, "vs best");
+    assert!(t.rows[1][vs].contains("not in effect"), "{:?}", t.rows[1]);
+    assert_eq!(t.rows[2][vs], "best");
+    let notes = crate::output::notes(&st);
+    assert!(
+        notes.contains("Best pingpong cell: **opts=fastopen+nodelay**"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("Not in effect") && notes.contains("tcp_fastopen=3"),
+        "{notes}"
+    );
+    let html = crate::html::html_report(&l.store, &[l.id], "t").unwrap();
+    assert!(html.contains("not in effect") && html.contains("tcp_fastopen=3"));
+}

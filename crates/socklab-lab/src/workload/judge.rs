@@ -81,12 +81,13 @@ impl VsBest {
 
 impl ExperimentStats {
     /// The index of the best cell on `metric` by mean (per the metric's preferred direction),
-    /// among cells of `workload`.
+    /// among cells of `workload` whose configuration took effect (see
+    /// [`Self::not_in_effect`]).
     pub fn best(&self, metric_name: &str, workload: &str) -> Option<usize> {
         let better = metric(metric_name).better;
         let mut best: Option<(usize, f64)> = None;
         for (i, c) in self.cells.iter().enumerate() {
-            if c.cell.workload != workload {
+            if c.cell.workload != workload || self.not_in_effect(i).is_some() {
                 continue;
             }
             let Some(s) = c.metrics.get(metric_name) else {
@@ -102,6 +103,14 @@ impl ExperimentStats {
             }
         }
         best.map(|(i, _)| i)
+    }
+
+    /// Why cell `i` did not get what its configuration asked for (its workload's
+    /// [`Spec::not_in_effect`](crate::workload::Spec::not_in_effect)); such a cell is never
+    /// the best.
+    pub fn not_in_effect(&self, i: usize) -> Option<String> {
+        let c = self.cells.get(i)?;
+        kind(&c.cell.workload)?.not_in_effect(&c.cell.config, &c.metrics)
     }
 
     /// The primary metric of the experiment (that of its first cell's workload).
