@@ -11,7 +11,7 @@ use socklab_net::units::parse_size;
 
 use crate::output::{common_config, notes, summary_table, COLUMNS_NOTE};
 use crate::store::Store;
-use crate::summary::{experiment_stats, CellStats, ExperimentStats};
+use crate::summary::{experiment_stats_with, CellStats, ExperimentStats};
 use crate::svg::{self, esc, BarRow, Series, StripRow};
 use crate::table::Table;
 use crate::workload::report_tables;
@@ -55,9 +55,19 @@ footer { margin-top: 2.5em; padding-top: 0.8em; border-top: 1px solid #e3e3e3; c
 
 /// The HTML report of experiments `ids`.
 pub fn html_report(store: &Store, ids: &[i64], title: &str) -> Result<String, LabError> {
+    html_report_with(store, ids, title, false)
+}
+
+/// [`html_report`], with the repetitions marked invalid kept when `keep_invalid`.
+pub fn html_report_with(
+    store: &Store,
+    ids: &[i64],
+    title: &str,
+    keep_invalid: bool,
+) -> Result<String, LabError> {
     let stats = ids
         .iter()
-        .map(|&id| experiment_stats(store, id))
+        .map(|&id| experiment_stats_with(store, id, keep_invalid))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = String::new();
     let _ = write!(
@@ -254,7 +264,7 @@ fn workloads(st: &ExperimentStats) -> Vec<&str> {
 
 fn ci(c: &CellStats, metric: &str) -> Option<(f64, f64)> {
     let s = c.metrics.get(metric)?;
-    Some((s.ci95_lo?, s.ci95_hi?))
+    s.ci95()
 }
 
 fn figure(out: &mut String, svg: &str, caption: &str) {

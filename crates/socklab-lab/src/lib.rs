@@ -23,4 +23,9 @@ pub mod svg;
 pub mod table;
 pub mod workload;
 
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod trust_tests;
+
 pub use error::LabError;

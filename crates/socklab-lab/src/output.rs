@@ -6,13 +6,18 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use crate::store::Store;
-use crate::summary::{experiment_stats, ExperimentStats};
-use crate::table::{num, Table};
+use crate::summary::{experiment_stats_with, ExperimentStats};
+use crate::table::{ci_cell, num, Table};
+use crate::workload::judge::MIN_N_VERDICT;
 use crate::workload::{metric, report_tables, table_columns};
 use crate::LabError;
+use socklab_stats::BIMODAL_GAP_RATIO;
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with the half-width of its 95% confidence interval (Student t), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions.";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero; no clamping), sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions. *n* is the number of measured repetitions in the statistics: *(+k invalid)* when k more were marked invalid (emu_valid = 0: the emulated link could not keep up) and left out, *(incl. k invalid)* when --keep-invalid kept them.";
+
+/// The line under the human table that explains an interval printed `lo–hi`.
+const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithms, back-transformed (a positive metric whose ±interval would reach below 0)\n";
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
 /// min, median, max, the difference from the best cell with Welch's test, and the means of
@@ -42,15 +47,11 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
     headers.extend(shorts.iter().copied());
     let mut t = Table::new(&headers);
     for (i, c) in st.cells.iter().enumerate() {
-        let mut row = vec![c.cell.label.clone(), c.n.to_string()];
+        let mut row = vec![c.cell.label.clone(), c.n_text(st.keep_invalid)];
         match c.metrics.get(primary) {
             Some(s) => {
                 row.push(num(s.mean));
-                row.push(
-                    s.ci95_half
-                        .map(|h| format!("±{}", num(h)))
-                        .unwrap_or_else(|| "-".into()),
-                );
+                row.push(ci_cell(s));
                 row.push(s.sd.map(num).unwrap_or_else(|| "-".into()));
                 row.push(num(s.min));
                 row.push(num(s.median));
@@ -63,15 +64,11 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
                             "best".into()
                         }
                     }
-                    Some(v) => format!(
-                        "{:+.1}%{}",
-                        v.rel * 100.0,
-                        match &v.test {
-                            Some(w) if w.significant => "",
-                            Some(_) => " (ns)",
-                            None => " (n<2)",
-                        }
-                    ),
+                    Some(v) if st.not_in_effect(i).is_some() => {
+                        format!("not in effect; {}", v.text())
+                    }
+                    Some(v) => v.text(),
+                    None if st.not_in_effect(i).is_some() => "not in effect".into(),
                     None => "-".into(),
                 });
             }
@@ -141,10 +138,11 @@ pub fn human(st: &ExperimentStats) -> String {
         .first()
         .and_then(|c| st.baseline(&c.cell.workload))
         .is_some();
+    out.push_str(CI_LINE);
     out.push_str(if has_baseline {
-        "vs baseline: difference of means from the baseline cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n"
+        "vs baseline: difference of means from the baseline cell; (ns) = not significant (Welch's t-test, p >= 0.05); (n<5) = too few repetitions for a verdict; bimodal = two clusters: medians, Mann–Whitney (MW) and Welch must both find p < 0.05\n"
     } else {
-        "vs best: difference of means from the best cell; (ns) = not significant (Welch's t-test, p >= 0.05)\n"
+        "vs best: difference of means from the best cell; (ns) = not significant (Welch's t-test, p >= 0.05); (n<5) = too few repetitions for a verdict; bimodal = two clusters: medians, Mann–Whitney (MW) and Welch must both find p < 0.05\n"
     });
     out
 }
@@ -170,6 +168,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
                 "workload": c.cell.workload,
                 "config": c.cell.config.0,
                 "n": c.n,
+                "invalid": c.invalid,
                 "metrics": metrics,
             })
         })
@@ -214,8 +213,8 @@ pub fn summary_csv(st: &ExperimentStats) -> String {
                 s.n,
                 s.mean,
                 opt(s.sd),
-                opt(s.ci95_lo),
-                opt(s.ci95_hi),
+                opt(s.ci95().map(|c| c.0)),
+                opt(s.ci95().map(|c| c.1)),
                 s.min,
                 s.median,
                 s.max
@@ -317,6 +316,16 @@ pub fn samples_json(store: &Store, experiment: i64) -> Result<serde_json::Value,
 
 /// A Markdown report of several experiments, generated from the store alone.
 pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String, LabError> {
+    markdown_report_with(store, ids, title, false)
+}
+
+/// [`markdown_report`], with the repetitions marked invalid kept when `keep_invalid`.
+pub fn markdown_report_with(
+    store: &Store,
+    ids: &[i64],
+    title: &str,
+    keep_invalid: bool,
+) -> Result<String, LabError> {
     let mut out = format!("# {title}\n\n");
     let _ = writeln!(
         out,
@@ -326,7 +335,7 @@ pub fn markdown_report(store: &Store, ids: &[i64], title: &str) -> Result<String
     );
     let mut host_written = false;
     for &id in ids {
-        let st = experiment_stats(store, id)?;
+        let st = experiment_stats_with(store, id, keep_invalid)?;
         if !host_written {
             out.push_str("## Host\n\n");
             let mut t = Table::new(&["fact", "value"]);
@@ -389,6 +398,19 @@ pub fn notes(st: &ExperimentStats) -> String {
             );
         }
     }
+    let off: Vec<String> = (0..st.cells.len())
+        .filter_map(|i| {
+            let why = st.not_in_effect(i)?;
+            Some(format!("**{}**: {why}", st.cells[i].cell.label))
+        })
+        .collect();
+    if !off.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Not in effect (never named best): {}.",
+            off.join("; ")
+        );
+    }
     let against = if workloads.iter().any(|w| st.baseline(w).is_some()) {
         "the baseline"
     } else {
@@ -400,7 +422,7 @@ pub fn notes(st: &ExperimentStats) -> String {
         .enumerate()
         .filter(|(i, c)| {
             st.reference(primary, &c.cell.workload) != Some(*i)
-                && matches!(st.vs_best(*i, primary), Some(v) if matches!(&v.test, Some(t) if !t.significant))
+                && matches!(st.vs_best(*i, primary), Some(v) if v.significant() == Some(false))
         })
         .map(|(_, c)| c.cell.label.as_str())
         .collect();
@@ -421,11 +443,11 @@ pub fn notes(st: &ExperimentStats) -> String {
             }
             let v = st.vs_best(i, primary)?;
             let t = v.test.as_ref()?;
-            t.significant.then(|| {
+            (v.significant() == Some(true)).then(|| {
                 format!(
                     "{} ({:+.1}%, 95% CI of the difference {} to {} {})",
                     c.cell.label,
-                    v.rel * 100.0,
+                    v.shown() * 100.0,
                     num(t.ci95_lo),
                     num(t.ci95_hi),
                     m.unit
@@ -438,6 +460,52 @@ pub fn notes(st: &ExperimentStats) -> String {
             out,
             "- Significantly different from the baseline: {}.",
             sig.join("; ")
+        );
+    }
+    let compared = |i: usize, c: &&crate::summary::CellStats| {
+        let v = st.vs_best(i, primary)?;
+        (st.reference(primary, &c.cell.workload) != Some(i)).then_some(v)
+    };
+    let few: Vec<&str> = st
+        .cells
+        .iter()
+        .enumerate()
+        .filter(
+            |(i, c)| matches!(compared(*i, c), Some(v) if v.test.is_some() && v.n < MIN_N_VERDICT),
+        )
+        .map(|(_, c)| c.cell.label.as_str())
+        .collect();
+    if !few.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Too few repetitions to decide (n<{MIN_N_VERDICT}: the interval is too wide for a verdict): {}.",
+            few.join("; ")
+        );
+    }
+    let bimodal: Vec<String> = st
+        .cells
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let v = compared(i, &c).filter(|v| v.bimodal)?;
+            Some(format!(
+                "{} (medians {:+.1}%, Mann–Whitney p = {}, Welch p = {})",
+                c.cell.label,
+                v.rel_median * 100.0,
+                v.rank
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |m| format!("{:.3}", m.p_value)),
+                v.test
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |w| format!("{:.3}", w.p_value)),
+            ))
+        })
+        .collect();
+    if !bimodal.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Bimodal: the repetitions of these comparisons fall into two clusters (a gap over {BIMODAL_GAP_RATIO}× the spread inside each, ≥ 2 values each), so means mislead; compared by medians and the Mann–Whitney U test beside Welch's, significant only when both agree: {}.",
+            bimodal.join("; ")
         );
     }
     let noisy: Vec<String> = st

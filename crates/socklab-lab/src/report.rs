@@ -17,12 +17,14 @@ pub struct ReportFiles {
     pub csv: PathBuf,
 }
 
-/// Writes the report of experiments `ids` into directory `dir` (created if needed).
+/// Writes the report of experiments `ids` into directory `dir` (created if needed); the
+/// repetitions marked invalid are in its statistics only when `keep_invalid`.
 pub fn write_report(
     store: &Store,
     ids: &[i64],
     title: &str,
     dir: &Path,
+    keep_invalid: bool,
 ) -> Result<ReportFiles, LabError> {
     if ids.is_empty() {
         return Err(LabError::Plan(format!(
@@ -43,10 +45,16 @@ pub fn write_report(
         markdown: dir.join("report.md"),
         csv: dir.join("results.csv"),
     };
-    std::fs::write(&files.html, html::html_report(store, ids, title)?)
-        .map_err(|e| io(&files.html, e))?;
-    std::fs::write(&files.markdown, output::markdown_report(store, ids, title)?)
-        .map_err(|e| io(&files.markdown, e))?;
+    std::fs::write(
+        &files.html,
+        html::html_report_with(store, ids, title, keep_invalid)?,
+    )
+    .map_err(|e| io(&files.html, e))?;
+    std::fs::write(
+        &files.markdown,
+        output::markdown_report_with(store, ids, title, keep_invalid)?,
+    )
+    .map_err(|e| io(&files.markdown, e))?;
     std::fs::write(&files.csv, output::samples_csv(store, ids)?).map_err(|e| io(&files.csv, e))?;
     Ok(files)
 }

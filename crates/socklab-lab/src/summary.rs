@@ -14,8 +14,12 @@ use crate::LabError;
 pub struct CellStats {
     /// The cell.
     pub cell: CellRow,
-    /// Measured repetitions (warm-ups excluded).
+    /// Measured repetitions in the statistics (warm-ups excluded; invalid ones too, unless
+    /// kept).
     pub n: usize,
+    /// Measured repetitions marked invalid (`emu_valid = 0`), left out of the statistics
+    /// unless [`ExperimentStats::keep_invalid`] (then counted in `n` as well).
+    pub invalid: usize,
     /// Summary per metric.
     pub metrics: BTreeMap<String, Summary>,
     /// Raw values per metric, in run order (for tests and plots).
@@ -54,10 +58,37 @@ pub struct ExperimentStats {
     pub facts: Vec<(String, String)>,
     /// Cells in plan order.
     pub cells: Vec<CellStats>,
+    /// Whether repetitions marked invalid are in the statistics (`--keep-invalid`).
+    pub keep_invalid: bool,
 }
 
-/// Reads an experiment and computes every statistic.
+/// The metric a repetition is marked invalid by: `0` when the emulated link could not keep up.
+pub const VALID_METRIC: &str = "emu_valid";
+
+impl CellStats {
+    /// The `n` column: `3`, `3 (+2 invalid)` (left out), `5 (incl. 2 invalid)` (kept).
+    pub fn n_text(&self, keep_invalid: bool) -> String {
+        match (self.invalid, keep_invalid) {
+            (0, _) => self.n.to_string(),
+            (k, false) => format!("{} (+{k} invalid)", self.n),
+            (k, true) => format!("{} (incl. {k} invalid)", self.n),
+        }
+    }
+}
+
+/// Reads an experiment and computes every statistic; repetitions marked invalid
+/// (`emu_valid = 0`) are left out and counted.
 pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabError> {
+    experiment_stats_with(store, id, false)
+}
+
+/// [`experiment_stats`], with the invalid repetitions kept in the statistics when
+/// `keep_invalid` (they are counted either way).
+pub fn experiment_stats_with(
+    store: &Store,
+    id: i64,
+    keep_invalid: bool,
+) -> Result<ExperimentStats, LabError> {
     let experiment = store.experiment(id)?;
     let host = store.host(experiment.host_id)?;
     let facts = store.facts(id)?;
@@ -68,8 +99,14 @@ pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabEr
         .map(|cell| {
             let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
-            let mut n = 0;
+            let (mut n, mut invalid) = (0, 0);
             for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
+                if s.metrics.get(VALID_METRIC) == Some(&0.0) {
+                    invalid += 1;
+                    if !keep_invalid {
+                        continue;
+                    }
+                }
                 n += 1;
                 for (k, v) in &s.metrics {
                     values.entry(k.clone()).or_default().push(*v);
@@ -92,6 +129,7 @@ pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabEr
             CellStats {
                 cell,
                 n,
+                invalid,
                 metrics,
                 values,
                 histograms,
@@ -103,6 +141,7 @@ pub fn experiment_stats(store: &Store, id: i64) -> Result<ExperimentStats, LabEr
         host,
         facts,
         cells,
+        keep_invalid,
     })
 }
 

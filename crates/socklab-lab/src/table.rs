@@ -97,6 +97,17 @@ impl Table {
 }
 
 /// Formats a number with about four significant digits, without exponent for usual ranges.
+/// A summary's 95% confidence interval as a table cell: `±h` for the symmetric Student-t
+/// interval, `lo–hi` for the log-scale one of positive data (see
+/// [`socklab_stats::Summary::ci95`]), `-` with fewer than two values.
+pub fn ci_cell(s: &socklab_stats::Summary) -> String {
+    match (s.ci95(), s.ci95_half) {
+        (Some((lo, hi)), _) if s.ci95_is_log() => format!("{}–{}", num(lo), num(hi)),
+        (_, Some(h)) => format!("±{}", num(h)),
+        _ => "-".into(),
+    }
+}
+
 pub fn num(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();

@@ -623,3 +623,44 @@ fn a_real_browser_renders_the_charts() {
         assert!(n >= 100, "only {n} pixels of series {i}'s colour {c}");
     }
 }
+
+#[test]
+fn bar_chart_axes_of_a_positive_metric_never_start_below_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("results.db")).unwrap();
+    let group = Group::new("bulk", Params::new().with("iterations", "1000"))
+        .axis(Axis::single("bufsize", ["1K", "2K"]));
+    let plan = Plan::build("spread", "", &[group], 3, 0, Order::Interleaved, "t").unwrap();
+    let (id, cells) = store
+        .begin_experiment(&plan, &socklab_sys::host::host_facts())
+        .unwrap();
+    // A lossy cell: two collapsed repetitions and a good one; the symmetric interval would
+    // reach about -50 Gbit/s.
+    for (cell, xs) in cells.iter().zip([[0.2, 0.3, 40.0], [5.0, 5.1, 4.9]]) {
+        for (r, v) in xs.into_iter().enumerate() {
+            let s = Sample {
+                metrics: vec![("gbps".into(), v)],
+                extra: serde_json::Value::Null,
+                histograms: Vec::new(),
+            };
+            store
+                .record_sample(*cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)
+                .unwrap();
+        }
+    }
+    store.finish_experiment(id, "done").unwrap();
+    let html = html_report(&store, &[id], TITLE).unwrap();
+    let doc = parse(&html);
+    let bars = charts(section(&doc, id), "bar");
+    assert_eq!(bars.len(), 1);
+    let ticks: Vec<f64> = find(bars[0], "text", "tick-label")
+        .into_iter()
+        .map(|t| text(t).parse::<f64>().unwrap())
+        .collect();
+    assert!(!ticks.is_empty());
+    assert!(ticks.iter().all(|&t| t >= 0.0), "axis ticks {ticks:?}");
+    for r in find(bars[0], "rect", "bar") {
+        let tip = text(r);
+        assert!(!tip.contains("CI -"), "{tip}");
+    }
+}

@@ -13,7 +13,9 @@
 //!   Student's t with real-valued degrees of freedom;
 //! * `summary`: mean, standard deviation, type-7 quantiles, Student-t
 //!   confidence intervals and the [`Summary`] record;
-//! * `welch`: Welch's unequal-variance t-test.
+//! * `welch`: Welch's unequal-variance t-test;
+//! * `bimodal`: whether repetitions fall into two clusters;
+//! * `mann_whitney`: the Mann–Whitney U (rank-sum) test, exact or normal.
 //!
 //! No function panics. Sample statistics return `None` for empty or
 //! non-finite input; distribution functions return `NaN` outside their
@@ -31,20 +33,25 @@
 //! assert!(!w.significant);
 //! ```
 
+mod bimodal;
 mod incomplete_gamma;
+mod mann_whitney;
 mod normal;
 mod special;
 mod student_t;
 mod summary;
 mod welch;
 
+pub use bimodal::{bimodal, Bimodal, BIMODAL_GAP_RATIO, BIMODAL_MIN_REL_GAP};
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
+pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
 pub use special::{ln_beta, ln_gamma, regularized_incomplete_beta};
 pub use student_t::{
     student_t_cdf, student_t_pdf, student_t_quantile, student_t_sf, student_t_two_sided_p,
 };
 pub use summary::{
-    confidence_interval, mean, median, quantile, relative_change, std_dev, summarize, Summary,
+    confidence_interval, log_confidence_interval, mean, median, quantile, relative_change, std_dev,
+    summarize, Summary,
 };
 pub use welch::{welch, Welch};

@@ -26,6 +26,14 @@ pub struct Summary {
     pub ci95_lo: Option<f64>,
     /// `mean + ci95_half`.
     pub ci95_hi: Option<f64>,
+    /// Lower end of the 95% Student-t interval on the log scale, back-transformed
+    /// (`exp(m - h)` with `m`, `h` the mean and half-width of `ln x`): only when every value
+    /// is strictly positive and `n >= 2`. Never negative.
+    #[serde(default)]
+    pub ci95_log_lo: Option<f64>,
+    /// Upper end of that interval (`exp(m + h)`).
+    #[serde(default)]
+    pub ci95_log_hi: Option<f64>,
     /// Smallest observation.
     pub min: f64,
     /// Median (type-7 quantile at 0.5, i.e. the mean of the two middle
@@ -36,6 +44,28 @@ pub struct Summary {
     /// Coefficient of variation `sd / |mean|`; `None` if `n < 2` or
     /// `mean == 0`.
     pub cv: Option<f64>,
+}
+
+impl Summary {
+    /// The 95% confidence interval to report: the symmetric Student-t interval
+    /// (`ci95_lo`, `ci95_hi`), unless the data are strictly positive and that interval
+    /// would reach below zero; then the log-scale interval (`ci95_log_lo`, `ci95_log_hi`),
+    /// asymmetric and never below zero. No clamping: a quantity that cannot be negative never
+    /// gets a negative bound, and a narrow interval keeps its familiar `mean ± h` form.
+    #[must_use]
+    pub fn ci95(&self) -> Option<(f64, f64)> {
+        if self.ci95_is_log() {
+            Some((self.ci95_log_lo?, self.ci95_log_hi?))
+        } else {
+            Some((self.ci95_lo?, self.ci95_hi?))
+        }
+    }
+
+    /// Whether [`Self::ci95`] is the log-scale interval (asymmetric, printed `lo–hi`).
+    #[must_use]
+    pub fn ci95_is_log(&self) -> bool {
+        self.ci95_log_lo.is_some() && self.ci95_lo.is_some_and(|lo| lo < 0.0)
+    }
 }
 
 /// A validated sample: all values finite, at least one value.
@@ -229,6 +259,23 @@ pub fn confidence_interval(xs: &[f64], level: f64) -> Option<(f64, f64)> {
     Some((m - h, m + h))
 }
 
+/// Two-sided Student-t confidence interval at confidence `level` computed on the
+/// logarithms of the data and back-transformed: `(exp(m - h), exp(m + h))` with `m` the mean
+/// of `ln x` and `h = t_{(1+level)/2, n-1} sd(ln x) / sqrt(n)`. It is an interval for the
+/// geometric mean (the median of a log-normal quantity), asymmetric, and never below zero.
+///
+/// `None` if `n < 2`, any value is not strictly positive or not finite, or `level` is not
+/// strictly between 0 and 1.
+#[must_use]
+pub fn log_confidence_interval(xs: &[f64], level: f64) -> Option<(f64, f64)> {
+    if xs.iter().any(|&x| x.is_nan() || x <= 0.0) {
+        return None;
+    }
+    let ln: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    let (lo, hi) = confidence_interval(&ln, level)?;
+    Some((lo.exp(), hi.exp()))
+}
+
 /// Computes a [`Summary`] of the sample. `None` for an empty slice or when
 /// any value is non-finite.
 #[must_use]
@@ -239,6 +286,7 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     let sd = s.std_dev(mean);
     let sorted = s.sorted();
     let ci95_half = sd.map(|sd| ci_half_width(sd, n, 0.95));
+    let log_ci = log_confidence_interval(xs, 0.95);
     let cv = match sd {
         Some(sd) if mean != 0.0 => Some(sd / mean.abs()),
         _ => None,
@@ -250,6 +298,8 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
         ci95_half,
         ci95_lo: ci95_half.map(|h| mean - h),
         ci95_hi: ci95_half.map(|h| mean + h),
+        ci95_log_lo: log_ci.map(|c| c.0),
+        ci95_log_hi: log_ci.map(|c| c.1),
         min: s.min,
         median: quantile_sorted(&sorted, 0.5),
         max: s.max,
@@ -266,4 +316,59 @@ pub fn relative_change(base: f64, x: f64) -> Option<f64> {
         return None;
     }
     Some((x - base) / base.abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positive_data_with_a_huge_spread_never_get_a_negative_lower_bound() {
+        let xs = [0.2, 0.3, 40.0];
+        let s = summarize(&xs).unwrap();
+        assert!(
+            s.ci95_lo.unwrap() < 0.0,
+            "the symmetric interval crosses zero"
+        );
+        let (lo, hi) = s.ci95().unwrap();
+        assert!(lo > 0.0, "lower bound {lo}");
+        assert!(lo < s.median && hi > s.mean, "{lo}..{hi}");
+        assert!(s.ci95_is_log());
+        // The back-transformed log interval: exp(mean(ln x) ± t sd(ln x) / sqrt(n)).
+        let ln: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+        let (m, sd) = (mean(&ln).unwrap(), std_dev(&ln).unwrap());
+        let h = 4.302_652_729_911_275 * sd / 3f64.sqrt();
+        assert!((lo - (m - h).exp()).abs() < 1e-9 * lo);
+        assert!((hi - (m + h).exp()).abs() < 1e-9 * hi);
+        assert_eq!(log_confidence_interval(&xs, 0.95), Some((lo, hi)));
+        assert_eq!((s.ci95_log_lo, s.ci95_log_hi), (Some(lo), Some(hi)));
+    }
+
+    #[test]
+    fn the_log_interval_is_none_unless_every_value_is_positive() {
+        assert_eq!(log_confidence_interval(&[0.0, 1.0, 2.0], 0.95), None);
+        assert_eq!(log_confidence_interval(&[-1.0, 1.0, 2.0], 0.95), None);
+        assert_eq!(log_confidence_interval(&[1.0], 0.95), None);
+        let (lo, hi) = log_confidence_interval(&[1e-6, 1e-3, 1e3, 1e6], 0.95).unwrap();
+        assert!(lo > 0.0 && hi.is_finite() && lo < hi);
+        // Every reported lower bound of positive data is positive, whatever the spread.
+        for k in 1..30 {
+            let xs = [1.0, 1.0 + k as f64, 10f64.powi(k)];
+            let (lo, _) = summarize(&xs).unwrap().ci95().unwrap();
+            assert!(lo >= 0.0, "{xs:?}: {lo}");
+        }
+    }
+
+    #[test]
+    fn a_narrow_interval_keeps_the_symmetric_student_t_form() {
+        let xs = [9.0, 10.0, 11.0, 10.5, 9.5];
+        let s = summarize(&xs).unwrap();
+        let h = s.ci95_half.unwrap();
+        assert!(!s.ci95_is_log());
+        assert_eq!(s.ci95(), Some((s.mean - h, s.mean + h)));
+        // Data that can be negative keep it even when it crosses zero.
+        let s = summarize(&[-5.0, 1.0, 20.0]).unwrap();
+        assert!(!s.ci95_is_log() && s.ci95().unwrap().0 < 0.0);
+        assert_eq!(s.ci95_log_lo, None);
+    }
 }

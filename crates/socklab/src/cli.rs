@@ -186,6 +186,10 @@ pub struct SummaryFormat {
     /// Print the statistics as CSV on stdout (one row per configuration and metric).
     #[arg(long)]
     pub csv: bool,
+    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
+    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    #[arg(long)]
+    pub keep_invalid: bool,
 }
 
 #[derive(Debug, Args)]
@@ -546,6 +550,10 @@ pub struct ReportArgs {
     /// Report title.
     #[arg(long, default_value = "socklab report")]
     pub title: String,
+    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
+    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    #[arg(long)]
+    pub keep_invalid: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -564,6 +572,10 @@ pub struct LabArgs {
     /// Directory for the report: index.html (inline SVG), report.md, results.csv.
     #[arg(long, default_value = "socklab-report", value_name = "DIR")]
     pub out: PathBuf,
+    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
+    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    #[arg(long)]
+    pub keep_invalid: bool,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -11,7 +11,7 @@ use socklab_lab::plan::{Axis, Group, Order, Plan};
 use socklab_lab::report::write_report;
 use socklab_lab::runner::{resume_plan, run_plan, Observer, Resume};
 use socklab_lab::store::Store;
-use socklab_lab::summary::experiment_stats;
+use socklab_lab::summary::{experiment_stats, experiment_stats_with};
 use socklab_lab::table::Table;
 use socklab_lab::workload::Workload;
 use socklab_lab::{suites, LabError};
@@ -431,7 +431,10 @@ pub(crate) fn run_and_print(
     let id = match run_one(plan, store) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
-            eprint!("{}", output::human(&experiment_stats(store, id)?));
+            eprint!(
+                "{}",
+                output::human(&experiment_stats_with(store, id, format.keep_invalid)?)
+            );
             return Err(f);
         }
         // Every repetition ran; the failed ones are in the table (failed = 1).
@@ -453,7 +456,7 @@ pub(crate) fn run_and_print(
 
 /// Prints an experiment's statistics as JSON, CSV or the human table.
 fn print_stats(store: &Store, id: i64, format: &SummaryFormat) -> Result<(), Failure> {
-    let st = experiment_stats(store, id)?;
+    let st = experiment_stats_with(store, id, format.keep_invalid)?;
     if format.json {
         out(&format!(
             "{}\n",
@@ -759,7 +762,7 @@ pub fn report(a: ReportArgs) -> Result<(), Failure> {
         }
         a.experiment.clone()
     };
-    let files = write_report(&store, &ids, &a.title, &a.out)?;
+    let files = write_report(&store, &ids, &a.title, &a.out, a.keep_invalid)?;
     out(&format!(
         "report: {} (also {} and {})\n",
         files.html.display(),
@@ -804,7 +807,11 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
         match run_one(plan, &mut store) {
             Ok(id) => {
                 ids.push(id);
-                out(&output::human(&experiment_stats(&store, id)?))?;
+                out(&output::human(&experiment_stats_with(
+                    &store,
+                    id,
+                    a.keep_invalid,
+                )?))?;
                 out("\n")?;
             }
             // The experiment ran to its end: report it and go on with the next.
@@ -827,7 +834,7 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
         } else {
             "socklab lab"
         };
-        let files = write_report(&store, &ids, title, &a.out)?;
+        let files = write_report(&store, &ids, title, &a.out, a.keep_invalid)?;
         out(&format!(
             "lab finished in {:.0} s; results in {}; report: {} (also {} and {})\n",
             t0.elapsed().as_secs_f64(),

@@ -79,6 +79,10 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
+    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
+    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    #[arg(long)]
+    pub keep_invalid: bool,
     /// Repeat the run N times: mean, sd and 95% CI per metric (the `load` workload of
     /// experiment files). Without it: one run, printed like wrk/ab. Either way the run goes
     /// through socklab's Runner and is stored in --db.
@@ -274,6 +278,7 @@ pub fn load(a: LoadArgs) -> Result<(), Failure> {
         let format = SummaryFormat {
             json: a.json,
             csv: a.csv,
+            keep_invalid: a.keep_invalid,
         };
         return run_and_print(&plan, &mut store, &format).map(|_| ());
     }

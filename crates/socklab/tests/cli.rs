@@ -474,3 +474,25 @@ fn sweep_and_reference_build_the_seed000_table() {
         );
     }
 }
+
+#[test]
+fn every_command_that_prints_statistics_takes_keep_invalid() {
+    for sub in [
+        vec!["run"],
+        vec!["lab"],
+        vec!["bulk"],
+        vec!["pingpong"],
+        vec!["transfer"],
+        vec!["load"],
+        vec!["report"],
+        vec!["results", "show"],
+    ] {
+        let mut args = sub.clone();
+        args.push("--help");
+        socklab()
+            .args(&args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("--keep-invalid"));
+    }
+}

@@ -29,6 +29,10 @@ pub mod transfer;
 pub use key::{parse_target, Target};
 pub use transfer::{check_tcp_cc, Proto};
 
+use std::collections::BTreeMap;
+
+use socklab_stats::Summary;
+
 use crate::metric::{Better, Metric};
 use crate::params::{Key, Params};
 use crate::resources::Resources;
@@ -109,6 +113,14 @@ pub trait Spec: Sized {
         let _ = st;
         Vec::new()
     }
+
+    /// Why a cell with `config` did not get what it asked for, judged from its measured
+    /// `metrics` (e.g. an option the kernel ignored), with how to enable it; `None` when it
+    /// did. Such a cell is marked "not in effect" and is never the best.
+    fn not_in_effect(config: &Params, metrics: &BTreeMap<String, Summary>) -> Option<String> {
+        let _ = (config, metrics);
+        None
+    }
 }
 
 /// Which metrics an experiment holds (for [`Spec::primary`]).
@@ -133,7 +145,11 @@ pub struct Kind {
     is_baseline: fn(&Params) -> bool,
     context: fn(&str, &str) -> Params,
     tables: fn(&ExperimentStats) -> Vec<ReportTable>,
+    not_in_effect: NotInEffect,
 }
+
+/// [`Spec::not_in_effect`] as a function pointer.
+type NotInEffect = fn(&Params, &BTreeMap<String, Summary>) -> Option<String>;
 
 impl Kind {
     const fn of<S: Spec>() -> Kind {
@@ -148,6 +164,7 @@ impl Kind {
             is_baseline: S::is_baseline,
             context: S::context,
             tables: S::tables,
+            not_in_effect: S::not_in_effect,
         }
     }
 
@@ -173,6 +190,16 @@ impl Kind {
             return Params::new().with("link", "none");
         }
         (self.context)(key, value)
+    }
+
+    /// Why a cell with `config` and `metrics` did not get what it asked for (see
+    /// [`Spec::not_in_effect`]).
+    pub fn not_in_effect(
+        &self,
+        config: &Params,
+        metrics: &BTreeMap<String, Summary>,
+    ) -> Option<String> {
+        (self.not_in_effect)(config, metrics)
     }
 
     /// Its tables in the report of `st`.

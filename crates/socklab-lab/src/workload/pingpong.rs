@@ -1,13 +1,15 @@
 //! The `pingpong` workload: request/response round trips against an echo server (seed 001),
 //! TCP or UDP, under socket options given as data; each option read back with `getsockopt`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::json;
 use socklab_net::pingpong::{PingConfig, PingResult};
-use socklab_net::sockopt::{OptSet, Side};
+use socklab_net::sockopt::{OptSet, Side, SockOpt};
 use socklab_net::units::{format_duration, format_size, parse_duration};
+use socklab_stats::Summary;
 
 use crate::metric::{m, Better, Metric};
 use crate::params::{parse_bool, parse_count, Key, Params};
@@ -208,6 +210,20 @@ impl Spec for PingSpec {
     /// The cell without options is the baseline (seed 001 compares every option with it).
     fn is_baseline(config: &Params) -> bool {
         config.get("opts") == Some("baseline")
+    }
+
+    /// `fastopen` asked for, but the kernel used TCP Fast Open on no connection of any
+    /// repetition (`tfo_active` mean 0): the server side was not enabled.
+    fn not_in_effect(config: &Params, metrics: &BTreeMap<String, Summary>) -> Option<String> {
+        let opts: OptSet = config.get("opts")?.parse().ok()?;
+        let asked = opts.0.iter().any(|o| o.opt == SockOpt::FastOpen);
+        let used = metrics.get("tfo_active")?.mean;
+        (asked && used == 0.0).then(|| {
+            "fastopen was asked for but TCP Fast Open was used on no connection (tfo_active = 0 \
+             in every repetition): the kernel must allow it on both the client and the server \
+             side, net.ipv4.tcp_fastopen = 3 (enable with sysctl -w net.ipv4.tcp_fastopen=3)"
+                .to_string()
+        })
     }
 
     fn parse(p: &Params) -> Result<Self, LabError> {

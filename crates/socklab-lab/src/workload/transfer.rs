@@ -490,7 +490,7 @@ pub fn per_file_table(st: &ExperimentStats) -> Option<Table> {
     headers.push("retx");
     let mut t = Table::new(&headers);
     for c in cells {
-        let mut row = vec![c.cell.label.clone(), c.n.to_string()];
+        let mut row = vec![c.cell.label.clone(), c.n_text(st.keep_invalid)];
         for n in &names {
             row.push(
                 c.metrics

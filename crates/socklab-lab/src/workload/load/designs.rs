@@ -1,6 +1,7 @@
 //! Seed 002's server-design table.
 
 use super::*;
+use crate::table::ci_cell;
 
 /// The server-design table (seed 002, Stevens' figure 27.1): per `load` cell with a
 /// self-started server, the server's CPU time (mean and 95% CI), CPU per connection, the same
@@ -44,11 +45,9 @@ pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
         t.row(vec![
             c.cell.config.get("design").unwrap_or("?").to_string(),
             c.cell.config.get("workers").unwrap_or("-").to_string(),
-            c.n.to_string(),
+            c.n_text(st.keep_invalid),
             f(cpu.map(|s| s.mean)),
-            cpu.and_then(|s| s.ci95_half)
-                .map(|h| format!("±{}", num(h)))
-                .unwrap_or_else(|| "-".into()),
+            cpu.map_or_else(|| "-".into(), ci_cell),
             f(per),
             match (per, base) {
                 (Some(p), Some(b)) => num(p - b),
