@@ -102,7 +102,7 @@ impl Table {
 /// [`socklab_stats::Summary::ci95`]), `-` with fewer than two values.
 pub fn ci_cell(s: &socklab_stats::Summary) -> String {
     match (s.ci95(), s.ci95_half) {
-        (Some((lo, hi)), _) if s.ci95_is_log() => format!("{}–{}", num(lo), num(hi)),
+        (Some((lo, hi)), _) if s.ci95_is_asymmetric() => format!("{}–{}", num(lo), num(hi)),
         (_, Some(h)) => format!("±{}", num(h)),
         _ => "-".into(),
     }

@@ -48,14 +48,18 @@ pub struct Summary {
 
 impl Summary {
     /// The 95% confidence interval to report: the symmetric Student-t interval
-    /// (`ci95_lo`, `ci95_hi`), unless the data are strictly positive and that interval
-    /// would reach below zero; then the log-scale interval (`ci95_log_lo`, `ci95_log_hi`),
-    /// asymmetric and never below zero. No clamping: a quantity that cannot be negative never
-    /// gets a negative bound, and a narrow interval keeps its familiar `mean ± h` form.
+    /// (`ci95_lo`, `ci95_hi`), unless the data cannot be negative (every value ≥ 0) and that
+    /// interval would reach below zero. Then: the log-scale interval (`ci95_log_lo`,
+    /// `ci95_log_hi`) when every value is strictly positive (asymmetric, never below zero);
+    /// with zeros among the values (counts such as retransmissions), where logarithms do not
+    /// exist, the Student-t interval truncated at zero, `(0, ci95_hi)`. A narrow interval
+    /// keeps its familiar `mean ± h` form.
     #[must_use]
     pub fn ci95(&self) -> Option<(f64, f64)> {
         if self.ci95_is_log() {
             Some((self.ci95_log_lo?, self.ci95_log_hi?))
+        } else if self.ci95_is_truncated() {
+            Some((0.0, self.ci95_hi?))
         } else {
             Some((self.ci95_lo?, self.ci95_hi?))
         }
@@ -65,6 +69,19 @@ impl Summary {
     #[must_use]
     pub fn ci95_is_log(&self) -> bool {
         self.ci95_log_lo.is_some() && self.ci95_lo.is_some_and(|lo| lo < 0.0)
+    }
+
+    /// Whether [`Self::ci95`] is the symmetric interval truncated at zero (non-negative data
+    /// with zeros whose interval would reach below zero).
+    #[must_use]
+    pub fn ci95_is_truncated(&self) -> bool {
+        !self.ci95_is_log() && self.min >= 0.0 && self.ci95_lo.is_some_and(|lo| lo < 0.0)
+    }
+
+    /// Whether [`Self::ci95`] is not `mean ± h` (printed `lo–hi`).
+    #[must_use]
+    pub fn ci95_is_asymmetric(&self) -> bool {
+        self.ci95_is_log() || self.ci95_is_truncated()
     }
 }
 
@@ -370,5 +387,23 @@ mod tests {
         let s = summarize(&[-5.0, 1.0, 20.0]).unwrap();
         assert!(!s.ci95_is_log() && s.ci95().unwrap().0 < 0.0);
         assert_eq!(s.ci95_log_lo, None);
+    }
+
+    #[test]
+    fn counts_with_zeros_get_an_interval_truncated_at_zero() {
+        let s = summarize(&[0.0, 0.0, 0.0, 9.0]).unwrap();
+        assert!(
+            s.ci95_lo.unwrap() < 0.0,
+            "the symmetric interval crosses zero"
+        );
+        assert!(s.ci95_log_lo.is_none(), "no logarithm of zero");
+        assert!(s.ci95_is_truncated() && s.ci95_is_asymmetric());
+        let (lo, hi) = s.ci95().unwrap();
+        assert_eq!(lo, 0.0);
+        assert_eq!(hi, s.ci95_hi.unwrap());
+        // Data that can be negative keep the symmetric interval.
+        let d = summarize(&[-5.0, 0.0, 5.0, 1.0]).unwrap();
+        assert!(!d.ci95_is_asymmetric());
+        assert_eq!(d.ci95(), Some((d.ci95_lo.unwrap(), d.ci95_hi.unwrap())));
     }
 }
