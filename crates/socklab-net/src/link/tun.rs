@@ -211,6 +211,10 @@ fn forward_loop(
     let now = || epoch.elapsed().as_nanos() as u64;
     let mut generation = u64::MAX;
     let mut emu = Emulator::new(LinkSpec::default(), 0);
+    // Models replaced by a new spec, releasing what they hold on their own schedule: a packet
+    // is never delivered early because the link was re-specified (an early SYN would teach TCP
+    // a round trip of microseconds, and BBR would then starve the connection).
+    let mut draining: Vec<Emulator> = Vec::new();
     let mut base = Stats::default();
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut late = 0u64;
@@ -223,15 +227,17 @@ fn forward_loop(
         if g != generation {
             generation = g;
             if let Some((spec, seed)) = dir.next_spec.lock().ok().and_then(|mut s| s.take()) {
-                // Release what is queued under the old spec, then switch.
-                while let Some(p) = emu.poll_transmit(u64::MAX) {
-                    write_errors += send(tx, p, &mut pool);
-                }
-                add_stats(&mut base, emu.stats());
-                emu = Emulator::new(spec, seed);
+                // New packets go to the new model; the old one keeps releasing what it holds
+                // at the times it scheduled.
+                draining.push(std::mem::replace(&mut emu, Emulator::new(spec, seed)));
             }
         }
-        let sleep = match emu.poll_timeout() {
+        let next = draining
+            .iter()
+            .chain(std::iter::once(&emu))
+            .filter_map(Emulator::poll_timeout)
+            .min();
+        let sleep = match next {
             Some(t) => Duration::from_nanos(t.saturating_sub(now())).min(MAX_SLEEP),
             None => MAX_SLEEP,
         };
@@ -252,18 +258,31 @@ fn forward_loop(
             }
         }
         let t = now();
-        while let Some(due) = emu.poll_timeout().filter(|&d| d <= t) {
-            let Some(p) = emu.poll_transmit(t) else { break };
-            let lag = t - due;
-            lag_sum += lag;
-            max_lag = max_lag.max(lag);
-            if lag > tol {
-                late += 1;
+        for e in draining.iter_mut().chain(std::iter::once(&mut emu)) {
+            while let Some(due) = e.poll_timeout().filter(|&d| d <= t) {
+                let Some(p) = e.poll_transmit(t) else { break };
+                let lag = t - due;
+                lag_sum += lag;
+                max_lag = max_lag.max(lag);
+                if lag > tol {
+                    late += 1;
+                }
+                write_errors += send(tx, p, &mut pool);
             }
-            write_errors += send(tx, p, &mut pool);
         }
+        // A drained model's counts join the base.
+        draining.retain(|e| {
+            let holding = e.poll_timeout().is_some();
+            if !holding {
+                add_stats(&mut base, e.stats());
+            }
+            holding
+        });
         if let Ok(mut r) = dir.report.lock() {
             let mut s = base.clone();
+            for e in &draining {
+                add_stats(&mut s, e.stats());
+            }
             add_stats(&mut s, emu.stats());
             r.stats = s;
             r.late = late;
