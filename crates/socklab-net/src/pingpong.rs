@@ -64,7 +64,9 @@ pub struct PingConfig {
     pub count: u64,
     /// Socket options of the client side.
     pub opts: OptSet,
-    /// UDP: how long one try waits for its reply. TCP: a safety net for a silent server.
+    /// The longest wait for one reply. UDP: how long one try waits before the message is sent
+    /// again. TCP: how long a read of the reply may wait (a slower reply is an error; one
+    /// within it is a sample, e.g. a message held by TCP_CORK's ~200 ms timer).
     pub timeout: Duration,
     /// UDP: resends of an unanswered message before it counts as lost.
     pub retries: u32,
@@ -318,9 +320,11 @@ impl TripError {
             TripError::Timeout => NetError::Protocol {
                 peer,
                 detail: format!(
-                    "no reply within {} after {done} of {} round trips (is it an echo server? a slow one needs a longer --timeout)",
+                    "no reply within the timeout of {} after {done} of {} round trips (a slower server needs a longer one: --timeout {}, or timeout = \"{}\" in an experiment file)",
                     format_duration(cfg.timeout),
-                    cfg.count
+                    cfg.count,
+                    format_duration(cfg.timeout * 10),
+                    format_duration(cfg.timeout * 10),
                 ),
             },
             TripError::TooMuch => NetError::Protocol {

@@ -480,7 +480,7 @@ pub struct PingArgs {
     /// Socket-option sets to compare, comma-separated; + combines (nodelay+quickack).
     #[arg(long, value_delimiter = ',', default_value = pingpong::OPTS.default)]
     pub opts: Vec<String>,
-    /// UDP: wait this long for each reply before sending again.
+    /// Longest wait for one reply; auto: 5s over TCP, 200ms over UDP (each try, then sent again).
     #[arg(long, default_value = pingpong::TIMEOUT.default)]
     pub timeout: String,
     /// UDP: sends again before a message counts as lost.
