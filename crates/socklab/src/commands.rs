@@ -596,6 +596,7 @@ pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
     fixed.set("udp", a.udp.to_string());
     fixed.set("count", a.count.clone());
     fixed.set("timeout", a.timeout.clone());
+    fixed.set("reply", a.reply.clone());
     if a.udp {
         fixed.set("retries", a.retries.clone());
     } else {

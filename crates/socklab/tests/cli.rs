@@ -579,3 +579,30 @@ fn a_corked_pingpong_is_measured_at_the_cork_timer_not_failed() {
     assert_eq!(c, 0, "{err}");
     assert_eq!(stored_completed(&db), vec![3]);
 }
+#[test]
+fn pingpong_measures_a_server_that_is_not_an_echo_with_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    for reply in ["any", "5"] {
+        let (addr, server) = scripted_tcp_server(1, Duration::ZERO, Some(b"pong\n"));
+        let to = addr.to_string();
+        let (c, _, err) = run(&[
+            "pingpong", "--to", &to, "--count", "3", "--reps", "1", "--warmup", "0", "--reply",
+            reply, "--db", dbs,
+        ]);
+        assert_eq!(c, 0, "--reply {reply}: {err}");
+        server.join().unwrap();
+    }
+    assert_eq!(stored_completed(&db), vec![3, 3]);
+    let (addr, server) = scripted_tcp_server(1, Duration::ZERO, Some(b"pong\n"));
+    let to = addr.to_string();
+    assert_error(
+        &[
+            "pingpong", "--to", &to, "--count", "3", "--reps", "1", "--warmup", "0", "--db", dbs,
+        ],
+        1,
+        &["got 5 bytes", "pong\\n", "--reply"],
+    );
+    server.join().unwrap();
+}

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::pingpong::{PingConfig, PingResult};
+use socklab_net::pingpong::{PingConfig, PingResult, Reply};
 use socklab_net::sockopt::{OptSet, Side};
 use socklab_net::units::{format_duration, format_size, parse_duration};
 
@@ -74,6 +74,13 @@ pub const RETRIES: Key = Key::new(
     "UDP: sends again before a message counts as lost",
 );
 
+/// `reply`.
+pub const REPLY: Key = Key::new(
+    "reply",
+    "echo",
+    "what the reply is: echo (the exact echo), any (the first read of at least one byte, a datagram over UDP) or BYTES (exactly that many)",
+);
+
 /// The keys of the ping-pong workload.
 pub const KEYS: &[Key] = &[
     Key::new(
@@ -87,6 +94,7 @@ pub const KEYS: &[Key] = &[
     OPTS,
     TIMEOUT,
     RETRIES,
+    REPLY,
     Key::new(
         "new_connection",
         "false",
@@ -245,6 +253,7 @@ impl Spec for PingSpec {
                     .parse::<u32>()
                     .map_err(|_| "a whole number, e.g. 3".to_string())
             })?,
+            reply: p.value(&REPLY, |s| s.parse::<Reply>())?,
             new_connection_per_message: p.value_in(KEYS, "new_connection", parse_bool)?,
             connect_timeout: Duration::from_secs(5),
         };
@@ -272,6 +281,7 @@ impl Spec for PingSpec {
         p.set("count", cfg.count.to_string());
         p.set("opts", cfg.opts.to_string());
         p.set("timeout", format_duration(cfg.timeout));
+        p.set("reply", cfg.reply.to_string());
         if cfg.udp {
             p.set("retries", cfg.retries.to_string());
         } else {
@@ -434,7 +444,7 @@ mod tests {
         let parse = |kv: &[(&str, &str)]| {
             let mut p = Params::new();
             for (k, v) in kv {
-                p.set(*k, *v);
+                p.set(k, *v);
             }
             PingSpec::parse(&p).unwrap()
         };
@@ -454,5 +464,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("timeout") && e.contains("auto"), "{e}");
+    }
+
+    #[test]
+    fn reply_is_parsed_and_printed_canonically() {
+        let spec = |v: &str| PingSpec::parse(&Params::new().with("reply", v));
+        assert_eq!(
+            PingSpec::parse(&Params::new()).unwrap().cfg.reply,
+            Reply::Echo
+        );
+        for (v, r, printed) in [
+            ("any", Reply::Any, "any"),
+            ("5", Reply::Bytes(5), "5"),
+            ("2048", Reply::Bytes(2048), "2K"),
+            ("echo", Reply::Echo, "echo"),
+        ] {
+            let s = spec(v).unwrap();
+            assert_eq!(s.cfg.reply, r);
+            assert_eq!(s.params().get("reply"), Some(printed));
+            assert_eq!(PingSpec::parse(&s.params()).unwrap(), s);
+        }
+        let e = spec("pong").unwrap_err().to_string();
+        assert!(e.contains("reply") && e.contains("any"), "{e}");
     }
 }
