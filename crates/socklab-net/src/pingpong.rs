@@ -7,9 +7,12 @@
 //! - UDP: a connected socket, one datagram per message, resent after a per-try timeout up to
 //!   `retries` times, then counted lost.
 //!
-//! Every message is `size` bytes: a big-endian sequence number in the first 8 bytes (its low
-//! bytes when `size` < 8), then the seed's message repeated. Every reply is compared with what
-//! was sent. Buffers are allocated before the timed loop; a round trip allocates nothing.
+//! Every message is `size` bytes of printable ASCII (no NUL, so a C server using string
+//! functions sees all of it): the sequence number in decimal, zero-padded to 8 digits (its low
+//! digits when `size` < 8), then the seed's message repeated. What counts as the reply is
+//! [`Reply`]: the exact echo (the default, every byte compared with what was sent), the first
+//! read of at least one byte (`any`), or a fixed number of bytes. Buffers are allocated before
+//! the timed loop; a round trip allocates nothing.
 //! Round trips are timed with [`Instant`] (monotonic) and recorded in nanoseconds.
 //!
 //! Large TCP messages do not deadlock against an echo server: the message is sent with
@@ -17,9 +20,11 @@
 //! coming back. A message that fits in the socket buffer costs one `send()` and the `read()`s of
 //! its reply, as in the seed.
 
+use std::fmt;
 use std::io::{self, Read};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -29,8 +34,8 @@ use socklab_sys::io::{poll_flags, poll_one};
 use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
 use crate::sockopt::{self, OptSet, Side};
-use crate::units::format_duration;
-use crate::NetError;
+use crate::units::{format_duration, format_size, parse_size};
+use crate::{NetError, ParseNameError};
 
 /// Largest UDP message: one IPv4 datagram (65535 - 20 IP - 8 UDP header bytes).
 pub const MAX_UDP_SIZE: usize = 65507;
@@ -51,6 +56,56 @@ use socklab_sys::errno::EINPROGRESS;
 /// Stop is polled before every 64th round trip.
 const STOP_EVERY: u64 = 64;
 
+/// The reply buffer of `--reply any` (at least; the message size if larger), as the classic
+/// client's `recv(buf, 2000)` but for any datagram.
+const ANY_REPLY_BUF: usize = 64 << 10;
+
+/// At most this many bytes of an unexpected reply are quoted in an error.
+const QUOTE_MAX: usize = 40;
+
+/// What counts as the reply to a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reply {
+    /// The exact echo of the message (`echo`, the default): every byte is compared.
+    #[default]
+    Echo,
+    /// The first read of at least one byte (`any`), whatever it holds, as the classic client
+    /// loop `send(); recv(buf, 2000)`. Over UDP: the first datagram.
+    Any,
+    /// Exactly this many bytes, whatever they hold (`BYTES`, e.g. `5`). Over UDP: a datagram
+    /// of this size.
+    Bytes(usize),
+}
+
+impl FromStr for Reply {
+    type Err = ParseNameError;
+    fn from_str(s: &str) -> Result<Reply, ParseNameError> {
+        let t = s.trim();
+        match t.to_ascii_lowercase().as_str() {
+            "echo" => Ok(Reply::Echo),
+            "any" => Ok(Reply::Any),
+            _ => match parse_size(t).ok().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) if n > 0 => Ok(Reply::Bytes(n)),
+                _ => Err(ParseNameError::unknown(
+                    "reply",
+                    s,
+                    "use echo (the exact echo), any (the first read) or a byte count such as 5",
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reply::Echo => f.write_str("echo"),
+            Reply::Any => f.write_str("any"),
+            Reply::Bytes(n) => f.write_str(&format_size(*n as u64)),
+        }
+    }
+}
+
 /// Everything that defines one ping-pong test (one repetition).
 #[derive(Debug, Clone)]
 pub struct PingConfig {
@@ -64,10 +119,14 @@ pub struct PingConfig {
     pub count: u64,
     /// Socket options of the client side.
     pub opts: OptSet,
-    /// UDP: how long one try waits for its reply. TCP: a safety net for a silent server.
+    /// The longest wait for one reply. UDP: how long one try waits before the message is sent
+    /// again. TCP: how long a read of the reply may wait (a slower reply is an error; one
+    /// within it is a sample, e.g. a message held by TCP_CORK's ~200 ms timer).
     pub timeout: Duration,
     /// UDP: resends of an unanswered message before it counts as lost.
     pub retries: u32,
+    /// What counts as the reply.
+    pub reply: Reply,
     /// TCP: connect, one round trip, close, for every message.
     pub new_connection_per_message: bool,
     /// Give up connecting after this long.
@@ -84,6 +143,7 @@ impl Default for PingConfig {
             opts: OptSet::default(),
             timeout: Duration::from_secs(5),
             retries: 3,
+            reply: Reply::Echo,
             new_connection_per_message: false,
             connect_timeout: Duration::from_secs(5),
         }
@@ -126,6 +186,15 @@ impl PingConfig {
                 "--connect-timeout 0s: allow some time to connect, e.g. --connect-timeout 5s"
                     .into(),
             );
+        }
+        if let Reply::Bytes(n) = self.reply {
+            let max = if self.udp { MAX_UDP_SIZE } else { MAX_TCP_SIZE };
+            if n > max {
+                return bad(format!(
+                    "--reply {n}: a reply of more than {} bytes cannot be read: use 1 to {max}, any or echo",
+                    format_size(max as u64)
+                ));
+            }
         }
         if self.udp && self.new_connection_per_message {
             return bad(
@@ -216,10 +285,41 @@ pub fn run(cfg: &PingConfig, stop: &dyn Fn() -> bool) -> Result<PingResult, NetE
     }
 }
 
-/// Writes the sequence number into the first 8 bytes (its low bytes for shorter messages).
+/// Writes the sequence number in decimal into the first 8 bytes, zero-padded (its low digits
+/// for shorter messages, and modulo 10^8).
 fn stamp(msg: &mut [u8], seq: u64) {
     let k = msg.len().min(8);
-    msg[..k].copy_from_slice(&seq.to_be_bytes()[8 - k..]);
+    let mut v = seq;
+    for b in msg[..k].iter_mut().rev() {
+        *b = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+}
+
+/// The first bytes of `bytes`, quoted and escaped, with `…` when there are more.
+fn quote(bytes: &[u8]) -> String {
+    let k = bytes.len().min(QUOTE_MAX);
+    let more = if bytes.len() > k { "…" } else { "" };
+    format!("\"{}\"{more}", bytes[..k].escape_ascii())
+}
+
+/// What `cfg` expects as a reply, for errors: `expected 64 bytes echoed`.
+fn expected(cfg: &PingConfig) -> String {
+    match cfg.reply {
+        Reply::Echo => format!("expected {} bytes echoed", cfg.size),
+        Reply::Any => "expected a reply of at least one byte".into(),
+        Reply::Bytes(n) => format!("expected a {n}-byte reply"),
+    }
+}
+
+/// The hint of an error about a reply that is not the expected one.
+fn reply_hint(cfg: &PingConfig) -> &'static str {
+    match cfg.reply {
+        Reply::Echo => {
+            " (not an echo server? measure it with --reply any, or --reply BYTES for a fixed-size answer)"
+        }
+        _ => " (--reply any takes whatever the first read returns)",
+    }
 }
 
 /// Where the reply first differs from the message, if it does.
@@ -233,17 +333,6 @@ fn first_difference(msg: &[u8], reply: &[u8]) -> Option<usize> {
             .position(|(a, b)| a != b)
             .unwrap_or(msg.len().min(reply.len())),
     )
-}
-
-fn mismatch(cfg: &PingConfig, done: u64, at: usize) -> NetError {
-    NetError::Protocol {
-        peer: cfg.to.to_string(),
-        detail: format!(
-            "the reply to round trip {} differs from the message at byte {at} of {} (is it an echo server?)",
-            done + 1,
-            cfg.size
-        ),
-    }
 }
 
 fn connect_error(cfg: &PingConfig, done: u64, source: io::Error) -> NetError {
@@ -285,76 +374,110 @@ fn peer_error(cfg: &PingConfig, done: u64, source: io::Error) -> NetError {
     NetError::io(context, source)
 }
 
-/// How a TCP round trip failed.
+/// How a TCP round trip failed; `got` is how many bytes of the reply had arrived.
 enum TripError {
-    /// End of stream after `got` bytes of the reply.
+    /// End of stream.
     Closed { got: usize },
     /// No progress within the timeout.
-    Timeout,
-    /// The server sent more than it was sent.
-    TooMuch,
+    Timeout { got: usize },
+    /// The server sent more than the reply's size.
+    TooMuch { got: usize },
+    /// `--reply echo`: the reply differs from the message at byte `at`.
+    Mismatch { at: usize, got: usize },
     /// Any other error.
     Io(io::Error),
 }
 
 impl TripError {
-    fn into_net(self, cfg: &PingConfig, done: u64) -> NetError {
+    /// The error of round trip `done + 1`; `reply` is the reply buffer.
+    fn into_net(self, cfg: &PingConfig, done: u64, reply: &[u8]) -> NetError {
         let peer = cfg.to.to_string();
-        match self {
+        let arrived = |got: usize| format!("got {got} bytes: {}", quote(&reply[..got]));
+        let detail = match self {
             TripError::Closed { got } => {
                 let mid = if got > 0 {
-                    format!(" in the middle of a reply ({got} of {} bytes)", cfg.size)
+                    format!(" in the middle of a reply ({}, {})", expected(cfg), arrived(got))
                 } else {
                     String::new()
                 };
-                NetError::Protocol {
-                    peer,
-                    detail: format!(
-                        "closed the connection{mid} after {done} of {} round trips (is the echo server still running?)",
-                        cfg.count
-                    ),
-                }
-            }
-            TripError::Timeout => NetError::Protocol {
-                peer,
-                detail: format!(
-                    "no reply within {} after {done} of {} round trips (is it an echo server? a slow one needs a longer --timeout)",
-                    format_duration(cfg.timeout),
+                format!(
+                    "closed the connection{mid} after {done} of {} round trips (is the server still running?)",
                     cfg.count
-                ),
-            },
-            TripError::TooMuch => NetError::Protocol {
-                peer,
-                detail: format!(
-                    "replied to round trip {} with more bytes than it was sent (is it an echo server?)",
-                    done + 1
-                ),
-            },
-            TripError::Io(e) => peer_error(cfg, done, e),
-        }
+                )
+            }
+            TripError::Timeout { got: 0 } => format!(
+                "no reply within the timeout of {} after {done} of {} round trips (a slower server needs a longer one: --timeout {}, or timeout = \"{}\" in an experiment file)",
+                format_duration(cfg.timeout),
+                cfg.count,
+                format_duration(cfg.timeout * 10),
+                format_duration(cfg.timeout * 10),
+            ),
+            TripError::Timeout { got } => format!(
+                "the reply to round trip {} stopped short: {}, {} and no more within the timeout of {}{}",
+                done + 1,
+                expected(cfg),
+                arrived(got),
+                format_duration(cfg.timeout),
+                reply_hint(cfg)
+            ),
+            TripError::TooMuch { got } => format!(
+                "replied to round trip {} with more bytes than expected: {}, {} and more{}",
+                done + 1,
+                expected(cfg),
+                arrived(got),
+                reply_hint(cfg)
+            ),
+            TripError::Mismatch { at, got } => format!(
+                "the reply to round trip {} differs from the message at byte {at} of {}: {}, {}{}",
+                done + 1,
+                cfg.size,
+                expected(cfg),
+                arrived(got),
+                reply_hint(cfg)
+            ),
+            TripError::Io(e) => return peer_error(cfg, done, e),
+        };
+        NetError::Protocol { peer, detail }
     }
 }
 
-/// One TCP round trip on a blocking socket: sends `msg`, reads `reply.len()` bytes back.
+/// One TCP round trip on a blocking socket: sends `msg`, then reads its reply into `reply`
+/// (as [`Reply`] says what that is; `reply` holds at least that many bytes). Returns the size
+/// of the reply. With `--reply echo` every byte is compared with the message as it arrives.
 fn round_trip(
     sock: &Socket,
     msg: &[u8],
     reply: &mut [u8],
+    want: Reply,
     rearm: bool,
     timeout_ms: i32,
-) -> Result<(), TripError> {
-    let len = reply.len();
+) -> Result<usize, TripError> {
+    // At least `need` bytes make the reply; a read fills at most `cap`.
+    let (need, cap) = match want {
+        Reply::Echo => (msg.len(), msg.len()),
+        Reply::Bytes(n) => (n, n),
+        Reply::Any => (1, reply.len()),
+    };
     let (mut sent, mut got) = (0, 0);
     let mut read_some = |got: &mut usize| -> Result<(), TripError> {
-        if *got == len {
-            return Err(TripError::TooMuch);
+        if *got == cap {
+            return Err(TripError::TooMuch { got: *got });
         }
-        match (&*sock).read(&mut reply[*got..]) {
-            Ok(0) => return Err(TripError::Closed { got: *got }),
+        let from = *got;
+        match (&*sock).read(&mut reply[from..cap]) {
+            Ok(0) => return Err(TripError::Closed { got: from }),
             Ok(n) => *got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
-            Err(e) if is_timeout(&e) => return Err(TripError::Timeout),
+            Err(e) if is_timeout(&e) => return Err(TripError::Timeout { got: from }),
             Err(e) => return Err(TripError::Io(e)),
+        }
+        if want == Reply::Echo {
+            if let Some(d) = first_difference(&msg[from..*got], &reply[from..*got]) {
+                return Err(TripError::Mismatch {
+                    at: from + d,
+                    got: *got,
+                });
+            }
         }
         if rearm {
             // Best effort: TCP_QUICKACK is a hint, and a failure here changes no byte.
@@ -375,7 +498,7 @@ fn round_trip(
                 let ready = poll_one(sock.as_fd(), poll_flags::IN | poll_flags::OUT, timeout_ms)
                     .map_err(TripError::Io)?;
                 if ready == 0 {
-                    return Err(TripError::Timeout);
+                    return Err(TripError::Timeout { got });
                 }
                 if ready & (poll_flags::IN | poll_flags::ERR | poll_flags::HUP) != 0 {
                     read_some(&mut got)?;
@@ -384,10 +507,10 @@ fn round_trip(
             Err(e) => return Err(TripError::Io(e)),
         }
     }
-    while got < len {
+    while got < need {
         read_some(&mut got)?;
     }
-    Ok(())
+    Ok(got)
 }
 
 fn tcp_socket(cfg: &PingConfig) -> Result<Socket, NetError> {
@@ -405,13 +528,22 @@ fn timeout_ms(d: Duration) -> i32 {
     i32::try_from(d.as_millis()).unwrap_or(i32::MAX).max(1)
 }
 
+/// The size of the reply buffer for `cfg`.
+fn reply_buf_len(cfg: &PingConfig) -> usize {
+    match cfg.reply {
+        Reply::Echo => cfg.size,
+        Reply::Bytes(n) => n,
+        Reply::Any => cfg.size.max(ANY_REPLY_BUF),
+    }
+}
+
 fn run_tcp(
     cfg: &PingConfig,
     stop: &dyn Fn() -> bool,
     msg: &mut [u8],
 ) -> Result<PingResult, NetError> {
     let mut res = PingResult::new();
-    let mut reply = AlignedBuf::zeroed(cfg.size);
+    let mut reply = AlignedBuf::zeroed(reply_buf_len(cfg));
     let reply = reply.as_mut_slice();
     let rearm = cfg.opts.rearm_quickack(Side::Client);
     let poll_ms = timeout_ms(cfg.timeout);
@@ -436,11 +568,10 @@ fn run_tcp(
             }
             stamp(msg, i);
             let t = Instant::now();
-            round_trip(&sock, msg, reply, rearm, poll_ms).map_err(|e| e.into_net(cfg, i))?;
-            record(&mut res.rtt_ns, t.elapsed());
-            if let Some(at) = first_difference(msg, reply) {
-                return Err(mismatch(cfg, i, at));
+            if let Err(e) = round_trip(&sock, msg, reply, cfg.reply, rearm, poll_ms) {
+                return Err(e.into_net(cfg, i, reply));
             }
+            record(&mut res.rtt_ns, t.elapsed());
             res.completed += 1;
         }
         res.total_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -462,15 +593,14 @@ fn run_tcp(
             .map_err(|e| connect_error(cfg, i, e))?;
         let connected = t.elapsed();
         prepare(&sock)?;
-        round_trip(&sock, msg, reply, rearm, poll_ms).map_err(|e| e.into_net(cfg, i))?;
+        if let Err(e) = round_trip(&sock, msg, reply, cfg.reply, rearm, poll_ms) {
+            return Err(e.into_net(cfg, i, reply));
+        }
         record(&mut res.rtt_ns, t.elapsed());
         record(&mut res.connect_ns, connected);
         res.connects += 1;
         if i == 0 {
             res.effective = cfg.opts.read_back(&sock, Side::Client);
-        }
-        if let Some(at) = first_difference(msg, reply) {
-            return Err(mismatch(cfg, i, at));
         }
         res.completed += 1;
         drop(sock);
@@ -501,8 +631,8 @@ fn run_udp(
             .map_err(|e| NetError::io("SO_RCVTIMEO", e))
     };
     set_timeout(cfg.timeout)?;
-    // One byte more than a reply, so that a longer datagram is seen as such.
-    let mut reply = AlignedBuf::zeroed(cfg.size + 1);
+    // One byte more than any datagram the check accepts, so that a longer one is seen as such.
+    let mut reply = AlignedBuf::zeroed(reply_buf_len(cfg) + 1);
     let reply = reply.as_mut_slice();
     let size = cfg.size;
     let k = size.min(8);
@@ -533,13 +663,21 @@ fn run_udp(
                     Err(e) => return Err(peer_error(cfg, res.completed, e)),
                 };
                 let now = Instant::now();
-                if n == size && reply[..n] == *msg {
-                    break Some(now);
-                }
-                if n == size && reply[k..n] == msg[k..] {
+                let discard = match cfg.reply {
+                    Reply::Echo if n == size && reply[..n] == *msg => break Some(now),
                     // The echo of an earlier message whose try timed out: discard it and wait
                     // for the rest of this try's time.
-                    res.late += 1;
+                    Reply::Echo if n == size && reply[k..n] == msg[k..] => {
+                        res.late += 1;
+                        true
+                    }
+                    Reply::Any if n > 0 => break Some(now),
+                    // An empty datagram is no reply: wait for one.
+                    Reply::Any => true,
+                    Reply::Bytes(b) if n == b => break Some(now),
+                    _ => false,
+                };
+                if discard {
                     let left = deadline.saturating_duration_since(now);
                     if left.is_zero() {
                         break None;
@@ -548,12 +686,21 @@ fn run_udp(
                     shortened = true;
                     continue;
                 }
-                let at = first_difference(msg, &reply[..n]).unwrap_or(0);
+                let at = match cfg.reply {
+                    Reply::Echo => format!(
+                        " differs from the message at byte {}",
+                        first_difference(msg, &reply[..n]).unwrap_or(0)
+                    ),
+                    _ => " is not one".into(),
+                };
                 return Err(NetError::Protocol {
                     peer: cfg.to.to_string(),
                     detail: format!(
-                        "a {n}-byte datagram is not the echo of the {size}-byte message of round trip {} (first difference at byte {at}; is it an echo server?)",
-                        i + 1
+                        "the reply to round trip {}{at}: {}, got {n} bytes: {}{}",
+                        i + 1,
+                        expected(cfg),
+                        quote(&reply[..n]),
+                        reply_hint(cfg)
                     ),
                 });
             };
@@ -584,14 +731,34 @@ mod tests {
 
     #[test]
     fn sequence_numbers_fill_the_first_bytes() {
-        let mut m = [0u8; 12];
-        stamp(&mut m, 0x0102_0304_0506_0708);
-        assert_eq!(&m[..8], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        // Decimal, zero-padded to 8 digits: the payload is printable (no NUL).
+        let mut m = [b'x'; 12];
+        stamp(&mut m, 12_345_678);
+        assert_eq!(&m, b"12345678xxxx");
+        stamp(&mut m, 42);
+        assert_eq!(&m[..8], b"00000042");
         let mut short = [0u8; 3];
-        stamp(&mut short, 0x0102_0304_0506_0708);
-        assert_eq!(short, [6, 7, 8]);
+        stamp(&mut short, 12_345_678);
+        assert_eq!(&short, b"678");
         assert_eq!(first_difference(b"abc", b"abc"), None);
         assert_eq!(first_difference(b"abc", b"abd"), Some(2));
         assert_eq!(first_difference(b"abc", b"ab"), Some(2));
+    }
+
+    #[test]
+    fn replies_parse_print_and_quote() {
+        for (text, r) in [
+            ("echo", Reply::Echo),
+            ("any", Reply::Any),
+            ("5", Reply::Bytes(5)),
+            ("1K", Reply::Bytes(1024)),
+        ] {
+            assert_eq!(text.parse::<Reply>().unwrap(), r);
+            assert_eq!(r.to_string(), text);
+        }
+        assert!("0".parse::<Reply>().is_err());
+        assert_eq!(quote(b"pong\n\0"), "\"pong\\n\\x00\"");
+        let long = [b'a'; 100];
+        assert_eq!(quote(&long), format!("\"{}\"…", "a".repeat(QUOTE_MAX)));
     }
 }

@@ -468,3 +468,125 @@ fn the_echo_server_refuses_bad_settings_and_busy_ports() {
         .to_string();
     assert!(e.contains("choose another --port, or 0"), "{e}");
 }
+
+/// A TCP server for one connection that records what it read and answers every read with
+/// `answer` (None: an echo), up to `rounds` reads.
+fn scripted_tcp(answer: Option<&'static [u8]>, rounds: usize) -> (SocketAddr, JoinHandle<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let (mut buf, mut seen) = (vec![0u8; 65536], Vec::new());
+        for _ in 0..rounds {
+            let n = match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            seen.extend_from_slice(&buf[..n]);
+            if s.write_all(answer.unwrap_or(&buf[..n])).is_err() {
+                break;
+            }
+        }
+        seen
+    });
+    (addr, handle)
+}
+
+/// A UDP server that answers every datagram with `answer` (None: an echo), up to `rounds`
+/// datagrams or 5 s of silence, and returns the datagrams it got.
+fn scripted_udp(
+    answer: Option<&'static [u8]>,
+    rounds: usize,
+) -> (SocketAddr, JoinHandle<Vec<Vec<u8>>>) {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let addr = sock.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let (mut buf, mut seen) = (vec![0u8; 65536], Vec::new());
+        for _ in 0..rounds {
+            let Ok((n, peer)) = sock.recv_from(&mut buf) else {
+                break;
+            };
+            seen.push(buf[..n].to_vec());
+            sock.send_to(answer.unwrap_or(&buf[..n]), peer).unwrap();
+        }
+        seen
+    });
+    (addr, handle)
+}
+
+#[test]
+fn the_payload_is_printable_text_for_every_size() {
+    // A C server using string functions sees the whole message: no NUL, printable ASCII.
+    for size in [1usize, 5, 8, 29, 64, 1500] {
+        let (addr, server) = scripted_tcp(None, 1000);
+        let r = run(&ping(addr, false, size, 12));
+        assert_all_completed(&r, 12, &format!("tcp size {size}"));
+        let seen = server.join().unwrap();
+        assert_eq!(seen.len(), 12 * size);
+        assert!(
+            seen.iter().all(|b| b.is_ascii_graphic()),
+            "size {size}: {:?}",
+            String::from_utf8_lossy(&seen)
+        );
+        let (addr, server) = scripted_udp(None, 12);
+        assert_all_completed(&run(&ping(addr, true, size, 12)), 12, "udp");
+        for d in server.join().unwrap() {
+            assert_eq!(d.len(), size);
+            assert!(d.iter().all(|b| b.is_ascii_graphic()), "{d:?}");
+        }
+    }
+}
+
+#[test]
+fn reply_any_or_a_byte_count_measures_a_server_that_is_not_an_echo() {
+    for udp in [false, true] {
+        for reply in ["any", "5"] {
+            let mut cfg = ping("127.0.0.1:9".parse().unwrap(), udp, 64, 10);
+            cfg.reply = reply.parse().unwrap();
+            assert_eq!(cfg.reply.to_string(), reply);
+            let what = format!("udp {udp}, reply {reply}");
+            if udp {
+                let (addr, server) = scripted_udp(Some(b"pong\n"), 10);
+                cfg.to = addr;
+                assert_all_completed(&run(&cfg), 10, &what);
+                assert_eq!(server.join().unwrap().len(), 10, "{what}");
+            } else {
+                let (addr, server) = scripted_tcp(Some(b"pong\n"), 10);
+                cfg.to = addr;
+                assert_all_completed(&run(&cfg), 10, &what);
+                assert_eq!(server.join().unwrap().len(), 640, "{what}");
+            }
+        }
+    }
+    let bad = "echo2".parse::<pingpong::Reply>().unwrap_err().to_string();
+    assert!(bad.contains("echo2") && bad.contains("any"), "{bad}");
+}
+
+#[test]
+fn an_echo_check_against_another_server_says_what_arrived() {
+    for udp in [false, true] {
+        let mut cfg = ping("127.0.0.1:9".parse().unwrap(), udp, 64, 3);
+        let server = if udp {
+            let (addr, h) = scripted_udp(Some(b"pong\n"), 1);
+            cfg.to = addr;
+            std::thread::spawn(move || drop(h.join()))
+        } else {
+            let (addr, h) = scripted_tcp(Some(b"pong\n"), 1);
+            cfg.to = addr;
+            std::thread::spawn(move || drop(h.join()))
+        };
+        let e = pingpong::run(&cfg, &|| false).unwrap_err();
+        server.join().unwrap();
+        assert!(matches!(e, NetError::Protocol { .. }), "{e}");
+        let text = e.to_string();
+        for needle in ["expected 64 bytes", "got 5 bytes", "\"pong\\n\"", "--reply"] {
+            assert!(
+                text.contains(needle),
+                "udp {udp}: '{needle}' missing in: {text}"
+            );
+        }
+        assert!(!text.contains("no reply"), "{text}");
+    }
+}

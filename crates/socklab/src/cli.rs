@@ -37,7 +37,7 @@ pub enum Command {
     Echo(EchoArgs),
     /// Measure request/response round trips, per socket-option configuration.
     #[command(
-        after_help = "Examples:\n  socklab pingpong --to 127.0.0.1:7000 --size 64 --count 500 --reps 1000\n  socklab pingpong --opts baseline,nodelay,quickack,keepalive,fastopen,reuseaddr,cork --reps 200\n  socklab pingpong --udp --timeout 50ms --retries 3\n  socklab pingpong --new-connection-per-message --opts baseline,fastopen\n\nOptions: nodelay, quickack, keepalive[=IDLE/INTVL/CNT], fastopen, reuseaddr, reuseport, cork, sndbuf=SIZE, rcvbuf=SIZE, cc=NAME, notsent-lowat=SIZE, busy-poll=USEC, mss=BYTES; combine with + (nodelay+quickack); prefix client: or server: for one side. Each is read back with getsockopt and stored. Without --to an echo server is started per option set.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+        after_help = "Examples:\n  socklab pingpong --to 127.0.0.1:7000 --size 64 --count 500 --reps 1000\n  socklab pingpong --opts baseline,nodelay,quickack,keepalive,fastopen,reuseaddr,cork --reps 200\n  socklab pingpong --udp --timeout 50ms --retries 3\n  socklab pingpong --new-connection-per-message --opts baseline,fastopen\n  socklab pingpong --to 127.0.0.1:8080 --reply any --timeout 2s\n\nOptions: nodelay, quickack, keepalive[=IDLE/INTVL/CNT], fastopen, reuseaddr, reuseport, cork, sndbuf=SIZE, rcvbuf=SIZE, cc=NAME, notsent-lowat=SIZE, busy-poll=USEC, mss=BYTES; combine with + (nodelay+quickack); prefix client: or server: for one side. Each is read back with getsockopt and stored. Without --to an echo server is started per option set.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )]
     Pingpong(Box<PingArgs>),
     /// Transfer files over TCP or socklab's reliable UDP transport (seed 004): a server, a
@@ -484,12 +484,15 @@ pub struct PingArgs {
     /// Socket-option sets to compare, comma-separated; + combines (nodelay+quickack).
     #[arg(long, value_delimiter = ',', default_value = pingpong::OPTS.default)]
     pub opts: Vec<String>,
-    /// UDP: wait this long for each reply before sending again.
+    /// Longest wait for one reply; auto: 5s over TCP, 200ms over UDP (each try, then sent again).
     #[arg(long, default_value = pingpong::TIMEOUT.default)]
     pub timeout: String,
     /// UDP: sends again before a message counts as lost.
     #[arg(long, default_value = pingpong::RETRIES.default)]
     pub retries: String,
+    /// What the reply is: echo (the exact echo), any (the first read), or BYTES (that many).
+    #[arg(long, value_name = "echo|any|BYTES", default_value = pingpong::REPLY.default)]
+    pub reply: String,
     /// TCP: connect, one round trip and close per message.
     #[arg(long)]
     pub new_connection_per_message: bool,

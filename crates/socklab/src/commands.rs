@@ -610,8 +610,9 @@ pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
     }
     fixed.set("udp", a.udp.to_string());
     fixed.set("count", a.count.clone());
+    fixed.set("timeout", a.timeout.clone());
+    fixed.set("reply", a.reply.clone());
     if a.udp {
-        fixed.set("timeout", a.timeout.clone());
         fixed.set("retries", a.retries.clone());
     } else {
         fixed.set("new_connection", a.new_connection_per_message.to_string());

@@ -496,3 +496,135 @@ fn every_command_that_prints_statistics_takes_keep_invalid() {
             .stdout(predicate::str::contains("--keep-invalid"));
     }
 }
+
+/// A TCP server on 127.0.0.1 for `conns` connections: it answers every read after `delay`,
+/// with the bytes it read (`answer` None: an echo) or with `answer`. Each connection ends at
+/// end of stream, an error, or 5 s of silence.
+fn scripted_tcp_server(
+    conns: usize,
+    delay: Duration,
+    answer: Option<&'static [u8]>,
+) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        for _ in 0..conns {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = [0u8; 4096];
+            for _ in 0..10_000 {
+                let n = match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                std::thread::sleep(delay);
+                if s.write_all(answer.unwrap_or(&buf[..n])).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    (addr, handle)
+}
+
+/// `completed` of every stored repetition of the experiment in `db`.
+fn stored_completed(db: &std::path::Path) -> Vec<u64> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn.prepare("SELECT extra_json FROM samples").unwrap();
+    let rows = st.query_map([], |r| r.get::<_, String>(0)).unwrap();
+    rows.map(|r| {
+        let v: serde_json::Value = serde_json::from_str(&r.unwrap()).unwrap();
+        v["completed"].as_u64().unwrap()
+    })
+    .collect()
+}
+
+#[test]
+fn tcp_pingpong_waits_for_a_reply_as_long_as_timeout_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    // A server that answers every message after 300 ms: a sample, not an error, within 2s.
+    let (addr, server) = scripted_tcp_server(1, Duration::from_millis(300), None);
+    let to = addr.to_string();
+    let args = [
+        "pingpong", "--to", &to, "--count", "2", "--reps", "1", "--warmup", "0", "--db", dbs,
+    ];
+    let (c, _, err) = run(&[&args[..], &["--timeout", "2s"]].concat());
+    assert_eq!(c, 0, "{err}");
+    server.join().unwrap();
+    assert_eq!(stored_completed(&db), vec![2]);
+
+    // Shorter than the server's delay: one line naming the timeout and how to raise it.
+    let (addr, server) = scripted_tcp_server(1, Duration::from_millis(300), None);
+    let to = addr.to_string();
+    let args = [
+        "pingpong",
+        "--to",
+        &to,
+        "--count",
+        "2",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        dbs,
+        "--timeout",
+        "100ms",
+    ];
+    assert_error(&args, 1, &["100ms", "--timeout"]);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_corked_pingpong_is_measured_at_the_cork_timer_not_failed() {
+    // TCP_CORK holds each small message until its ~200 ms timer: a slow round trip, which the
+    // TCP default timeout waits for.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let (c, _, err) = run(&[
+        "pingpong",
+        "--opts",
+        "cork",
+        "--count",
+        "3",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{err}");
+    assert_eq!(stored_completed(&db), vec![3]);
+}
+#[test]
+fn pingpong_measures_a_server_that_is_not_an_echo_with_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    for reply in ["any", "5"] {
+        let (addr, server) = scripted_tcp_server(1, Duration::ZERO, Some(b"pong\n"));
+        let to = addr.to_string();
+        let (c, _, err) = run(&[
+            "pingpong", "--to", &to, "--count", "3", "--reps", "1", "--warmup", "0", "--reply",
+            reply, "--db", dbs,
+        ]);
+        assert_eq!(c, 0, "--reply {reply}: {err}");
+        server.join().unwrap();
+    }
+    assert_eq!(stored_completed(&db), vec![3, 3]);
+    let (addr, server) = scripted_tcp_server(1, Duration::ZERO, Some(b"pong\n"));
+    let to = addr.to_string();
+    assert_error(
+        &[
+            "pingpong", "--to", &to, "--count", "3", "--reps", "1", "--warmup", "0", "--db", dbs,
+        ],
+        1,
+        &["got 5 bytes", "pong\\n", "--reply"],
+    );
+    server.join().unwrap();
+}

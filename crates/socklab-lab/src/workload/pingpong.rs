@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::pingpong::{PingConfig, PingResult};
+use socklab_net::pingpong::{PingConfig, PingResult, Reply};
 use socklab_net::sockopt::{OptSet, Side, SockOpt};
 use socklab_net::units::{format_duration, format_size, parse_duration};
 use socklab_stats::Summary;
@@ -25,7 +25,7 @@ use crate::LabError;
 pub struct PingSpec {
     /// The echo server (`self`: socklab starts one, with the server-side options).
     pub to: Target,
-    /// Everything else (size, count, options, UDP timeout and retries).
+    /// Everything else (size, count, options, reply timeout, UDP retries).
     pub cfg: PingConfig,
     /// The emulated link between client and echo server, if any.
     pub link: Option<LinkParams>,
@@ -51,14 +51,36 @@ pub const OPTS: Key = Key::new(
 /// `timeout`.
 pub const TIMEOUT: Key = Key::new(
     "timeout",
-    "200ms",
-    "UDP: wait this long for each reply before sending again",
+    "auto",
+    "longest wait for one reply; auto: 5s over TCP, 200ms over UDP (each try, then sent again)",
 );
+/// What `timeout = auto` means over TCP: the longest wait for one reply (a slow reply within
+/// it is a sample, e.g. TCP_CORK's ~200 ms timer).
+pub const TCP_TIMEOUT: Duration = Duration::from_secs(5);
+/// What `timeout = auto` means over UDP: the wait of one try before the message is sent again.
+pub const UDP_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// A `timeout` value: `auto` (None: the protocol's default) or a duration.
+fn parse_timeout(s: &str) -> Result<Option<Duration>, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    parse_duration(s)
+        .map(Some)
+        .map_err(|e| format!("{e}, or auto (5s over TCP, 200ms over UDP)"))
+}
 /// `retries`.
 pub const RETRIES: Key = Key::new(
     "retries",
     "3",
     "UDP: sends again before a message counts as lost",
+);
+
+/// `reply`.
+pub const REPLY: Key = Key::new(
+    "reply",
+    "echo",
+    "what the reply is: echo (the exact echo), any (the first read of at least one byte, a datagram over UDP) or BYTES (exactly that many)",
 );
 
 /// The keys of the ping-pong workload.
@@ -74,6 +96,7 @@ pub const KEYS: &[Key] = &[
     OPTS,
     TIMEOUT,
     RETRIES,
+    REPLY,
     Key::new(
         "new_connection",
         "false",
@@ -228,18 +251,25 @@ impl Spec for PingSpec {
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         let to = p.value_in(KEYS, "to", parse_target)?;
+        let udp = p.value_in(KEYS, "udp", parse_bool)?;
+        let timeout = p.value(&TIMEOUT, parse_timeout)?.unwrap_or(if udp {
+            UDP_TIMEOUT
+        } else {
+            TCP_TIMEOUT
+        });
         let cfg = PingConfig {
             to: SocketAddr::from(([127, 0, 0, 1], 0)),
-            udp: p.value_in(KEYS, "udp", parse_bool)?,
+            udp,
             size: p.value(&SIZE, nonzero_usize)?,
             count: p.value(&COUNT, parse_count)?,
             opts: p.value(&OPTS, |s| s.parse::<OptSet>())?,
-            timeout: p.value_in(KEYS, "timeout", parse_duration)?,
+            timeout,
             retries: p.value_in(KEYS, "retries", |s| {
                 s.trim()
                     .parse::<u32>()
                     .map_err(|_| "a whole number, e.g. 3".to_string())
             })?,
+            reply: p.value(&REPLY, |s| s.parse::<Reply>())?,
             new_connection_per_message: p.value_in(KEYS, "new_connection", parse_bool)?,
             connect_timeout: Duration::from_secs(5),
         };
@@ -266,8 +296,9 @@ impl Spec for PingSpec {
         p.set("size", format_size(cfg.size as u64));
         p.set("count", cfg.count.to_string());
         p.set("opts", cfg.opts.to_string());
+        p.set("timeout", format_duration(cfg.timeout));
+        p.set("reply", cfg.reply.to_string());
         if cfg.udp {
-            p.set("timeout", format_duration(cfg.timeout));
             p.set("retries", cfg.retries.to_string());
         } else {
             p.set("new_connection", cfg.new_connection_per_message.to_string());
@@ -422,5 +453,54 @@ mod tests {
         assert_eq!(s.extra["link"], "loss 5%");
         assert_eq!(s.histograms[0].0, "rtt_ns");
         assert_eq!(s.histograms[0].1.iter().map(|b| b.1).sum::<u64>(), 4);
+    }
+
+    #[test]
+    fn timeout_is_the_longest_wait_for_a_reply_with_a_default_per_protocol() {
+        let parse = |kv: &[(&str, &str)]| {
+            let mut p = Params::new();
+            for (k, v) in kv {
+                p.set(k, *v);
+            }
+            PingSpec::parse(&p).unwrap()
+        };
+        let tcp = parse(&[]);
+        assert_eq!(tcp.cfg.timeout, TCP_TIMEOUT);
+        assert_eq!(
+            tcp.params().get("timeout"),
+            Some("5s"),
+            "printed for TCP too"
+        );
+        assert_eq!(parse(&[("udp", "true")]).cfg.timeout, UDP_TIMEOUT);
+        assert_eq!(parse(&[("timeout", "auto")]).cfg.timeout, TCP_TIMEOUT);
+        let two = parse(&[("timeout", "2s")]);
+        assert_eq!(two.cfg.timeout, Duration::from_secs(2));
+        assert_eq!(PingSpec::parse(&two.params()).unwrap(), two);
+        let e = PingSpec::parse(&Params::new().with("timeout", "soon"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("timeout") && e.contains("auto"), "{e}");
+    }
+
+    #[test]
+    fn reply_is_parsed_and_printed_canonically() {
+        let spec = |v: &str| PingSpec::parse(&Params::new().with("reply", v));
+        assert_eq!(
+            PingSpec::parse(&Params::new()).unwrap().cfg.reply,
+            Reply::Echo
+        );
+        for (v, r, printed) in [
+            ("any", Reply::Any, "any"),
+            ("5", Reply::Bytes(5), "5"),
+            ("2048", Reply::Bytes(2048), "2K"),
+            ("echo", Reply::Echo, "echo"),
+        ] {
+            let s = spec(v).unwrap();
+            assert_eq!(s.cfg.reply, r);
+            assert_eq!(s.params().get("reply"), Some(printed));
+            assert_eq!(PingSpec::parse(&s.params()).unwrap(), s);
+        }
+        let e = spec("pong").unwrap_err().to_string();
+        assert!(e.contains("reply") && e.contains("any"), "{e}");
     }
 }
