@@ -334,6 +334,35 @@ fn x_label(keys: &[String]) -> String {
         .join(" / ")
 }
 
+/// What a chart of `metric` shows, in words: the metric's own description up to its first
+/// aside (throughput for `gbps`, transfer time for `total_s`), so a title never names another quantity than the one drawn.
+fn metric_phrase(metric: &str) -> String {
+    match metric {
+        "gbps" => return "throughput".into(),
+        "total_s" => return "transfer time".into(),
+        _ => {}
+    }
+    let m = crate::workload::metric(metric);
+    let d = m
+        .description
+        .split(['(', ',', ';', ':'])
+        .next()
+        .unwrap_or("")
+        .trim();
+    if d.is_empty() {
+        m.name.to_string()
+    } else {
+        d.to_string()
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// The charts of an experiment: bars per workload, a line chart over a size-like key, the
 /// per-run scatter.
 fn charts_html(out: &mut String, st: &ExperimentStats) {
@@ -343,11 +372,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     } else {
         crate::workload::metric(primary).unit.replace("us", "µs")
     };
-    let what = match primary {
-        "gbps" => "throughput",
-        "total_s" => "transfer time",
-        _ => "time per repetition",
-    };
+    let what = metric_phrase(primary);
     let measured: Vec<&CellStats> = st
         .cells
         .iter()
@@ -450,12 +475,12 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     if !series.is_empty() {
         let log2_x = xmin > 0.0 && xmax / xmin >= 8.0;
         let label = x_label(&keys);
-        let title = format!("Throughput against {}", keys.join(" / "));
+        let title = format!("{} against {}", capitalised(&what), keys.join(" / "));
         figure(
             out,
             &svg::line_chart(&title, &series, &label, &format!("{unit} (mean, 95% CI)"), log2_x),
             &format!(
-                "Mean throughput against {}{}, one line per series; shaded band: 95% confidence interval.",
+                "Mean {what} against {}{}, one line per series; shaded band: 95% confidence interval.",
                 keys.join(" / "),
                 if log2_x { " (log2 scale)" } else { "" }
             ),
@@ -530,6 +555,44 @@ mod tests {
             inline_markdown("*vs best* is **it**"),
             "<em>vs best</em> is <strong>it</strong>"
         );
+    }
+
+    /// Item 9 of issue 15: a chart's title names the metric drawn, not "time per repetition"
+    /// for a 0/1 rebind fraction or CPU per request.
+    #[test]
+    fn chart_titles_name_the_metric_drawn() {
+        assert_eq!(metric_phrase("gbps"), "throughput");
+        assert_eq!(
+            metric_phrase("rebind_ok"),
+            "re-binding the server port right after the close succeeded"
+        );
+        assert_eq!(
+            metric_phrase("cpu_us_per_req"),
+            "server CPU per request answered"
+        );
+        assert_eq!(metric_phrase("total_s"), "transfer time");
+        assert_eq!(
+            metric_phrase("total_us"),
+            "time for all round trips of a repetition"
+        );
+        let lab = crate::testkit::lab(
+            "states",
+            crate::params::Params::new(),
+            "reuseaddr",
+            &["false", "true"],
+            &[
+                crate::testkit::reps("rebind_ok", &[0.0, 0.0]),
+                crate::testkit::reps("rebind_ok", &[1.0, 1.0]),
+            ],
+        );
+        let html = html_report(&lab.store, &[lab.id], "t").unwrap();
+        assert!(
+            html.contains(
+                "Mean re-binding the server port right after the close succeeded per cell"
+            ),
+            "{html}"
+        );
+        assert!(!html.contains("time per repetition"));
     }
 
     #[test]
