@@ -85,6 +85,39 @@ fn the_designs_table_shows_no_negative_cpu_interval() {
     assert!(b.iter().all(|&x| x >= 0.0) && b.len() == 2, "{ci}");
 }
 
+/// Item 10: a table has no column for a baseline the experiment does not have.
+#[test]
+fn the_designs_table_has_an_iterative_column_only_with_an_iterative_cell() {
+    let cell = |cpu: f64| vec![("srv_cpu_s", cpu), ("cpu_us_per_conn", cpu * 10.0)];
+    let with = lab(
+        "load",
+        Params::new(),
+        "design",
+        &["iterative", "fork"],
+        &[vec![cell(0.1), cell(0.1)], vec![cell(0.5), cell(0.5)]],
+    );
+    let t = designs_table(&experiment_stats(&with.store, with.id).unwrap()).unwrap();
+    let minus = col(&t, "- iterative");
+    assert_eq!(
+        t.rows[1][minus], "4",
+        "fork minus the iterative baseline"
+    );
+    let without = lab(
+        "load",
+        Params::new(),
+        "design",
+        &["epoll", "fork"],
+        &[vec![cell(0.1), cell(0.1)], vec![cell(0.5), cell(0.5)]],
+    );
+    let t = designs_table(&experiment_stats(&without.store, without.id).unwrap()).unwrap();
+    assert!(
+        !t.headers.iter().any(|h| h == "- iterative"),
+        "{:?}",
+        t.headers
+    );
+    assert_eq!(t.headers.len(), t.rows[0].len());
+}
+
 /// A ping-pong experiment: `opts` baseline, then each of `opts`, with `total_us` values.
 fn pingpong(opts: &[&str], cells: &[Vec<crate::testkit::Rep>]) -> crate::testkit::Lab {
     lab("pingpong", Params::new(), "opts", opts, cells)

@@ -5,7 +5,8 @@ use crate::table::ci_cell;
 
 /// The server-design table (seed 002, Stevens' figure 27.1): per `load` cell with a
 /// self-started server, the server's CPU time (mean and 95% CI), CPU per connection, the same
-/// minus the `iterative` cell's (the book's way of removing the work every design does), and
+/// minus the `iterative` cell's (the book's way of removing the work every design does; the
+/// column is there only when the experiment has an iterative cell), and
 /// requests/s, latency, Jain's fairness over the workers and context switches. `None` when the
 /// experiment has no such cells.
 pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
@@ -22,14 +23,19 @@ pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
         .iter()
         .find(|c| c.cell.config.get("design") == Some("iterative"))
         .and_then(|c| mean(c, "cpu_us_per_conn"));
-    let mut t = Table::new(&[
+    // The "- iterative" column only when the experiment has the iterative baseline.
+    let mut headers = vec![
         "design",
         "workers",
         "n",
         "srv cpu s",
         "±95% CI",
         "cpu us/conn",
-        "- iterative",
+    ];
+    if base.is_some() {
+        headers.push("- iterative");
+    }
+    headers.extend([
         "req/s",
         "p50 us",
         "p99 us",
@@ -38,21 +44,23 @@ pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
         "invol csw",
         "errors",
     ]);
+    let mut t = Table::new(&headers);
     let f = |v: Option<f64>| v.map(num).unwrap_or_else(|| "-".into());
     for c in cells {
         let cpu = c.metrics.get("srv_cpu_s");
         let per = mean(c, "cpu_us_per_conn");
-        t.row(vec![
+        let mut row = vec![
             c.cell.config.get("design").unwrap_or("?").to_string(),
             c.cell.config.get("workers").unwrap_or("-").to_string(),
             c.n_text(st.keep_invalid),
             f(cpu.map(|s| s.mean)),
             cpu.map_or_else(|| "-".into(), ci_cell),
             f(per),
-            match (per, base) {
-                (Some(p), Some(b)) => num(p - b),
-                _ => "-".into(),
-            },
+        ];
+        if let Some(b) = base {
+            row.push(per.map_or_else(|| "-".into(), |p| num(p - b)));
+        }
+        row.extend([
             f(mean(c, "req_per_s")),
             f(mean(c, "lat_p50_us")),
             f(mean(c, "lat_p99_us")),
@@ -61,6 +69,7 @@ pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
             f(mean(c, "srv_nivcsw")),
             f(mean(c, "errors")),
         ]);
+        t.row(row);
     }
     Some(t)
 }
