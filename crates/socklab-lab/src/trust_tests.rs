@@ -98,10 +98,7 @@ fn the_designs_table_has_an_iterative_column_only_with_an_iterative_cell() {
     );
     let t = designs_table(&experiment_stats(&with.store, with.id).unwrap()).unwrap();
     let minus = col(&t, "- iterative");
-    assert_eq!(
-        t.rows[1][minus], "4",
-        "fork minus the iterative baseline"
-    );
+    assert_eq!(t.rows[1][minus], "4", "fork minus the iterative baseline");
     let without = lab(
         "load",
         Params::new(),
