@@ -197,8 +197,7 @@ impl Resources {
         let key = (cfg.driver, cfg.mtu);
         if let Some((k, link)) = &mut self.link {
             if *k == key || (cfg.driver == Driver::Auto && link.driver() == k.0) {
-                link.set(&cfg.pair)?;
-                return Ok(link.reseed(seed)?);
+                return Ok(link.respecify(&cfg.pair, seed)?);
             }
         }
         self.stop_link()?;

@@ -624,18 +624,7 @@ impl EmulatedLink {
         if *pair == self.pair {
             return Ok(());
         }
-        match &mut self.engine {
-            Engine::Tun(t) => t.set(pair.forward.clone(), pair.backward.clone(), self.seed),
-            Engine::Netem(n) => n.set(self.ns.as_ref().expect("netem has namespaces"), pair)?,
-            Engine::Proxy(relays) => {
-                for r in relays.iter() {
-                    r.handle
-                        .reset(pair.forward.clone(), pair.backward.clone(), self.seed)?;
-                }
-            }
-        }
-        self.pair = pair.clone();
-        Ok(())
+        self.respecify(pair, self.seed)
     }
 
     /// The seed the models run from now.
@@ -647,10 +636,27 @@ impl EmulatedLink {
     /// repetition draws its own random decisions: `tun` and `udp-proxy` take it; the kernel's
     /// netem draws its own and ignores it.
     pub fn reseed(&mut self, seed: u64) -> Result<(), NetError> {
+        let pair = self.pair.clone();
+        self.respecify(&pair, seed)
+    }
+
+    /// New impairments and a new seed at once, with one restart of the models (a repetition
+    /// that changes both restarts them once, not twice). The kernel's netem is changed only
+    /// when the impairments change.
+    pub fn respecify(&mut self, pair: &LinkPair, seed: u64) -> Result<(), NetError> {
+        if let Engine::Netem(n) = &mut self.engine {
+            if *pair != self.pair {
+                let ns = self.ns.as_ref().ok_or_else(|| {
+                    NetError::Link("the netem driver has lost its namespaces".into())
+                })?;
+                n.set(ns, pair)?;
+            }
+        }
+        self.pair = pair.clone();
         self.seed = seed;
-        let (f, b) = (self.pair.forward.clone(), self.pair.backward.clone());
+        let (f, b) = (&self.pair.forward, &self.pair.backward);
         match &mut self.engine {
-            Engine::Tun(t) => t.set(f, b, seed),
+            Engine::Tun(t) => t.set(f.clone(), b.clone(), seed),
             Engine::Netem(_) => {}
             Engine::Proxy(relays) => {
                 for r in relays.iter() {
