@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! name = "writev"                       # required
-//! description = "what it compares"
+//! description = "{iterations} rounds …"  # {key}: the plan's value of key (or reps, warmup, cells)
 //! workload = "bulk"                     # bulk, pipe, memcpy
 //! reps = 10                             # measured repetitions per cell
 //! warmup = 1                            # warm-up repetitions per cell (stored, not counted)
@@ -18,6 +18,7 @@
 //!
 //! [quick]                               # what `--quick` changes
 //! reps = 3
+//! description = "…"                     # when the words change too, not only the numbers
 //! fixed = { iterations = 2000 }
 //! matrix = { strategy = ["write", "single"] }   # replaces the matrix entries of these keys
 //!
@@ -35,6 +36,7 @@ use std::borrow::Cow;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+use crate::describe;
 use crate::params::{normalize_key, Params};
 use crate::plan::{Axis, Group, Order, Plan};
 use crate::workload::{kind as workload_kind_of, kinds, Workload};
@@ -56,7 +58,8 @@ pub struct FileGroup {
 pub struct ExperimentFile {
     /// Name (also what `--resume` looks for in the store).
     pub name: String,
-    /// Description for the report.
+    /// Description for the report: `{key}` placeholders are filled from the plan that runs
+    /// ([`crate::describe::fill`]).
     pub description: String,
     /// Measured repetitions per cell.
     pub reps: usize,
@@ -70,6 +73,8 @@ pub struct ExperimentFile {
     pub quick_reps: Option<usize>,
     /// `warmup` under `--quick`.
     pub quick_warmup: Option<usize>,
+    /// `description` under `--quick`.
+    pub quick_description: Option<String>,
 }
 
 struct Ctx<'a> {
@@ -289,8 +294,9 @@ fn workload_kind(ctx: &Ctx<'_>, v: &Spanned<DeValue<'_>>) -> Result<String, LabE
     Ok(k)
 }
 
-/// A group's tables: `workload`, `fixed`, `matrix`, `quick`.
-fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>]) -> Result<FileGroup, LabError> {
+/// A group's tables: `workload`, `fixed`, `matrix`, `quick`; `top`: the file's own group,
+/// whose `[quick]` also holds the experiment's `reps`, `warmup` and `description`.
+fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>], top: bool) -> Result<FileGroup, LabError> {
     let mut g = Group::new(kind, Params::new());
     let mut quick_fixed = Params::new();
     let mut quick_axes = Vec::new();
@@ -303,8 +309,9 @@ fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>]) -> Result<FileGroup, La
                     match qk.get_ref().as_ref() {
                         "fixed" => quick_fixed = params(ctx, kind, "quick.fixed", qv)?,
                         "matrix" => quick_axes = matrix(ctx, kind, qv)?,
-                        "reps" | "warmup" => {}
-                        other => return Err(ctx.err(qk.span().start, format!("unknown key '{other}' in [quick]: valid keys are reps, warmup, fixed, matrix"))),
+                        "reps" | "warmup" | "description" if top => {}
+                        other @ ("reps" | "warmup" | "description") => return Err(ctx.err(qk.span().start, format!("'{other}' in a [[group]]'s quick applies to the whole experiment: set it in the top-level [quick]"))),
+                        other => return Err(ctx.err(qk.span().start, format!("unknown key '{other}' in [quick]: valid keys are {}", quick_keys(top)))),
                     }
                 }
             }
@@ -332,6 +339,14 @@ const TOP_KEYS: &[&str] = &[
     "group",
 ];
 const GROUP_KEYS: &[&str] = &["workload", "fixed", "matrix", "quick"];
+
+fn quick_keys(top: bool) -> &'static str {
+    if top {
+        "reps, warmup, description, fixed, matrix"
+    } else {
+        "fixed, matrix"
+    }
+}
 
 /// Parses an experiment file; `origin` names it in errors (a path, or `suite writev`).
 pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
@@ -395,13 +410,29 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
             }
         },
     };
-    let (mut quick_reps, mut quick_warmup) = (None, None);
+    let (mut quick_reps, mut quick_warmup, mut quick_description) = (None, None, None);
+    let description_at = get("description").map_or(0, |v| v.span().start);
+    let mut quick_description_at = description_at;
     if let Some(q) = get("quick") {
         for (k, v) in entries(table(&ctx, "quick", q)?) {
             match k.get_ref().as_ref() {
                 "reps" => quick_reps = Some(count(&ctx, "quick.reps", v, 1)?),
                 "warmup" => quick_warmup = Some(count(&ctx, "quick.warmup", v, 0)?),
-                _ => {}
+                "description" => {
+                    quick_description = Some(string(&ctx, "quick.description", v)?);
+                    quick_description_at = v.span().start;
+                }
+                // The top-level group reads them; without one they would be ignored.
+                "fixed" | "matrix" if get("workload").is_some() => {}
+                other => {
+                    return Err(ctx.err(
+                        k.span().start,
+                        match other {
+                            "fixed" | "matrix" => format!("[quick] {other} needs a workload at the top: put it in the quick of the [[group]] it changes"),
+                            _ => format!("unknown key '{other}' in [quick]: valid keys are {}", quick_keys(true)),
+                        },
+                    ))
+                }
             }
         }
     }
@@ -410,7 +441,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
     match get("workload") {
         Some(w) => {
             let kind = workload_kind(&ctx, w)?;
-            groups.push(group(&ctx, &kind, &top)?);
+            groups.push(group(&ctx, &kind, &top, true)?);
         }
         None => {
             if let Some((k, _)) = top
@@ -455,7 +486,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
                 ));
             };
             let kind = workload_kind(&ctx, w)?;
-            groups.push(group(&ctx, &kind, &t)?);
+            groups.push(group(&ctx, &kind, &t, false)?);
         }
     }
     if groups.is_empty() {
@@ -473,18 +504,43 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
         groups,
         quick_reps,
         quick_warmup,
+        quick_description,
     };
-    // Combinations (e.g. nbufs beyond IOV_MAX with writev) surface now, not mid-run.
-    file.plan(false, origin)
+    // Combinations (e.g. nbufs beyond IOV_MAX with writev) surface now, not mid-run; so do
+    // placeholders of the description that a variant's plan cannot fill.
+    let full = file
+        .unfilled_plan(false, origin)
         .map_err(|e| LabError::Plan(format!("{origin}: {e}")))?;
-    file.plan(true, origin)
+    describe::fill(&file.description, &full)
+        .map_err(|e| ctx.err(description_at, format!("description: {e}")))?;
+    let quick = file
+        .unfilled_plan(true, origin)
         .map_err(|e| LabError::Plan(format!("{origin} (quick): {e}")))?;
+    describe::fill(file.description_of(true), &quick)
+        .map_err(|e| ctx.err(quick_description_at, format!("description (quick): {e}")))?;
     Ok(file)
 }
 
 impl ExperimentFile {
-    /// The plan this file describes; `quick` applies its `[quick]` overrides.
+    /// The plan this file describes; `quick` applies its `[quick]` overrides. Its description
+    /// is the variant's, placeholders filled from this plan.
     pub fn plan(&self, quick: bool, command: &str) -> Result<Plan, LabError> {
+        let mut plan = self.unfilled_plan(quick, command)?;
+        plan.description = describe::fill(self.description_of(quick), &plan)
+            .map_err(|e| LabError::Plan(format!("description: {e}")))?;
+        Ok(plan)
+    }
+
+    /// The description template of a variant.
+    fn description_of(&self, quick: bool) -> &str {
+        match &self.quick_description {
+            Some(d) if quick => d,
+            _ => &self.description,
+        }
+    }
+
+    /// The plan, its description still a template.
+    fn unfilled_plan(&self, quick: bool, command: &str) -> Result<Plan, LabError> {
         let groups: Vec<Group> = self
             .groups
             .iter()
@@ -576,6 +632,48 @@ quick = { fixed = { bytes = "64K" } }
 
     fn err(text: &str) -> String {
         parse(text, "x.toml").unwrap_err().to_string()
+    }
+
+    /// Item 10 of issue 15: the stored description is the one of the variant that runs, its
+    /// placeholders filled from that variant's plan.
+    #[test]
+    fn descriptions_name_the_values_of_the_variant_that_runs() {
+        let text = "name = \"d\"\ndescription = \"{size} x {bytes}, {reps} reps\"\nworkload = \"memcpy\"\nreps = 4\n[fixed]\nsize = \"1K\"\nbytes = \"1M\"\n[quick]\nreps = 2\nfixed = { bytes = \"64K\" }\n";
+        let f = parse(text, "x.toml").unwrap();
+        assert_eq!(f.plan(false, "").unwrap().description, "1K x 1M, 4 reps");
+        assert_eq!(f.plan(true, "").unwrap().description, "1K x 64K, 2 reps");
+        let own = text.replace("reps = 2\n", "reps = 2\ndescription = \"short: {bytes}\"\n");
+        let f = parse(&own, "x.toml").unwrap();
+        assert_eq!(f.plan(false, "").unwrap().description, "1K x 1M, 4 reps");
+        assert_eq!(f.plan(true, "").unwrap().description, "short: 64K");
+        let e = err(&text.replace("{bytes}", "{byte}"));
+        assert!(
+            e.starts_with("x.toml:2: description: unknown placeholder {byte}: use reps, warmup, cells or a parameter of the plan (bytes, size)"),
+            "{e}"
+        );
+        let e = err(&own.replace("short: {bytes}", "short: {loops}"));
+        assert!(
+            e.starts_with("x.toml:10: description (quick): unknown placeholder {loops}"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn quick_keys_of_the_whole_experiment_are_not_ignored_elsewhere() {
+        let e = err("name = \"a\"\n[[group]]\nworkload = \"memcpy\"\nquick = { reps = 2 }\n");
+        assert!(
+            e.starts_with("x.toml:4: 'reps' in a [[group]]'s quick applies to the whole experiment: set it in the top-level [quick]"),
+            "{e}"
+        );
+        let e = err(
+            "name = \"a\"\n[quick]\nfixed = { bytes = \"1M\" }\n[[group]]\nworkload = \"memcpy\"\n",
+        );
+        assert!(
+            e.starts_with("x.toml:3: [quick] fixed needs a workload at the top"),
+            "{e}"
+        );
+        let e = err("name = \"a\"\n[quick]\nrepz = 2\n[[group]]\nworkload = \"memcpy\"\n");
+        assert_eq!(e, "x.toml:3: unknown key 'repz' in [quick]: valid keys are reps, warmup, description, fixed, matrix");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod clock;
+pub mod describe;
 pub mod error;
 pub mod file;
 pub mod html;
