@@ -217,42 +217,59 @@ mod tests {
             .collect()
     }
 
-    /// Item 10 of issue 15: every embedded experiment file's description, in the full and the
-    /// `--quick` variant, states only numbers of the plan that runs; a description both
-    /// variants share writes the values that differ between them as placeholders (the quick
-    /// designs suite runs 50 loops and 1 s, not 500 and 5 s); its placeholders are all known
-    /// (parse fails otherwise); and a suite's `reproduces` (`socklab lab --list`, the same for
-    /// both variants) states no value of one variant only.
+    /// The variant numbers of an experiment file (see [`variant_numbers`]), after checking its
+    /// descriptions against both variants.
+    fn check_file(name: &str, text: &str, used: &mut Vec<&'static str>) -> BTreeSet<String> {
+        let f = file::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        let (full, quick) = (f.plan(false, "").unwrap(), f.plan(true, "").unwrap());
+        for p in [&full, &quick] {
+            assert!(!p.description.is_empty(), "{name}: no description");
+            let bad = unexplained(&p.description, p, used);
+            assert!(
+                bad.is_empty(),
+                "{name}: the description states {bad:?}, which the plan does not run: {}",
+                p.description
+            );
+        }
+        let variant = variant_numbers(&full, &quick);
+        if f.quick_description.is_none() {
+            let bad: Vec<String> = numbers(&literal(&f.description, used))
+                .into_iter()
+                .filter(|n| variant.contains(n))
+                .collect();
+            assert!(
+                bad.is_empty(),
+                "{name}: the description writes {bad:?} out, a value of one variant only: use a placeholder ({{key}}): {}",
+                f.description
+            );
+        }
+        variant
+    }
+
+    /// Item 10 of issue 15: every experiment file's description (`experiments/*.toml`, the
+    /// suites' files among them), in the full and the `--quick` variant, states only numbers
+    /// of the plan that runs; a description both variants share writes the values that differ
+    /// between them as placeholders (the quick designs suite runs 50 loops and 1 s, not 500 and
+    /// 5 s); its placeholders are all known (parse fails otherwise); and a suite's `reproduces`
+    /// (`socklab lab --list`, the same for both variants) states no value of one variant only.
     #[test]
     fn every_suite_description_states_the_parameters_of_the_variant_that_runs() {
         let mut used = Vec::new();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                check_file(&p.display().to_string(), &text, &mut used);
+                n += 1;
+            }
+        }
+        assert!(n >= 9, "{n} experiment files");
         for s in SUITES {
             let mut specific = BTreeSet::new();
             for (name, text) in s.files {
-                let f = file::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
-                let (full, quick) = (f.plan(false, "").unwrap(), f.plan(true, "").unwrap());
-                for p in [&full, &quick] {
-                    assert!(!p.description.is_empty(), "{name}: no description");
-                    let bad = unexplained(&p.description, p, &mut used);
-                    assert!(
-                        bad.is_empty(),
-                        "{name}: the description states {bad:?}, which the plan does not run: {}",
-                        p.description
-                    );
-                }
-                let variant = variant_numbers(&full, &quick);
-                if f.quick_description.is_none() {
-                    let bad: Vec<String> = numbers(&literal(&f.description, &mut used))
-                        .into_iter()
-                        .filter(|n| variant.contains(n))
-                        .collect();
-                    assert!(
-                        bad.is_empty(),
-                        "{name}: the description writes {bad:?} out, a value of one variant only: use a placeholder ({{key}}): {}",
-                        f.description
-                    );
-                }
-                specific.extend(variant);
+                specific.extend(check_file(name, text, &mut used));
             }
             let bad: Vec<String> = numbers(&literal(s.reproduces, &mut used))
                 .into_iter()

@@ -82,6 +82,43 @@ fn run_executes_a_file_and_report_writes_html_markdown_and_csv() {
         .stderr(predicate::str::contains("no experiment 9"));
 }
 
+/// Item 10 of issue 15: a `--quick` run stores the description of what it ran (placeholders
+/// filled from the quick plan), and the report renders its Markdown.
+#[test]
+fn a_quick_run_stores_the_description_of_what_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "copy.toml",
+        "name = \"copy\"\ndescription = \"`memcpy` of {size} blocks, {bytes} per repetition\"\nworkload = \"memcpy\"\nreps = 2\nwarmup = 0\n[fixed]\nsize = \"4K\"\nbytes = \"8M\"\n[quick]\nreps = 1\nfixed = { bytes = \"1M\" }\n",
+    );
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    socklab()
+        .args(["run", &f, "--quick", "--db", dbs])
+        .assert()
+        .success();
+    let o = socklab()
+        .args(["results", "show", "--json", "--db", dbs])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["experiment"]["description"],
+        "`memcpy` of 4K blocks, 1M per repetition"
+    );
+    let out = dir.path().join("rep");
+    socklab()
+        .args(["report", "--db", dbs, "--out", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.contains("<code>memcpy</code> of 4K blocks, 1M per repetition"),
+        "{html}"
+    );
+}
+
 #[test]
 fn file_mistakes_are_one_line_with_the_line_number() {
     let dir = tempfile::tempdir().unwrap();
