@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use socklab_net::units::parse_size;
 
+use crate::markdown::inline_markdown;
 use crate::output::{common_config, notes, summary_table, COLUMNS_NOTE};
 use crate::store::Store;
 use crate::summary::{experiment_stats_with, CellStats, ExperimentStats};
@@ -125,7 +126,11 @@ fn experiment_html(out: &mut String, st: &ExperimentStats) {
         id = e.id
     );
     if !e.description.is_empty() {
-        let _ = writeln!(out, "<p class=\"description\">{}</p>", esc(&e.description));
+        let _ = writeln!(
+            out,
+            "<p class=\"description\">{}</p>",
+            inline_markdown(&e.description)
+        );
     }
     let _ = writeln!(
         out,
@@ -171,12 +176,8 @@ fn experiment_html(out: &mut String, st: &ExperimentStats) {
         out.push_str("</ul>\n");
     }
     if !st.facts.is_empty() {
-        let facts: Vec<String> = st.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(
-            out,
-            "<p class=\"facts\">Experiment facts: <code>{}</code></p>",
-            esc(&facts.join(" "))
-        );
+        out.push_str("<h3>Experiment facts</h3>\n");
+        out.push_str(&table_html(&crate::facts::table(&st.facts), "facts", None));
     }
     out.push_str("</section>\n");
 }
@@ -208,47 +209,6 @@ fn table_html(t: &Table, class: &str, best_col: Option<usize>) -> String {
     }
     s.push_str("</tbody>\n</table></div>\n");
     s
-}
-
-/// Escapes Markdown-ish inline text and renders `**bold**` as `<strong>` and `*em*` as `<em>`.
-pub fn inline_markdown(s: &str) -> String {
-    let mut out = String::new();
-    let e = esc(s);
-    let parts: Vec<&str> = e.split("**").collect();
-    // An unpaired `**` stays literal.
-    let pairs = (parts.len() - 1) / 2 * 2;
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            if i > pairs {
-                out.push_str("**");
-            } else {
-                out.push_str(if i % 2 == 1 { "<strong>" } else { "</strong>" });
-            }
-        }
-        out.push_str(&emphasis(p));
-    }
-    out
-}
-
-/// `*x*` (a word-bounded pair of single asterisks) as `<em>x</em>`.
-fn emphasis(s: &str) -> String {
-    let parts: Vec<&str> = s.split('*').collect();
-    if parts.len() < 3 {
-        return s.to_string();
-    }
-    let pairs = (parts.len() - 1) / 2 * 2;
-    let mut out = String::new();
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            if i > pairs {
-                out.push('*');
-            } else {
-                out.push_str(if i % 2 == 1 { "<em>" } else { "</em>" });
-            }
-        }
-        out.push_str(p);
-    }
-    out
 }
 
 /// The workloads of an experiment, in order of first appearance.
@@ -544,19 +504,6 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn inline_markdown_escapes_and_renders_bold() {
-        assert_eq!(
-            inline_markdown("Fastest bulk cell: **a<b & c** at 3 Gbit/s."),
-            "Fastest bulk cell: <strong>a&lt;b &amp; c</strong> at 3 Gbit/s."
-        );
-        assert_eq!(inline_markdown("x ** y"), "x ** y");
-        assert_eq!(
-            inline_markdown("*vs best* is **it**"),
-            "<em>vs best</em> is <strong>it</strong>"
-        );
-    }
-
     /// Item 9 of issue 15: a chart's title names the metric drawn, not "time per repetition"
     /// for a 0/1 rebind fraction or CPU per request.
     #[test]
@@ -593,6 +540,49 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("time per repetition"));
+    }
+
+    /// Item 10 of issue 15: an experiment's description is rendered Markdown (code, bold,
+    /// links) that cannot inject markup, and its facts are a table read in words.
+    #[test]
+    fn descriptions_render_markdown_and_facts_read_as_a_table() {
+        let lab = crate::testkit::lab(
+            "memcpy",
+            crate::params::Params::new().with("bytes", "1M"),
+            "size",
+            &["1K", "2K"],
+            &[
+                crate::testkit::reps("gbps", &[1.0, 1.1]),
+                crate::testkit::reps("gbps", &[2.0, 2.1]),
+            ],
+        );
+        let mut st = crate::summary::experiment_stats(&lab.store, lab.id).unwrap();
+        st.experiment.description =
+            "Copies via `memcpy()`, **not** <script>alert(1)</script> ([UNP](https://unpbook.com))"
+                .into();
+        st.facts = vec![
+            ("sink_exit".into(), "Code(0)".into()),
+            ("sink_wait4_sys_s".into(), "0.012000".into()),
+        ];
+        let mut out = String::new();
+        experiment_html(&mut out, &st);
+        assert!(
+            out.contains("<p class=\"description\">Copies via <code>memcpy()</code>, <strong>not</strong> &lt;script&gt;alert(1)&lt;/script&gt; (<a href=\"https://unpbook.com\">UNP</a>)</p>"),
+            "{out}"
+        );
+        assert!(!out.contains("<script"));
+        assert!(
+            out.contains(
+                "<h3>Experiment facts</h3>\n<div class=\"table-wrap\"><table class=\"facts\">"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("<tr><td>sink: exit status</td><td>exited with code 0</td></tr>"),
+            "{out}"
+        );
+        assert!(out.contains("<tr><td>sink: system CPU time (wait4)</td><td>12 ms</td></tr>"));
+        assert!(!out.contains("Code(0)"));
     }
 
     #[test]

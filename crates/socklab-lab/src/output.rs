@@ -370,8 +370,9 @@ pub fn markdown_report_with(
         }
         out.push_str(&notes(&st));
         if !st.facts.is_empty() {
-            let facts: Vec<String> = st.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = writeln!(out, "Experiment facts: `{}`\n", facts.join(" "));
+            out.push_str("\nExperiment facts:\n\n");
+            out.push_str(&crate::facts::table(&st.facts).to_markdown());
+            out.push('\n');
         }
     }
     out.push_str(COLUMNS_NOTE);

@@ -305,7 +305,8 @@ fn report_is_self_contained_well_formed_and_has_the_expected_charts_and_tables()
         doc.descendants()
             .filter(|n| n.has_tag_name("table"))
             .count(),
-        3
+        4,
+        "host, two summaries, B's facts"
     );
 
     // Experiment A: a bar chart per workload, one line chart, one strip chart.
@@ -382,7 +383,12 @@ fn report_is_self_contained_well_formed_and_has_the_expected_charts_and_tables()
         labels,
         ["strategy=write", "strategy=writev", "strategy=single"]
     );
-    assert!(text(b).contains("Experiment facts: sink_maxrss_kib=1234"));
+    // Its facts: a table read in words and units (stored: sink_maxrss_kib = 1234).
+    let facts = find(b, "table", "facts");
+    assert_eq!(facts.len(), 1);
+    let (headers, rows, _) = table_rows(facts[0]);
+    assert_eq!(headers, ["fact", "value"]);
+    assert_eq!(rows, [["sink: peak resident memory", "1234 KiB"]]);
     assert!(text(b).contains("Fixed parameters: "));
     let notes = find(b, "ul", "notes");
     assert_eq!(notes.len(), 1);
@@ -502,6 +508,11 @@ fn statistics_shown_equal_those_recomputed_from_the_raw_values() {
     for r in &rows {
         assert!(md.contains(&format!("| {} |", r.join(" | "))), "{r:?}");
     }
+    // And the same facts table.
+    assert!(
+        md.contains("Experiment facts:\n\n| fact | value |\n|---|---|\n| sink: peak resident memory | 1234 KiB |\n"),
+        "{md}"
+    );
 }
 
 /// `name` on PATH.
