@@ -227,7 +227,7 @@ fn ci(c: &CellStats, metric: &str) -> Option<(f64, f64)> {
     s.ci95()
 }
 
-fn figure(out: &mut String, svg: &str, caption: &str) {
+pub(crate) fn figure(out: &mut String, svg: &str, caption: &str) {
     let _ = writeln!(
         out,
         "<figure class=\"chart\">\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
@@ -369,13 +369,28 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
         } else {
             format!("Mean {what} per cell")
         };
-        figure(
-            out,
-            &svg::bar_chart(&title, &rows, &format!("{unit} (mean, 95% CI)")),
-            &format!(
-                "Mean {what} of each {w} cell; whiskers: 95% confidence interval; the best {w} cell is highlighted."
-            ),
+        let whiskers = rows.iter().any(|r| r.ci.is_some());
+        let caption = format!(
+            "Mean {what} of each {w} cell{}{}",
+            if rows.iter().all(|r| r.ci.is_some()) {
+                "; whiskers: 95% confidence interval"
+            } else if whiskers {
+                "; whiskers: 95% confidence interval (none for a cell of one repetition)"
+            } else {
+                "; no whiskers: no cell has two repetitions for a confidence interval"
+            },
+            if best.is_some() {
+                format!("; the best {w} cell is highlighted.")
+            } else {
+                ".".to_string()
+            }
         );
+        let axis = if whiskers {
+            format!("{unit} (mean, 95% CI)")
+        } else {
+            format!("{unit} (mean)")
+        };
+        figure(out, &svg::bar_chart(&title, &rows, &axis), &caption);
     }
     // (2) Throughput against the one size-like key that varies, all workloads in one chart.
     let mut series: Vec<Series> = Vec::new();
@@ -436,11 +451,22 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
         let log2_x = xmin > 0.0 && xmax / xmin >= 8.0;
         let label = x_label(&keys);
         let title = format!("{} against {}", capitalised(&what), keys.join(" / "));
+        let with_ci = |s: &Series| s.points.iter().filter(|p| p.2.is_some()).count();
+        let band = match (series.iter().map(with_ci).max(), series.iter().any(|s| with_ci(s) == 1)) {
+            (Some(0) | None, _) => "; no band: no point has two repetitions for a confidence interval",
+            (_, false) => "; shaded band: 95% confidence interval of the mean",
+            (_, true) => "; shaded band (a vertical bar where a series has one such point): 95% confidence interval of the mean, at points of two or more repetitions",
+        };
+        let y_label = if band.starts_with("; no band") {
+            format!("{unit} (mean)")
+        } else {
+            format!("{unit} (mean, 95% CI)")
+        };
         figure(
             out,
-            &svg::line_chart(&title, &series, &label, &format!("{unit} (mean, 95% CI)"), log2_x),
+            &svg::line_chart(&title, &series, &label, &y_label, log2_x),
             &format!(
-                "Mean {what} against {}{}, one line per series; shaded band: 95% confidence interval.",
+                "Mean {what} against {}{}, one line per series{band}.",
                 keys.join(" / "),
                 if log2_x { " (log2 scale)" } else { "" }
             ),
@@ -463,41 +489,8 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
         ),
         "Per-run scatter: each dot is one measured repetition (warm-ups excluded), spread vertically a little so equal values stay visible; the tick marks the mean.",
     );
-    // (4) Latency percentiles from the stored histograms (HdrHistogram-style percentile plot).
-    let quantiles = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
-    let series: Vec<svg::Series> = st
-        .cells
-        .iter()
-        .filter_map(|c| {
-            let h = c.histograms.get("rtt_ns")?;
-            let total: u64 = h.iter().map(|b| b.1).sum();
-            let points = quantiles
-                .iter()
-                .filter(|q| (1.0 - **q) * total as f64 >= 1.0 || **q == 0.5)
-                .filter_map(|q| {
-                    let v = crate::summary::bucket_quantile(h, *q)?;
-                    Some((-(1.0 - q).log10(), v as f64 / 1000.0, None))
-                })
-                .collect::<Vec<_>>();
-            (!points.is_empty()).then(|| svg::Series {
-                name: c.cell.label.clone(),
-                points,
-            })
-        })
-        .collect();
-    if !series.is_empty() {
-        figure(
-            out,
-            &svg::line_chart(
-                "Round-trip time percentiles",
-                &series,
-                "percentile in nines (0.3 = p50, 1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99)",
-                "round-trip time (µs)",
-                false,
-            ),
-            "Round-trip time at each percentile, from the HDR histograms of all measured repetitions of each cell.",
-        );
-    }
+    // (4) Latency percentiles on a nines axis (HdrHistogram-style percentile plot).
+    crate::charts::percentile_charts(out, st);
 }
 
 #[cfg(test)]

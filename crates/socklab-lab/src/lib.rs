@@ -2,6 +2,7 @@
 //! built-in suites. Every measuring command of socklab builds a [`plan::Plan`] and hands it to
 //! [`runner::run_plan`]; every report reads the [`store::Store`].
 
+pub mod charts;
 pub mod child;
 pub mod clock;
 pub mod describe;

@@ -28,6 +28,10 @@ pub struct CellStats {
     /// Histograms merged over the measured repetitions: name to sorted `(value, count)`.
     #[serde(skip)]
     pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
+    /// The same histograms, one per measured repetition in run order (for the spread of a
+    /// percentile across repetitions).
+    #[serde(skip)]
+    pub rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>>,
 }
 
 /// The value at quantile `q` (0..=1) of sorted `(value, count)` buckets.
@@ -99,6 +103,7 @@ pub fn experiment_stats_with(
         .map(|cell| {
             let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
+            let mut rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>> = BTreeMap::new();
             let (mut n, mut invalid) = (0, 0);
             for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
                 if s.metrics.get(VALID_METRIC) == Some(&0.0) {
@@ -112,6 +117,10 @@ pub fn experiment_stats_with(
                     values.entry(k.clone()).or_default().push(*v);
                 }
                 for (k, buckets) in &s.histograms {
+                    rep_histograms
+                        .entry(k.clone())
+                        .or_default()
+                        .push(buckets.clone());
                     let h = merged.entry(k.clone()).or_default();
                     for &(v, c) in buckets {
                         *h.entry(v).or_default() += c;
@@ -133,6 +142,7 @@ pub fn experiment_stats_with(
                 metrics,
                 values,
                 histograms,
+                rep_histograms,
             }
         })
         .collect();

@@ -18,6 +18,11 @@ use socklab_lab::table::num;
 
 const TITLE: &str = "Lab <report> & \"friends\"";
 
+/// The store and helpers for the items of issue 15 the screenshot covers.
+#[path = "report_html/trust.rs"]
+mod trust;
+use trust::{attr_f64, count_exact, on_white, trust_lab, INVALID_GBPS};
+
 /// Relative deviations of the five measured repetitions from a cell's base value.
 const DEV: [f64; 5] = [-0.03, 0.01, 0.0, 0.04, -0.02];
 
@@ -552,20 +557,19 @@ fn count(px: &[[u8; 3]], colour: [u8; 3]) -> usize {
         .count()
 }
 
-#[test]
-fn a_real_browser_renders_the_charts() {
+/// The report `html` as rendered by a headless chromium in a window `height` pixels tall, as
+/// (width, height, RGB pixels); `None` when chromium is not installed (outside CI).
+fn screenshot(html: &str, height: u32) -> Option<(u32, u32, Vec<[u8; 3]>)> {
     let Some(chromium) = which("chromium").or_else(|| which("chromium-browser")) else {
         if std::env::var_os("CI").is_some() {
             panic!("chromium is not installed: scripts/test must install Debian's chromium (apt-get install -y chromium) so the report is checked in a real browser");
         }
         println!("skipped: chromium not installed (apt-get install chromium)");
-        return;
+        return None;
     };
-    let lab = lab();
-    let html = html_report(&lab.store, &[lab.a, lab.b], TITLE).unwrap();
     let out = tempfile::tempdir().unwrap();
     let page = out.path().join("index.html");
-    std::fs::write(&page, &html).unwrap();
+    std::fs::write(&page, html).unwrap();
     let profile = tempfile::tempdir().unwrap();
     let shot = out.path().join("shot.png");
     // Chromium's chatter goes to a file: a pipe nobody reads could fill up and stall it.
@@ -582,8 +586,8 @@ fn a_real_browser_renders_the_charts() {
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=1280,3000",
         ])
+        .arg(format!("--window-size=1280,{height}"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", page.display()))
@@ -611,10 +615,20 @@ fn a_real_browser_renders_the_charts() {
         status.is_none()
     );
     if let Some(keep) = std::env::var_os("SOCKLAB_KEEP_SCREENSHOT") {
+        let keep = PathBuf::from(keep).with_extension(format!("{height}.png"));
         std::fs::copy(&shot, &keep).unwrap();
-        std::fs::copy(&page, PathBuf::from(&keep).with_extension("html")).unwrap();
+        std::fs::copy(&page, keep.with_extension("html")).unwrap();
     }
-    let (w, h, px) = decode(&shot);
+    Some(decode(&shot))
+}
+
+#[test]
+fn a_real_browser_renders_the_charts() {
+    let lab = lab();
+    let html = html_report(&lab.store, &[lab.a, lab.b], TITLE).unwrap();
+    let Some((w, h, px)) = screenshot(&html, 3000) else {
+        return;
+    };
     assert_eq!(w, 1280, "screenshot width");
     assert!(h >= 1000, "screenshot height {h}");
     // Thousands of pixels: the bars themselves, not only the lines and dots of these colours.
@@ -632,6 +646,114 @@ fn a_real_browser_renders_the_charts() {
     for (i, c) in PALETTE[..3].iter().enumerate() {
         let n = count(&px, rgb(c));
         assert!(n >= 100, "only {n} pixels of series {i}'s colour {c}");
+    }
+
+    // Items 5, 7 and 9 of issue 15, in a report of their own (the latency experiment first,
+    // so its percentile chart is high on the page).
+    let (_dir, store, c, d) = trust_lab();
+    let html = html_report(&store, &[d, c], TITLE).unwrap();
+    let doc = parse(&html);
+    let trust = section(&doc, c);
+    // Item 5: the lossy cell's interval is the log-scale one (above zero), the bar axis starts
+    // at 0 and nothing (bar, whisker, cap) is drawn left of the zero line.
+    let (headers, rows, _) = table_rows(summary(trust));
+    let col = |h: &str| headers.iter().position(|x| x == h).unwrap();
+    let lossy = rows.iter().find(|r| r[0] == "strategy=write").unwrap();
+    let ci = &lossy[col("±95% CI")];
+    assert!(
+        !ci.starts_with('±') && !ci.contains('-'),
+        "log-scale CI: {ci}"
+    );
+    let bar = charts(trust, "bar");
+    assert_eq!(bar.len(), 1);
+    let ticks = find(bar[0], "text", "tick-label");
+    assert_eq!(text(ticks[0]), "0", "the bar axis starts at 0");
+    let zero = attr_f64(ticks[0], "x");
+    for r in find(bar[0], "rect", "bar") {
+        assert!(attr_f64(r, "x") >= zero - 0.05, "a bar left of zero: {r:?}");
+    }
+    let whiskers: Vec<Node<'_, '_>> = find(bar[0], "g", "whisker")
+        .into_iter()
+        .flat_map(|g| g.children().filter(|n| n.has_tag_name("line")))
+        .collect();
+    assert_eq!(whiskers.len(), 6, "two whiskers with two caps each");
+    for l in whiskers {
+        for x in ["x1", "x2"] {
+            assert!(
+                attr_f64(l, x) >= zero - 0.05,
+                "a whisker left of zero: {l:?}"
+            );
+        }
+    }
+    let tip = text(find(bar[0], "rect", "bar")[0]);
+    assert!(
+        tip.starts_with("strategy=write: ") && !tip.contains("CI -"),
+        "{tip}"
+    );
+    // Item 7: n = 3 (+2 invalid); the invalid values are neither in the bar nor in the dots.
+    let judged = rows.iter().find(|r| r[0] == "strategy=writev").unwrap();
+    assert_eq!(judged[col("n")], "3 (+2 invalid)");
+    assert_eq!(judged[col("Gbit/s")], num(5.0));
+    let strip = charts(trust, "strip");
+    assert_eq!(strip.len(), 1);
+    let dots: Vec<String> = find(strip[0], "circle", "dot")
+        .into_iter()
+        .map(text)
+        .collect();
+    let judged_dots: Vec<&String> = dots
+        .iter()
+        .filter(|t| t.starts_with("strategy=writev:"))
+        .collect();
+    assert_eq!(judged_dots.len(), 3, "{dots:?}");
+    assert!(
+        dots.iter()
+            .all(|t| !t.ends_with(&format!("= {}", num(INVALID_GBPS)))),
+        "an invalid repetition is drawn: {dots:?}"
+    );
+    assert!(!text(trust).contains(&num(INVALID_GBPS)));
+    // Item 9: the round-trip percentiles on a nines axis, with the band the caption names.
+    let latency = section(&doc, d);
+    let nines = charts(latency, "percentile");
+    assert_eq!(nines.len(), 1);
+    let labels: Vec<String> = find(nines[0], "g", "x-ticks")
+        .into_iter()
+        .flat_map(|g| find(g, "text", "tick-label"))
+        .map(text)
+        .collect();
+    assert_eq!(labels, ["p50", "p90", "p99", "p99.9", "p99.99"]);
+    let bands = find(nines[0], "polygon", "band");
+    assert_eq!(bands.len(), 2, "one band per cell");
+    assert_eq!(bands[0].attribute("fill"), Some(PALETTE[0]));
+    assert_eq!(bands[0].attribute("fill-opacity"), Some("0.2"));
+    let caption = text(
+        nines[0]
+            .parent()
+            .unwrap()
+            .children()
+            .find(|n| n.has_tag_name("figcaption"))
+            .unwrap(),
+    );
+    assert!(
+        caption.contains("shaded band: lowest to highest value of that percentile"),
+        "{caption}"
+    );
+    assert!(
+        caption.contains("the time axis is logarithmic"),
+        "{caption}"
+    );
+    let Some((w, _, px)) = screenshot(&html, 4000) else {
+        return;
+    };
+    assert_eq!(w, 1280);
+    // The band shows: thousands of pixels of the first series' colour at 20% on white.
+    let tint = on_white(PALETTE[0], 0.2);
+    let n = count_exact(&px, tint);
+    println!("band tint pixels: {n}");
+    assert!(n >= 3000, "only {n} pixels of the band's tint {tint:?}");
+    // The lines of both series show in their colours.
+    for c in &PALETTE[..2] {
+        let n = count(&px, rgb(c));
+        assert!(n >= 300, "only {n} pixels of series colour {c}");
     }
 }
 

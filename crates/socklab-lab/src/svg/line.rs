@@ -222,21 +222,27 @@ pub fn line_chart(
                 esc(&sr.name)
             );
         }
-        let note_y = top + 8.0 + series.len() as f64 * 22.0 + 6.0;
-        let _ = write!(
-            s,
-            "<rect x=\"{}\" y=\"{}\" width=\"24\" height=\"12\" fill=\"#888\" fill-opacity=\"0.3\"/>",
-            f(lx),
-            f(note_y - 6.0)
-        );
-        text(
-            &mut s,
-            "legend-label",
-            lx + 32.0,
-            note_y + 4.0,
-            "start",
-            "95% CI",
-        );
+        // The CI entry only when some CI is drawn (a band, or a bar at a lone point).
+        if series
+            .iter()
+            .any(|(_, _, p)| p.iter().any(|pt| pt.2.is_some()))
+        {
+            let note_y = top + 8.0 + series.len() as f64 * 22.0 + 6.0;
+            let _ = write!(
+                s,
+                "<rect class=\"band-swatch\" x=\"{}\" y=\"{}\" width=\"24\" height=\"12\" fill=\"#888\" fill-opacity=\"0.3\"/>",
+                f(lx),
+                f(note_y - 6.0)
+            );
+            text(
+                &mut s,
+                "legend-label",
+                lx + 32.0,
+                note_y + 4.0,
+                "start",
+                "95% CI",
+            );
+        }
         s.push_str("</g>");
     }
     s.push_str("</svg>");

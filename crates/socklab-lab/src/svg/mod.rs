@@ -1,9 +1,10 @@
 //! Hand-written inline SVG charts for the HTML report: horizontal bar charts with 95% CI
-//! whiskers, line charts with translucent CI bands, and per-run strip charts.
+//! whiskers, line charts with translucent CI bands, per-run strip charts and percentile
+//! charts on a "nines" axis.
 //!
 //! Every function is pure and returns one `<svg>` element meant to be inlined in HTML5 (so no
 //! `xmlns` attribute and no external reference of any kind). The element carries
-//! `class="chart"`, a `data-kind` attribute (`bar`, `line` or `strip`) and a `<title>` child;
+//! `class="chart"`, a `data-kind` attribute (`bar`, `line`, `strip` or `percentile`) and a `<title>` child;
 //! it is 1200 units wide (`viewBox`) and scales down with `width="100%"`. Text is XML-escaped
 //! and every number written is finite: points with NaN or infinite values are skipped.
 
@@ -360,10 +361,12 @@ fn x_axis(s: &mut String, ticks: &[(f64, String)], x: Scale, top: f64, bottom: f
 /// with caps, the value printed at the bar's end, the best row in another colour.
 mod bar;
 mod line;
+mod nines;
 mod strip;
 
 pub use bar::bar_chart;
 pub use line::line_chart;
+pub use nines::{nines, nines_log_y, percentile_chart, percentile_label, NINES};
 pub use strip::strip_chart;
 
 #[cfg(test)]

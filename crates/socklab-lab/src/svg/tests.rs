@@ -328,3 +328,179 @@ fn empty_input_gives_a_valid_chart_saying_no_data() {
         assert_finite(&svg);
     }
 }
+
+/// The text of the elements of `class` inside the group of class `group`.
+fn texts_in<'a>(doc: &'a roxmltree::Document<'_>, group: &str, class: &str) -> Vec<&'a str> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some(group))
+        .flat_map(|g| g.descendants())
+        .filter(|n| n.attribute("class") == Some(class))
+        .filter_map(|n| n.text())
+        .collect()
+}
+
+/// x of each tick mark of the x axis of a percentile chart.
+fn x_tick_positions(doc: &roxmltree::Document<'_>) -> Vec<f64> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some("x-ticks"))
+        .flat_map(|g| g.descendants())
+        .filter(|n| n.has_tag_name("line") && n.attribute("class") == Some("tick"))
+        .map(|n| n.attribute("x1").unwrap().parse().unwrap())
+        .collect()
+}
+
+/// A latency series up to p99.99, banded or not.
+fn rtt_series(name: &str, scale: f64, banded: bool) -> Series {
+    let points = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999]
+        .iter()
+        .enumerate()
+        .map(|(i, &q)| {
+            let v = scale * (10.0 + i as f64);
+            (q, v, banded.then_some((v * 0.9, v * 1.1)))
+        })
+        .collect();
+    Series {
+        name: name.into(),
+        points,
+    }
+}
+
+/// Item 9 of issue 15: the percentile axis is labelled in percentiles (p50 … p99.99, as
+/// HdrHistogram's plotter), evenly spaced per nine, not as bare numbers 0, 1, 2, 3, 4.
+#[test]
+fn percentile_chart_has_a_nines_axis_labelled_p50_to_p9999() {
+    assert!((nines(0.5) - std::f64::consts::LOG10_2).abs() < 1e-12);
+    assert!((nines(0.99) - 2.0).abs() < 1e-9);
+    assert_eq!(percentile_label(0.5), "p50");
+    assert_eq!(percentile_label(0.75), "p75");
+    assert_eq!(percentile_label(0.999), "p99.9");
+    assert_eq!(percentile_label(0.9999), "p99.99");
+    let svg = percentile_chart("RTT", &[rtt_series("a", 1.0, false)], "µs", "spread");
+    assert_finite(&svg);
+    let doc = parse(&svg);
+    assert_root(&doc, "percentile", "RTT");
+    assert_eq!(
+        texts_in(&doc, "x-ticks", "tick-label"),
+        ["p50", "p90", "p99", "p99.9", "p99.99"]
+    );
+    let x = x_tick_positions(&doc);
+    let nine = x[2] - x[1];
+    assert!(nine > 100.0, "{x:?}");
+    for w in x.windows(2).skip(1) {
+        assert!((w[1] - w[0] - nine).abs() < 0.5, "one nine apart: {x:?}");
+    }
+    assert!(
+        ((x[1] - x[0]) / nine - (1.0 - std::f64::consts::LOG10_2)).abs() < 0.01,
+        "p50 sits 0.7 nines before p90: {x:?}"
+    );
+    assert_eq!(count(&doc, "circle", "point"), 7);
+    assert_eq!(count(&doc, "polyline", "line"), 1);
+    // Values 10..16: a linear axis from 0.
+    assert_eq!(texts_in(&doc, "y-axis", "tick-label")[0], "0");
+    // The axis stops at the last percentile the data reaches.
+    let short = Series {
+        name: "s".into(),
+        points: vec![(0.5, 1.0, None), (0.9, 2.0, None), (0.99, 3.0, None)],
+    };
+    let doc2 = percentile_chart("RTT", &[short], "µs", "spread");
+    assert_eq!(
+        texts_in(&parse(&doc2), "x-ticks", "tick-label"),
+        ["p50", "p90", "p99"]
+    );
+}
+
+/// Item 9 of issue 15: the band a percentile chart's legend names is drawn, and a chart
+/// without band does not name one.
+#[test]
+fn percentile_chart_draws_the_band_its_legend_names_and_only_then_names_it() {
+    let banded = percentile_chart(
+        "RTT",
+        &[rtt_series("a", 1.0, true)],
+        "µs",
+        "min–max over repetitions",
+    );
+    let doc = parse(&banded);
+    assert_eq!(count(&doc, "polygon", "band"), 1);
+    let band = doc
+        .descendants()
+        .find(|n| n.has_tag_name("polygon"))
+        .unwrap();
+    assert_eq!(band.attribute("fill"), Some(PALETTE[0]));
+    assert_eq!(band.attribute("points").unwrap().split(' ').count(), 14);
+    assert_eq!(count(&doc, "rect", "band-swatch"), 1);
+    assert!(texts_in(&doc, "legend", "legend-label").contains(&"min–max over repetitions"));
+    assert!(banded.contains("a p99: 14 (min–max over repetitions: 12.60 to 15.40)"));
+    // No band: no polygon, and neither legend nor tooltips mention one.
+    let bare = percentile_chart(
+        "RTT",
+        &[rtt_series("a", 1.0, false)],
+        "µs",
+        "min–max over repetitions",
+    );
+    let doc = parse(&bare);
+    assert_eq!(count(&doc, "polygon", "band"), 0);
+    assert_eq!(count(&doc, "rect", "band-swatch"), 0);
+    assert!(!bare.contains("min–max"), "{bare}");
+    // A band at one percentile only: a shaded bar there, and the legend names it.
+    let mut lone = rtt_series("a", 1.0, false);
+    lone.points[0].2 = Some((9.0, 11.0));
+    let lone = percentile_chart("RTT", &[lone], "µs", "spread");
+    let doc = parse(&lone);
+    assert_eq!(count(&doc, "polygon", "band"), 0);
+    assert_eq!(count(&doc, "rect", "band"), 1);
+    assert_eq!(count(&doc, "rect", "band-swatch"), 1);
+}
+
+/// Item 9 of issue 15: latencies spanning decades get a log axis (p50 and p99.99 both
+/// readable); a narrow span keeps a linear axis from 0.
+#[test]
+fn percentile_chart_uses_a_log_time_axis_for_a_wide_span() {
+    let wide = [rtt_series("a", 1.0, false), rtt_series("b", 300.0, false)];
+    assert!(nines_log_y(&wide));
+    assert!(!nines_log_y(&[rtt_series("a", 1.0, true)]));
+    let svg = percentile_chart("RTT", &wide, "round-trip time (µs)", "spread");
+    assert_finite(&svg);
+    let doc = parse(&svg);
+    let axis = doc
+        .descendants()
+        .find(|n| n.attribute("class") == Some("y-axis"))
+        .unwrap();
+    assert_eq!(axis.attribute("data-scale"), Some("log"));
+    let ticks = texts_in(&doc, "y-axis", "tick-label");
+    assert_eq!(ticks.first(), Some(&"10"), "{ticks:?}");
+    assert_eq!(ticks.last(), Some(&"5000"), "{ticks:?}");
+    for t in ["20", "100", "1000"] {
+        assert!(ticks.contains(&t), "{t} not in {ticks:?}");
+    }
+    assert!(svg.contains("round-trip time (µs), log scale"));
+    // Every point lies inside the plot (between the top and bottom gridlines).
+    let ys: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("point"))
+        .map(|n| n.attribute("cy").unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ys.len(), 14);
+    assert!(ys.iter().all(|y| (52.0..=452.0).contains(y)), "{ys:?}");
+    assert_eq!(count(&doc, "g", "legend"), 1, "two series: a legend");
+    assert_eq!(count(&doc, "rect", "band-swatch"), 0);
+}
+
+/// Item 9 of issue 15: a line chart's legend offers "95% CI" only when a CI is drawn.
+#[test]
+fn line_chart_legend_names_a_ci_only_when_one_is_drawn() {
+    let series: Vec<Series> = ["a", "b"]
+        .iter()
+        .map(|n| Series {
+            name: n.to_string(),
+            points: vec![(1.0, 1.0, None), (2.0, 2.0, None)],
+        })
+        .collect();
+    let svg = line_chart("T", &series, "x", "y", false);
+    assert_eq!(count(&parse(&svg), "g", "legend"), 1);
+    assert!(!svg.contains("95% CI"), "{svg}");
+    let mut with = series.clone();
+    with[1].points[0].2 = Some((0.5, 1.5));
+    let svg = line_chart("T", &with, "x", "y", false);
+    assert!(svg.contains("95% CI"));
+    assert_eq!(count(&parse(&svg), "rect", "band-swatch"), 1);
+}
