@@ -368,6 +368,7 @@ pub fn markdown_report_with(
             out.push_str(&t.table.to_markdown());
             out.push('\n');
         }
+        out.push_str(&crate::reproduce::seed_markdown(&st));
         out.push_str(&notes(&st));
         if !st.facts.is_empty() {
             let facts: Vec<String> = st.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
