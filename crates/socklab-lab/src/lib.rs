@@ -17,6 +17,7 @@ pub mod output;
 pub mod params;
 pub mod plan;
 pub mod report;
+pub mod reproduce;
 pub mod resources;
 pub mod runner;
 pub mod sample;

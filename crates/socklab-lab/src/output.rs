@@ -368,6 +368,7 @@ pub fn markdown_report_with(
             out.push_str(&t.table.to_markdown());
             out.push('\n');
         }
+        out.push_str(&crate::reproduce::seed_markdown(&st));
         out.push_str(&notes(&st));
         if !st.facts.is_empty() {
             out.push_str("\nExperiment facts:\n\n");
