@@ -24,6 +24,7 @@ use crate::cli::{
     BulkArgs, EchoArgs, LabArgs, PingArgs, ReportArgs, ResultsCommand, RunArgs, SinkArgs,
     SummaryFormat,
 };
+use crate::dryrun;
 use crate::progress::Progress;
 
 /// Why a command failed, and with which exit code.
@@ -155,7 +156,7 @@ fn parse_idle_timeout(text: &str) -> Result<std::time::Duration, Failure> {
     Ok(d)
 }
 
-pub fn sink(a: SinkArgs) -> Result<(), Failure> {
+pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
     let ip = parse_bind(&a.bind)?;
     let read_size =
         parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? as usize;
@@ -165,6 +166,13 @@ pub fn sink(a: SinkArgs) -> Result<(), Failure> {
         read_size,
         idle_timeout,
     };
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab sink would listen on {} (raw clients read {} bytes at a time)",
+            cfg.bind,
+            format_size(read_size as u64)
+        ));
+    }
     let mut sink = Sink::bind(cfg).map_err(|e| match e {
         socklab_net::NetError::Invalid(m) => usage(m),
         other => Failure::Run(other.to_string()),
@@ -400,6 +408,9 @@ pub(crate) fn run_observed(
 ) -> Result<i64, (Option<i64>, Failure)> {
     let host = socklab_sys::host::host_facts();
     let mut exec = LiveExecutor::new(exe().map_err(|f| (None, f))?);
+    if let Some(notice) = dryrun::long_run_notice(plan) {
+        eprintln!("{notice}");
+    }
     match run_plan(plan, store, &host, &mut exec, progress, &interrupted) {
         Ok(s) => Ok(s.experiment),
         Err(e) => {
@@ -414,8 +425,11 @@ pub(crate) fn run_observed(
     }
 }
 
-pub fn bulk(a: BulkArgs) -> Result<(), Failure> {
+pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
     let plan = bulk_plan(&a)?;
+    if dry {
+        return dryrun::print_plan(&plan);
+    }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
     run_and_print(&plan, &mut store, &a.format).map(|_| ())
@@ -490,7 +504,18 @@ fn open_existing(db: &std::path::Path) -> Result<Store, Failure> {
     Ok(Store::open(db)?)
 }
 
-pub fn results(r: ResultsCommand) -> Result<(), Failure> {
+pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
+    if dry {
+        let (what, db) = match &r {
+            ResultsCommand::List { db } => ("list the experiments", db),
+            ResultsCommand::Show { db, .. } => ("show an experiment's statistics", db),
+            ResultsCommand::Export { db, .. } => ("export an experiment's repetitions", db),
+        };
+        return dryrun::print_checked(&format!(
+            "socklab results would {what} from '{}'",
+            db.db.display()
+        ));
+    }
     match r {
         ResultsCommand::List { db } => {
             let store = open_existing(&db.db)?;
@@ -547,7 +572,7 @@ pub fn results(r: ResultsCommand) -> Result<(), Failure> {
 
 // ---------------------------------------------------------------------------------------- echo
 
-pub fn echo(a: EchoArgs) -> Result<(), Failure> {
+pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
     let ip = parse_bind(&a.bind)?;
     let opts: socklab_net::sockopt::OptSet = a
         .opts
@@ -563,6 +588,13 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
         idle_timeout,
         max_message: 64 * 1024,
     };
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab echo would listen on {} ({})",
+            cfg.bind,
+            if a.udp { "UDP" } else { "TCP" }
+        ));
+    }
     let server =
         socklab_net::echo::EchoServer::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
     let addr = server.local_addr()?;
@@ -603,7 +635,7 @@ pub fn echo(a: EchoArgs) -> Result<(), Failure> {
 
 // ------------------------------------------------------------------------------------ pingpong
 
-pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
+pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
     let mut fixed = Params::new();
     if let Some(to) = &a.to {
         fixed.set("to", to.clone());
@@ -636,6 +668,9 @@ pub fn pingpong(a: PingArgs) -> Result<(), Failure> {
         order,
         &command_line(),
     )?;
+    if dry {
+        return dryrun::print_plan(&plan);
+    }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
     run_and_print(&plan, &mut store, &a.format).map(|_| ())
@@ -667,7 +702,7 @@ fn noise_check(store: &Store, id: i64, cv: f64, resume_cmd: &str) -> Result<(), 
     Ok(())
 }
 
-pub fn run(a: RunArgs) -> Result<(), Failure> {
+pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
     let origin = a.file.display().to_string();
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| usage(format!("cannot read experiment file '{origin}': {e}")))?;
@@ -689,6 +724,18 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
             "--noise-cv {}: give a positive fraction, e.g. 0.10 for 10%",
             a.noise_cv
         )));
+    }
+    if dry {
+        dryrun::print_plan(&plan)?;
+        if a.resume {
+            out("  --resume: only the repetitions missing from the newest stored run of this file run\n")?;
+        }
+        return Ok(());
+    }
+    if !a.resume {
+        if let Some(notice) = dryrun::long_run_notice(&plan) {
+            eprintln!("{notice}");
+        }
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
@@ -753,7 +800,19 @@ pub fn run(a: RunArgs) -> Result<(), Failure> {
 
 // -------------------------------------------------------------------------------------- report
 
-pub fn report(a: ReportArgs) -> Result<(), Failure> {
+pub fn report(a: ReportArgs, dry: bool) -> Result<(), Failure> {
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab report would read {} from '{}' and write index.html, report.md and results.csv into '{}'",
+            if a.experiment.is_empty() {
+                "every experiment".to_string()
+            } else {
+                format!("experiments {:?}", a.experiment)
+            },
+            a.db.db.display(),
+            a.out.display()
+        ));
+    }
     let store = open_existing(&a.db.db)?;
     let ids = if a.experiment.is_empty() {
         store.experiments()?.into_iter().map(|e| e.id).collect()
@@ -774,7 +833,7 @@ pub fn report(a: ReportArgs) -> Result<(), Failure> {
 
 // ----------------------------------------------------------------------------------------- lab
 
-pub fn lab(a: LabArgs) -> Result<(), Failure> {
+pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     if a.list {
         let mut t = Table::new(&["suite", "status", "reproduces"]);
         t.left = vec![true, true, true];
@@ -798,6 +857,18 @@ pub fn lab(a: LabArgs) -> Result<(), Failure> {
     let mut plans = Vec::new();
     for s in &chosen {
         plans.extend(s.plans(a.quick)?);
+    }
+    if dry {
+        for plan in &plans {
+            dryrun::print_plan(plan)?;
+        }
+        let total: usize = plans.iter().map(|p| dryrun::estimate(p).runs).sum();
+        return out(&format!(
+            "dry run: {} experiment{}, {total} runs in all; then a report in '{}'\n",
+            plans.len(),
+            if plans.len() == 1 { "" } else { "s" },
+            a.out.display()
+        ));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;

@@ -100,7 +100,21 @@ pub struct LoadArgs {
 }
 
 /// The command's help epilogue.
-pub const AFTER_HELP: &str = "Examples:\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s                 http, keep-alive, closed loop (stored in socklab.db)\n  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 --duration 30s   open loop (wrk2)\n  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000          Stevens' client.c\n  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 --requests 100000 --json\n  socklab load --to 127.0.0.1:8080 --new-connection-per-request --source-addrs 8 --duration 10s\n  socklab load --to 127.0.0.1:8080 --connections 32 --duration 5s --reps 10       repeated, mean and 95% CI, stored in socklab.db\n\nFailures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. Every run is an experiment in --db (socklab results, socklab report). See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed).";
+pub const AFTER_HELP: &str = concat!(
+    "Examples:\n",
+    "  socklab load --to 127.0.0.1:8080 --connections 32 --duration 10s\n",
+    "  socklab load --to 127.0.0.1:8080 --connections 32 --rate 20000 \\\n",
+    "      --duration 30s                  # open loop (wrk2)\n",
+    "  socklab load --to 127.0.0.1:9999 --clients 5 --loops 500 --bytes 4000\n",
+    "  socklab load --to 127.0.0.1:7000 --protocol echo --bytes 64 \\\n",
+    "      --requests 100000 --json\n",
+    "  socklab load --to 127.0.0.1:8080 --new-connection-per-request \\\n",
+    "      --source-addrs 8 --duration 10s\n",
+    "  socklab load --to 127.0.0.1:8080 --connections 32 --duration 5s \\\n",
+    "      --reps 10                        # repeated: mean and 95% CI\n",
+    "\n",
+    "The first is closed loop over keep-alive HTTP (wrk), the third Stevens' client.c. Failures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. Every run is an experiment in --db (socklab results, socklab report). See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed)."
+);
 
 /// The flag of a `load` workload key (the keys and the flags share their names, but for these).
 fn flag(key: &str) -> String {
@@ -269,9 +283,12 @@ fn stored_report(store: &Store, id: i64) -> Result<LoadReport, Failure> {
     serde_json::from_value(sample.extra["report"].clone()).map_err(|e| missing(e.to_string()))
 }
 
-pub fn load(a: LoadArgs) -> Result<(), Failure> {
+pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     let params = workload_params(&a)?;
     let plan = plan(&a, params)?;
+    if dry {
+        return crate::dryrun::print_plan(&plan);
+    }
     let mut store = Store::open(&a.db)?;
     install_interrupt_flag()?;
     if a.reps.is_some() {

@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod dryrun;
 mod load;
 mod netem;
 mod progress;
@@ -24,19 +25,20 @@ fn main() -> ExitCode {
             return ExitCode::from(code as u8);
         }
     };
+    let dry = cli.dry_run;
     let result = match cli.command {
-        Command::Sink(a) => commands::sink(a),
-        Command::Bulk(a) => commands::bulk(*a),
-        Command::Echo(a) => commands::echo(a),
-        Command::Pingpong(a) => commands::pingpong(*a),
-        Command::Transfer(a) => transfer::transfer(*a),
-        Command::Run(a) => commands::run(a),
-        Command::Report(a) => commands::report(a),
-        Command::Results(r) => commands::results(r),
-        Command::Lab(a) => commands::lab(a),
-        Command::Netem(a) => netem::netem(*a),
-        Command::Serve(a) => serve::serve(*a),
-        Command::Load(a) => load::load(*a),
+        Command::Sink(a) => commands::sink(a, dry),
+        Command::Bulk(a) => commands::bulk(*a, dry),
+        Command::Echo(a) => commands::echo(a, dry),
+        Command::Pingpong(a) => commands::pingpong(*a, dry),
+        Command::Transfer(a) => transfer::transfer(*a, dry),
+        Command::Run(a) => commands::run(a, dry),
+        Command::Report(a) => commands::report(a, dry),
+        Command::Results(r) => commands::results(r, dry),
+        Command::Lab(a) => commands::lab(a, dry),
+        Command::Netem(a) => netem::netem(*a, dry),
+        Command::Serve(a) => serve::serve(*a, dry),
+        Command::Load(a) => load::load(*a, dry),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,6 +16,7 @@ use socklab_sys::process::{
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
 use crate::commands::{out, usage, Failure};
+use crate::dryrun;
 
 impl From<NetError> for Failure {
     fn from(e: NetError) -> Self {
@@ -143,21 +144,60 @@ pub fn accounting(r: &LinkReport) -> String {
     s
 }
 
-pub fn netem(a: NetemArgs) -> Result<(), Failure> {
+pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
     match a.action {
-        None => run_across(&a.link, a.server.as_deref(), &a.cmd),
-        Some(NetemCommand::Up { name, link }) => up(&name, &link),
-        Some(NetemCommand::Down { name }) => down(&name),
-        Some(NetemCommand::Exec { name, side, cmd }) => exec(&name, &side, &cmd),
+        None => run_across(&a.link, a.server.as_deref(), &a.cmd, dry),
+        Some(NetemCommand::Up { name, link }) => up(&name, &link, dry),
+        Some(NetemCommand::Down { name }) => down(&name, dry),
+        Some(NetemCommand::Exec { name, side, cmd }) => exec(&name, &side, &cmd, dry),
+        Some(NetemCommand::List) if dry => {
+            dryrun::print_checked("socklab netem list would list the sl- namespaces")
+        }
         Some(NetemCommand::List) => list(),
         Some(NetemCommand::Check {
             link,
             packets,
             size,
-        }) => check(&link, packets, size),
+        }) => check(&link, packets, size, dry),
+        Some(NetemCommand::Cleanup { .. }) if dry => dryrun::print_checked(
+            "socklab netem cleanup would remove the leftovers named sl- of dead runs",
+        ),
         Some(NetemCommand::Cleanup { all }) => cleanup(all),
         Some(NetemCommand::Daemon { name, link }) => daemon(&name, &link),
     }
+}
+
+/// The program `cmd` names, found as `sh` would find it (a path, or a name in `PATH`).
+fn find_program(cmd: &str) -> Option<std::path::PathBuf> {
+    let runnable = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if cmd.contains('/') {
+        let p = std::path::PathBuf::from(cmd);
+        return runnable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| runnable(p))
+}
+
+/// The command to run across a link must exist before a link is built for it.
+fn check_program(cmd: &str) -> Result<(), Failure> {
+    if find_program(cmd).is_some() {
+        return Ok(());
+    }
+    let hint = match cmd {
+        "ping" => " (Debian: apt install iputils-ping)",
+        "nc" => " (Debian: apt install netcat-openbsd)",
+        "iperf3" => " (Debian: apt install iperf3)",
+        _ => "",
+    };
+    Err(usage(format!(
+        "'{cmd}' is not installed (not found in PATH){hint}: install it, or run a command that is, e.g. -- socklab pingpong --to server:7000 with --server 'socklab echo --port 7000'"
+    )))
 }
 
 /// Waits until something in the process's namespace listens (TCP) or has a UDP socket
@@ -199,15 +239,31 @@ fn stop_child(child: &mut Child) {
     let _ = child.wait();
 }
 
-fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Result<(), Failure> {
+fn run_across(
+    link_args: &LinkArgs,
+    server: Option<&str>,
+    cmd: &[String],
+    dry: bool,
+) -> Result<(), Failure> {
     if cmd.is_empty() {
         return Err(usage(
-            "give the command to run after --, e.g. socklab netem --link \"loss 5%\" -- ping -c 3 server; or use 'socklab netem up' for a lasting link",
+            "give the command to run after --, e.g. socklab netem --link \"loss 5%\" --server 'socklab echo --port 7000' -- socklab pingpong --to server:7000; or use 'socklab netem up' for a lasting link",
         ));
     }
     let cfg = link_args.config(None)?;
     if cfg.driver == Driver::UdpProxy {
         return Err(usage("--driver udp-proxy makes no namespaces to run a command in: use it with a UDP workload (socklab pingpong --udp --link … --driver udp-proxy), or use --driver tun"));
+    }
+    check_program(&cmd[0])?;
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab netem would build a link ({}){} and run '{}' in the client namespace",
+            link_args.link.as_deref().unwrap_or("no impairment"),
+            server
+                .map(|s| format!(", start '{s}' in the server namespace"))
+                .unwrap_or_default(),
+            cmd.join(" ")
+        ));
     }
     install_interrupt_flag()?;
     let link = EmulatedLink::start(&cfg)?;
@@ -267,11 +323,18 @@ fn run_across(link_args: &LinkArgs, server: Option<&str>, cmd: &[String]) -> Res
     }
 }
 
-fn up(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
+fn up(name: &str, link_args: &LinkArgs, dry: bool) -> Result<(), Failure> {
     ns::check_name(name)?;
     let cfg = link_args.config(Some(name.to_string()))?;
     if cfg.driver == Driver::UdpProxy {
         return Err(usage("a lasting link needs --driver tun, netem or auto"));
+    }
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab netem up would start the link {name} (namespaces {} and {})",
+            ns::ns_name(name, Side::Client),
+            ns::ns_name(name, Side::Server)
+        ));
     }
     ns::require_root("socklab netem up")?;
     if let Some(pid) = ns::read_pid_file(name).filter(|&p| ns::alive(p)) {
@@ -337,8 +400,11 @@ fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn down(name: &str) -> Result<(), Failure> {
+fn down(name: &str, dry: bool) -> Result<(), Failure> {
     ns::check_name(name)?;
+    if dry {
+        return dryrun::print_checked(&format!("socklab netem down would remove the link {name}"));
+    }
     ns::require_root("socklab netem down")?;
     let mut found = false;
     if let Some(pid) = ns::read_pid_file(name).filter(|&p| ns::alive(p)) {
@@ -367,10 +433,17 @@ fn down(name: &str) -> Result<(), Failure> {
     out(&format!("{name}: down\n"))
 }
 
-fn exec(name: &str, side: &str, cmd: &[String]) -> Result<(), Failure> {
+fn exec(name: &str, side: &str, cmd: &[String], dry: bool) -> Result<(), Failure> {
     ns::check_name(name)?;
     let side = side.parse::<Side>().map_err(|e| usage(e.to_string()))?;
     let n = ns::ns_name(name, side);
+    check_program(&cmd[0])?;
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab netem exec would run '{}' in {n}",
+            cmd.join(" ")
+        ));
+    }
     if !ns::exists(&n) {
         return Err(Failure::Run(format!(
             "no namespace {n}: start the link with 'socklab netem up --name {name} --link …'"
@@ -452,7 +525,7 @@ fn print_rows(title: &str, rows: &[CheckRow]) -> String {
     s
 }
 
-fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure> {
+fn check(link_args: &LinkArgs, packets: u64, size: usize, dry: bool) -> Result<(), Failure> {
     if !(24..=8192).contains(&size) {
         return Err(usage(format!("--size {size}: use 24 to 8192 bytes")));
     }
@@ -460,6 +533,12 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize) -> Result<(), Failure>
         return Err(usage(format!("--packets {packets}: use 1 to 1000000")));
     }
     let cfg = link_args.config(None)?;
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab netem check would build a link ({}) and send {packets} datagrams of {size} B each way",
+            link_args.link.as_deref().unwrap_or("no impairment")
+        ));
+    }
     install_interrupt_flag()?;
     let ccfg = CheckConfig { packets, size };
     let stop = || interrupted();

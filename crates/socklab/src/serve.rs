@@ -18,7 +18,14 @@ use crate::commands::{out, parse_bind, server_started, usage, Failure};
 pub const DEFAULT_IDLE_TIMEOUT: &str = "10s";
 
 /// The help text after the options.
-pub const AFTER_HELP: &str = "Examples:\n  socklab serve --design prefork-flock --workers 8 --port 8888\n  socklab serve --design thread --handler http --body 1K\n  socklab serve --design iterative --idle-timeout 100ms --announce\n\nDesigns (UNP ch. 30): iterative, fork, prefork-nolock, prefork-flock, prefork-mutex, prefork-fdpass, thread, prethread-mutex, prethread-handoff, prethread-accept; modern: epoll, epoll-shared, epoll-exclusive, reuseport, uring, tokio.\nHandlers: stevens (a decimal count and a newline in, that many bytes out, several per connection), echo, discard, http (GET of a --body byte body, keep-alive).\n\nA connection that completes no request for --idle-timeout (default 10s; 'off' disables) is closed: the defence against idle and slow clients, the only one the iterative design has, and what frees a pool worker held by one. On SIGINT/SIGTERM it prints `user time = U, sys time = S` (itself plus reaped children), the connections per worker and Jain's fairness index, and with --announce a `STATS {json}` line.\n\nExit codes: 0 stopped by a signal; 1 the server failed; 2 bad parameter or a design not built in this binary.";
+pub const AFTER_HELP: &str = concat!(
+    "Examples:\n",
+    "  socklab serve --design prefork-flock --workers 8 --port 8888\n",
+    "  socklab serve --design thread --handler http --body 1K\n",
+    "  socklab serve --design iterative --idle-timeout 100ms --announce\n",
+    "\n",
+    "Designs (UNP ch. 30): iterative, fork, prefork-nolock, prefork-flock, prefork-mutex, prefork-fdpass, thread, prethread-mutex, prethread-handoff, prethread-accept; modern: epoll, epoll-shared, epoll-exclusive, reuseport, uring, tokio.\nHandlers: stevens (a decimal count and a newline in, that many bytes out, several per connection), echo, discard, http (GET of a --body byte body, keep-alive).\n\nA connection that completes no request for --idle-timeout (default 10s; 'off' disables) is closed: the defence against idle and slow clients, the only one the iterative design has, and what frees a pool worker held by one. On SIGINT/SIGTERM it prints `user time = U, sys time = S` (itself plus reaped children), the connections per worker and Jain's fairness index, and with --announce a `STATS {json}` line.\n\nExit codes: 0 stopped by a signal; 1 the server failed; 2 bad parameter or a design not built in this binary."
+);
 
 /// `socklab serve` arguments.
 #[derive(Debug, Args)]
@@ -130,8 +137,14 @@ fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
 }
 
 /// Runs `socklab serve`.
-pub fn serve(a: ServeArgs) -> Result<(), Failure> {
+pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
     let cfg = config(&a)?;
+    if dry {
+        return crate::dryrun::print_checked(&format!(
+            "socklab serve would run {} ({}) on {}",
+            cfg.design, cfg.handler, cfg.bind
+        ));
+    }
     if let Some(n) = a.nofile {
         set_nofile(n)?;
     }

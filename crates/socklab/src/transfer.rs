@@ -20,11 +20,11 @@ use crate::commands::{
     Failure,
 };
 
-pub fn transfer(a: TransferArgs) -> Result<(), Failure> {
+pub fn transfer(a: TransferArgs, dry: bool) -> Result<(), Failure> {
     match a.action {
-        Some(TransferCommand::Serve(s)) => serve(s),
-        Some(TransferCommand::Send(s)) => send(s),
-        None => experiment(a),
+        Some(TransferCommand::Serve(s)) => serve(s, dry),
+        Some(TransferCommand::Send(s)) => send(s, dry),
+        None => experiment(a, dry),
     }
 }
 
@@ -96,10 +96,24 @@ fn session_line(s: &ServerSession) -> String {
     l
 }
 
-fn serve(a: TransferServeArgs) -> Result<(), Failure> {
+fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     let proto = parse_proto(&a.proto)?;
     let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
     let ip = parse_bind(&a.bind)?;
+    if dry {
+        if a.dir.exists() && !a.dir.is_dir() {
+            return Err(usage(format!(
+                "--dir '{}' is a file, not a directory: name a directory (it is created if missing)",
+                a.dir.display()
+            )));
+        }
+        return crate::dryrun::print_checked(&format!(
+            "socklab transfer serve would listen on {} ({}) and write into '{}'",
+            SocketAddr::new(ip, a.port),
+            proto.as_str(),
+            a.dir.display()
+        ));
+    }
     prepare_dir(&a.dir)?;
     let bind = SocketAddr::new(ip, a.port);
     let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
@@ -170,7 +184,7 @@ fn announce(
 
 // ---------------------------------------------------------------------------------------- send
 
-fn send(a: TransferSendArgs) -> Result<(), Failure> {
+fn send(a: TransferSendArgs, dry: bool) -> Result<(), Failure> {
     let proto = parse_proto(&a.proto)?;
     let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
     let to = match parse_target(&a.to) {
@@ -196,6 +210,13 @@ fn send(a: TransferSendArgs) -> Result<(), Failure> {
                 }
             )));
         }
+    }
+    if dry {
+        return crate::dryrun::print_checked(&format!(
+            "socklab transfer send would send {} file(s) to {to} over {}",
+            a.files.len(),
+            proto.as_str()
+        ));
     }
     install_interrupt_flag()?;
     let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
@@ -330,8 +351,11 @@ fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
     )?)
 }
 
-fn experiment(a: TransferArgs) -> Result<(), Failure> {
+fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
     let plan = transfer_plan(&a)?;
+    if dry {
+        return crate::dryrun::print_plan(&plan);
+    }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
     let id = run_and_print(&plan, &mut store, &a.format)?;
