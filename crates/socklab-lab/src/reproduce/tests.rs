@@ -63,6 +63,7 @@ fn stats(
                 metrics,
                 values,
                 histograms: BTreeMap::new(),
+                rep_histograms: BTreeMap::new(),
             }
         })
         .collect();
