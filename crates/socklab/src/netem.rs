@@ -561,6 +561,11 @@ fn check(link_args: &LinkArgs, packets: u64, size: usize, dry: bool) -> Result<(
         };
         let r = probe(&ends, &pair.forward, &ccfg, &stop)?;
         let stats = link.stop()?;
+        if interrupted() {
+            return Err(Failure::Interrupted(
+                "interrupted; the link was removed".into(),
+            ));
+        }
         let rows = compare(&pair.forward, &r);
         all_ok &= rows.iter().all(|r| r.ok != Some(false));
         text += &print_rows(

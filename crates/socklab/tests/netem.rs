@@ -311,3 +311,57 @@ fn sigint_removes_the_namespaces() {
     assert_eq!(st.code(), Some(130));
     assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
 }
+
+/// `netem check` over a link with a huge delay waited for the probes' drain in one
+/// uninterruptible sleep (`delay 100000s`: Ctrl-C ignored for 27 h, namespaces left until
+/// then). Ctrl-C now ends it within a second and removes what it made. The udp-proxy driver
+/// needs no root; the tun driver is checked too when root.
+#[test]
+fn ctrl_c_ends_netem_check_on_a_link_with_a_huge_delay() {
+    let mut drivers = vec!["udp-proxy"];
+    if root_or_skip("ctrl_c_ends_netem_check_on_a_link_with_a_huge_delay (tun part)") {
+        drivers.push("tun");
+    }
+    for driver in drivers {
+        let mut child = socklab()
+            .args([
+                "netem",
+                "check",
+                "--driver",
+                driver,
+                "--packets",
+                "5",
+                "--link",
+                "delay 100000s rate 10mbit",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(child.try_wait().unwrap().is_none(), "{driver}: ended early");
+        let t0 = std::time::Instant::now();
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        let st = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{driver}: netem check ignored SIGINT for 10 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(st.code(), Some(130), "{driver}");
+        assert!(
+            namespaces_of(pid).is_empty(),
+            "{driver}: {:?}",
+            namespaces_of(pid)
+        );
+    }
+}

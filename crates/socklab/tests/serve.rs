@@ -6,7 +6,7 @@ mod common;
 mod serve_support;
 
 use common::run;
-use serve_support::{for_designs, http_keepalive, stevens, Server, CLASSIC};
+use serve_support::{for_designs, http10_keepalive, http_keepalive, stevens, Server, CLASSIC};
 
 /// Connections each Stevens test makes (three clients in parallel, then one more).
 const STEVENS_CONNECTIONS: u64 = 7;
@@ -75,6 +75,41 @@ fn every_classic_design_serves_http_keepalive() {
         if (st.connections(), st.requests()) != (2, 5) {
             return Err(format!(
                 "connections {} requests {}, want 2 and 5",
+                st.connections(),
+                st.requests()
+            ));
+        }
+        Ok(())
+    });
+}
+
+/// Issue 16 item 6: `ab -k` (HTTP/1.0 with `Connection: Keep-Alive`) stalled 10 s per
+/// connection on every design, because the response kept the connection open without saying
+/// `Connection: keep-alive`. Every design, classic and event-driven.
+#[test]
+fn every_design_answers_http10_keepalive_with_keep_alive() {
+    let all: Vec<&str> = CLASSIC
+        .iter()
+        .copied()
+        .chain([
+            "epoll",
+            "epoll-shared",
+            "epoll-exclusive",
+            "reuseport",
+            "uring",
+            "tokio",
+        ])
+        .collect();
+    for_designs(&all, 4, |design| {
+        let server = Server::start(
+            design,
+            &["--workers", "2", "--handler", "http", "--body", "100"],
+        );
+        http10_keepalive(server.addr, 3, 100)?;
+        let st = server.stop();
+        if (st.connections(), st.requests()) != (1, 3) {
+            return Err(format!(
+                "connections {} requests {}, want 1 and 3",
                 st.connections(),
                 st.requests()
             ));

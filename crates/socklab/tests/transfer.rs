@@ -158,6 +158,44 @@ fn rudp_serve_and_send_deliver_byte_identical_files() {
 }
 
 /// The Runner path over rudp: tcp_cc recorded as n/a, rudp's own metrics stored.
+/// Issue 16 item 1: a hard link planted at the temporary name (`ln outside/victim
+/// in/.hl.sl-part`) must not make the server write the sent bytes into the victim, over TCP and
+/// over rudp; the file still arrives whole under its own name.
+#[test]
+fn a_hard_link_planted_at_the_temporary_name_never_receives_the_sent_bytes() {
+    for proto in ["tcp", "rudp"] {
+        let src = tempfile::tempdir().unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::fs::hard_link(&victim, dst.path().join(".hl.sl-part")).unwrap();
+        let sent = bytes(200_000, 9);
+        std::fs::write(src.path().join("hl"), &sent).unwrap();
+        let (server, addr) = serve(proto, dst.path());
+        let file = src.path().join("hl").display().to_string();
+        let (code, _out, err) = run(&[
+            "transfer",
+            "send",
+            "--proto",
+            proto,
+            "--to",
+            &addr,
+            "--timeout",
+            "30s",
+            &file,
+        ]);
+        assert_eq!(code, 0, "{proto}: send failed: {err}");
+        assert_eq!(wait_server(server).0, 0, "{proto}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "{proto}");
+        assert_eq!(
+            std::fs::read(dst.path().join("hl")).unwrap(),
+            sent,
+            "{proto}"
+        );
+    }
+}
+
 #[test]
 fn runner_stores_rudp_repetitions_with_their_metrics() {
     let d = tempfile::tempdir().unwrap();

@@ -124,6 +124,20 @@ fn max_delay(spec: &LinkSpec) -> Duration {
     Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns)
 }
 
+/// Sleeps until `due` in slices of at most 20 ms; false as soon as `stop()` says so.
+fn pause_until(due: Instant, stop: &(dyn Fn() -> bool + Sync)) -> bool {
+    loop {
+        if stop() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(Duration::from_millis(20)));
+    }
+}
+
 /// Moves the calling thread into `ns` (if any) until the guard drops.
 fn enter(ns: &Option<PathBuf>) -> Result<Option<socklab_sys::netns::NetnsGuard>, NetError> {
     ns.as_deref()
@@ -263,18 +277,18 @@ pub fn probe(
                     break;
                 }
                 let due = start + gap * seq as u32;
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
+                if !pause_until(due, stop) {
+                    break;
                 }
                 fill(&mut buf, seq, epoch.elapsed().as_nanos() as u64);
                 // ECONNREFUSED from an earlier ICMP or ENOBUFS: the datagram counts as sent.
                 let _ = sock.send(&buf);
                 sent += 1;
             }
-            if burst > 0 {
-                // Let the paced phase drain, then send back-to-back.
-                std::thread::sleep(max_delay(spec) + Duration::from_millis(50));
+            let drained = Instant::now() + max_delay(spec) + Duration::from_millis(50);
+            // Let the paced phase drain (interruptibly: the delay may be hours), then send
+            // back-to-back.
+            if burst > 0 && pause_until(drained, stop) {
                 for seq in cfg.packets..cfg.packets + burst {
                     fill(&mut buf, seq, epoch.elapsed().as_nanos() as u64);
                     let _ = sock.send(&buf);

@@ -6,7 +6,8 @@
 //!
 //! - the status line `HTTP/1.x SSS reason`; a status outside 200..=299 is a bad reply;
 //! - `Content-Length` (the body is exactly that long); `204` and `304` have no body;
-//! - `Connection: close` (the reply is the connection's last: [`ReplyParser::keep_alive`]);
+//! - `Connection: close`, or an `HTTP/1.0` reply without `Connection: keep-alive` (RFC 9112
+//!   §9.3: the reply is the connection's last, [`ReplyParser::keep_alive`]);
 //! - `Transfer-Encoding: chunked`, or a 2xx reply without `Content-Length`, is refused as a bad
 //!   reply: the generator drives static files of known size (nginx, socklab's own servers)
 //!   and does not read bodies delimited by the end of the connection;
@@ -122,11 +123,10 @@ impl ReplyParser {
         self.fields.status
     }
 
-    /// False when the server said `Connection: close` (or spoke HTTP/1.0 without keep-alive,
-    /// which this parser treats alike by the absence of keep-alive handling: HTTP/1.0 replies
-    /// close).
+    /// False when the connection ends after this reply (RFC 9112 §9.3): the server said
+    /// `Connection: close`, or replied `HTTP/1.0` without `Connection: keep-alive`.
     pub fn keep_alive(&self) -> bool {
-        !self.fields.close
+        !self.fields.close && (!self.fields.http10 || self.fields.keep_alive)
     }
 
     /// True once the whole reply is in.
@@ -224,6 +224,10 @@ struct Fields {
     status: u16,
     content_length: Option<u64>,
     close: bool,
+    /// The status line said `HTTP/1.0`.
+    http10: bool,
+    /// A `Connection: keep-alive` header.
+    keep_alive: bool,
 }
 
 /// One head line (without its `\n`, and without its `\r` unless `truncated`): line `no`, 0 being
@@ -257,8 +261,9 @@ fn head_line(f: &mut Fields, no: usize, line: &[u8], truncated: bool) -> Result<
         if !value.eq_ignore_ascii_case(b"identity") {
             return Err(BadReply::Chunked);
         }
-    } else if name.eq_ignore_ascii_case(b"connection") && contains_token(value, b"close") {
-        f.close = true;
+    } else if name.eq_ignore_ascii_case(b"connection") {
+        f.close |= contains_token(value, b"close");
+        f.keep_alive |= contains_token(value, b"keep-alive");
     }
     Ok(false)
 }
@@ -278,9 +283,7 @@ fn status_line(f: &mut Fields, line: &[u8]) -> Result<(), BadReply> {
         return Err(BadReply::StatusLine);
     }
     f.status = code.iter().fold(0u16, |a, &d| a * 10 + u16::from(d - b'0'));
-    if line[7] == b'0' {
-        f.close = true;
-    }
+    f.http10 = line[7] == b'0';
     if !(200..300).contains(&f.status) {
         return Err(BadReply::Status(f.status));
     }
@@ -375,6 +378,16 @@ mod tests {
         let mut p = ReplyParser::new();
         assert_eq!(p.feed(r), Ok(Some(r.len())));
         assert!(!p.keep_alive(), "HTTP/1.0 closes");
+        // ...unless it says keep-alive (RFC 9112 §9.3), as an HTTP/1.0 server does for `ab -k`.
+        let r = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n";
+        let mut p = ReplyParser::new();
+        assert_eq!(p.feed(r), Ok(Some(r.len())));
+        assert!(p.keep_alive(), "HTTP/1.0 with keep-alive persists");
+        p.reset();
+        assert!(
+            p.keep_alive(),
+            "a reset parser forgets the previous reply's version"
+        );
     }
 
     #[test]

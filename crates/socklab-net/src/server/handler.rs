@@ -13,7 +13,8 @@
 //! - `echo` — every byte back, as read.
 //! - `discard` — reads and forgets.
 //! - `http` — HTTP/1.1 `GET` (or `HEAD`) of one fixed body, keep-alive unless the client asks
-//!   for `Connection: close` (or speaks HTTP/1.0 without `keep-alive`); pipelined requests are
+//!   for `Connection: close` (or speaks HTTP/1.0 without `keep-alive`; with it, the response
+//!   says `Connection: keep-alive`, RFC 9112 §9.3, so `ab -k` works); pipelined requests are
 //!   answered in order. A malformed request gets `400`, another method `405`, headers over
 //!   8 KiB `431`, and the connection is closed after that reply.
 
@@ -93,13 +94,21 @@ pub struct Replies {
     handler: Handler,
     /// `STEVENS_MAX` bytes of a repeating pattern: a `stevens` reply of n bytes is its first n.
     pattern: Box<[u8]>,
-    /// The full HTTP 200 response (head and body), keep-alive.
-    http_ok: Box<[u8]>,
-    /// The same with `Connection: close`.
-    http_ok_close: Box<[u8]>,
-    /// Length of the head in both 200 responses (a `HEAD` request gets only the head).
-    http_head_len: usize,
-    http_head_close_len: usize,
+    /// The full HTTP 200 responses (head and body) and their head lengths (a `HEAD` request
+    /// gets only the head), indexed by [`Conn`].
+    http_ok: [(Box<[u8]>, usize); 3],
+}
+
+/// What a 200 response says about the connection (RFC 9112 §9.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conn {
+    /// HTTP/1.1 persistence, the default: no `Connection` header.
+    Persist = 0,
+    /// `Connection: keep-alive`: an HTTP/1.0 client asked to keep the connection, and only
+    /// this header tells it the server agreed (without it the client waits for the close).
+    KeepAlive = 1,
+    /// `Connection: close`: the last response on the connection.
+    Close = 2,
 }
 
 const HTTP_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\nServer: socklab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -121,15 +130,11 @@ impl Replies {
             )));
         }
         let pattern: Box<[u8]> = (0..STEVENS_MAX).map(|i| b'a' + (i % 26) as u8).collect();
-        let (http_ok, http_head_len) = http_response(body, false);
-        let (http_ok_close, http_head_close_len) = http_response(body, true);
+        let http_ok = [Conn::Persist, Conn::KeepAlive, Conn::Close].map(|c| http_response(body, c));
         Ok(Arc::new(Replies {
             handler,
             pattern,
             http_ok,
-            http_ok_close,
-            http_head_len,
-            http_head_close_len,
         }))
     }
 
@@ -160,10 +165,14 @@ impl Replies {
     }
 }
 
-fn http_response(body: usize, close: bool) -> (Box<[u8]>, usize) {
+fn http_response(body: usize, conn: Conn) -> (Box<[u8]>, usize) {
     let head = format!(
         "HTTP/1.1 200 OK\r\nServer: socklab\r\nContent-Type: application/octet-stream\r\nContent-Length: {body}\r\n{}\r\n",
-        if close { "Connection: close\r\n" } else { "" }
+        match conn {
+            Conn::Persist => "",
+            Conn::KeepAlive => "Connection: keep-alive\r\n",
+            Conn::Close => "Connection: close\r\n",
+        }
     );
     let mut v = head.into_bytes();
     let head_len = v.len();
@@ -183,7 +192,7 @@ enum Out {
     Static(&'static [u8]),
     /// A 200 response; `head_only` for HEAD.
     Http {
-        close: bool,
+        conn: Conn,
         head_only: bool,
     },
     /// The echo buffer.
@@ -359,7 +368,16 @@ impl Session {
     /// Answers a complete request head; returns 0 (a hook for consumed-count bookkeeping).
     fn finish_http(&mut self) -> usize {
         let method = self.http.method;
-        let close = self.http.conn_close || (self.http.http10 && !self.http.conn_keepalive);
+        // RFC 9112 §9.3: `close` ends the connection; an HTTP/1.0 request persists only with
+        // `keep-alive`, and then the response must say `keep-alive` too.
+        let conn = if self.http.conn_close || (self.http.http10 && !self.http.conn_keepalive) {
+            Conn::Close
+        } else if self.http.http10 {
+            Conn::KeepAlive
+        } else {
+            Conn::Persist
+        };
+        let close = conn == Conn::Close;
         let cur = std::mem::take(&mut self.http.cur);
         self.http = HttpScan {
             cur,
@@ -371,7 +389,7 @@ impl Session {
                 self.requests += 1;
                 self.reply(
                     Out::Http {
-                        close,
+                        conn,
                         head_only: method == Method::Head,
                     },
                     close,
@@ -389,12 +407,14 @@ impl Session {
             Out::None => &[],
             Out::Stevens(n) => &r.pattern[..n],
             Out::Static(s) => s,
-            Out::Http { close, head_only } => match (close, head_only) {
-                (false, false) => &r.http_ok,
-                (true, false) => &r.http_ok_close,
-                (false, true) => &r.http_ok[..r.http_head_len],
-                (true, true) => &r.http_ok_close[..r.http_head_close_len],
-            },
+            Out::Http { conn, head_only } => {
+                let (full, head) = &r.http_ok[conn as usize];
+                if head_only {
+                    &full[..*head]
+                } else {
+                    full
+                }
+            }
             Out::Echo => &self.echo,
         };
         &all[self.off.min(all.len())..]
@@ -576,6 +596,23 @@ mod tests {
         );
         assert!(!close);
         assert!(out.ends_with(b"abcdefghij"));
+        // RFC 9112 §9.3: an HTTP/1.0 client (ab -k) keeps the connection only when the response
+        // says so; without the header it waits for the close that never comes.
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.contains("\r\nConnection: keep-alive\r\n"), "{text}");
+        let (out, _) = run(
+            Handler::Http,
+            10,
+            b"HEAD / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+            64,
+            64,
+        );
+        assert!(String::from_utf8_lossy(&out).ends_with("Connection: keep-alive\r\n\r\n"));
+        // HTTP/1.1 persistence needs no header; close is said when it happens.
+        let (out, _) = run(Handler::Http, 10, b"GET / HTTP/1.1\r\n\r\n", 64, 64);
+        assert!(!String::from_utf8_lossy(&out).contains("Connection:"));
+        let (out, _) = run(Handler::Http, 10, b"GET / HTTP/1.0\r\n\r\n", 64, 64);
+        assert!(String::from_utf8_lossy(&out).contains("Connection: close\r\n"));
         let (out, _) = run(Handler::Http, 10, b"HEAD / HTTP/1.1\r\n\r\n", 64, 64);
         assert!(out.ends_with(b"\r\n\r\n"));
     }

@@ -7,12 +7,18 @@
 //!   (checked component by component with `symlink_metadata`; missing ones are created);
 //! - no name is both a file and a parent directory of another, and no name looks like one of
 //!   our temporary files;
-//! - data goes to a temporary file `.<name>.sl-part` opened with `O_NOFOLLOW`, and only a file
-//!   whose BLAKE3 hash matches the manifest is renamed to its final name. A partial or corrupt
-//!   file never appears under the final name.
+//! - data goes to a temporary file `.<name>.sl-part` that is never an inode someone else
+//!   planted: a fresh start removes whatever is at that name and creates a new file with
+//!   `O_EXCL | O_NOFOLLOW`; a resumed or reopened one must be, on the open descriptor, a
+//!   regular file with exactly one link (and on a reopen the same inode). So a symbolic or hard
+//!   link planted at the temporary name never makes the receiver write outside the directory.
+//!   Only a file whose BLAKE3 hash matches the manifest is renamed to its final name, and a
+//!   rename replaces a link at the final name instead of writing through it. A partial or
+//!   corrupt file never appears under the final name.
 //!
-//! The checks and the later opens are separate system calls: a local user who can write into
-//! the target directory could still race them. Serve into a directory only you can write.
+//! The parent-directory checks and the later opens are separate system calls: a local user who
+//! can write into the target directory could still swap a parent directory for a link between
+//! them. Serve into a directory only you can write.
 //!
 //! Resume: a sidecar `.<name>.sl-part.json` records the manifest entry (size and hash) and the
 //! byte ranges already written; it is saved every [`PERSIST_EVERY`] new bytes and when the
@@ -22,7 +28,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -64,6 +70,8 @@ struct RxFile {
     file: Option<File>,
     /// Truncate the temporary file when it is first opened (a fresh start).
     fresh: bool,
+    /// Device and inode of the temporary file once opened: a reopen must find the same one.
+    inode: Option<(u64, u64)>,
     /// New bytes since the sidecar was last saved.
     unsaved: u64,
     /// Bytes recovered from an earlier transfer.
@@ -248,6 +256,7 @@ impl FileReceiver {
                 have: RangeSet::new(),
                 file: None,
                 fresh: true,
+                inode: None,
                 unsaved: 0,
                 resumed: 0,
                 verdict: None,
@@ -433,29 +442,7 @@ impl FileReceiver {
             }
         }
         let f = &mut self.files[i];
-        // Never write through a link or into a special file planted at the temporary name.
-        if let Ok(m) = fs::symlink_metadata(&f.temp_path) {
-            if !m.is_file() {
-                if m.is_dir() {
-                    return Err(TransferError::name(
-                        &f.entry.name,
-                        format!("{} is a directory", f.temp_path.display()),
-                    ));
-                }
-                fs::remove_file(&f.temp_path).map_err(io_err("removing", &f.temp_path))?;
-            }
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(f.fresh)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&f.temp_path)
-            .map_err(io_err("opening", &f.temp_path))?;
-        f.fresh = false;
-        f.file = Some(file);
+        f.file = Some(open_part(f)?);
         self.open.push_back(i);
         Ok(())
     }
@@ -600,6 +587,60 @@ fn part_names(last: &str) -> (String, String) {
     }
 }
 
+/// Opens the temporary file of `f` for writing without ever writing into an inode that is not
+/// ours. A fresh start removes whatever sits at the temporary name (a planted symbolic link,
+/// hard link, FIFO …; removing a name never changes the file another name points to) and
+/// creates a new file with `O_EXCL | O_NOFOLLOW`: if anything reappears at the name in between,
+/// the open fails instead of following it. A resumed or reopened file is opened without
+/// `O_CREAT` and checked on the open descriptor (`fstat`, which cannot race): it must be a
+/// regular file with exactly one link, and on a reopen the same inode as before.
+fn open_part(f: &mut RxFile) -> Result<File, TransferError> {
+    let path = &f.temp_path;
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
+    if f.fresh {
+        if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(TransferError::name(
+                &f.entry.name,
+                format!("{} is a directory", path.display()),
+            ));
+        }
+        remove_if_exists(path)?;
+        o.create_new(true);
+    }
+    let file = o.open(path).map_err(io_err("opening", path))?;
+    let m = file.metadata().map_err(io_err("checking", path))?;
+    let id = (m.dev(), m.ino());
+    let refuse = if !m.is_file() {
+        Some("is not a regular file".to_string())
+    } else if m.nlink() != 1 {
+        Some(format!(
+            "has {} hard links (another name points to the same file)",
+            m.nlink()
+        ))
+    } else if f.inode.is_some_and(|old| old != id) {
+        Some("was replaced by another file while the transfer ran".to_string())
+    } else {
+        None
+    };
+    if let Some(why) = refuse {
+        return Err(TransferError::name(
+            &f.entry.name,
+            format!(
+                "the temporary file {} {why}; refusing to write through it (serve into a \
+                 directory only socklab can write)",
+                path.display()
+            ),
+        ));
+    }
+    f.inode = Some(id);
+    f.fresh = false;
+    Ok(file)
+}
+
 fn remove_if_exists(p: &Path) -> Result<(), TransferError> {
     match fs::remove_file(p) {
         Ok(()) => Ok(()),
@@ -619,7 +660,8 @@ fn load_sidecar(f: &RxFile) -> Option<RangeSet> {
         return None;
     }
     let temp = fs::symlink_metadata(&f.temp_path).ok()?;
-    if !temp.is_file() {
+    // A partial file with another link is not ours to continue: start afresh.
+    if !temp.is_file() || temp.nlink() != 1 {
         return None;
     }
     let mut have = RangeSet::new();
@@ -858,6 +900,84 @@ mod tests {
         assert!(rx.is_done());
         assert_eq!(fs::read(&target).unwrap(), b"keep");
         assert_eq!(fs::read(dst.path().join("f")).unwrap(), b"new content");
+    }
+
+    #[test]
+    fn transfer_a_hard_link_planted_at_the_temporary_name_is_never_written_through() {
+        let dst = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, b"keep me").unwrap();
+        fs::hard_link(&victim, dst.path().join(".hl.sl-part")).unwrap();
+        let (_s, paths) = sources(&[("hl", b"the sent bytes".to_vec())]);
+        let mut rx = FileReceiver::new(dst.path()).unwrap();
+        for (s, off, d) in all_chunks(&paths, 4) {
+            rx.on_chunk(s, off, &d).unwrap();
+        }
+        assert!(rx.is_done());
+        assert_eq!(fs::read(&victim).unwrap(), b"keep me");
+        assert_eq!(fs::read(dst.path().join("hl")).unwrap(), b"the sent bytes");
+        assert_eq!(fs::metadata(&victim).unwrap().nlink(), 1);
+    }
+
+    #[test]
+    fn transfer_a_resume_through_a_hard_link_starts_afresh() {
+        // A planted partial file (a hard link to a victim) and a matching sidecar: resuming it
+        // would write the missing ranges into the victim.
+        let dst = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let content = vec![7u8; 100_000];
+        let victim = outside.path().join("victim");
+        fs::write(&victim, vec![0u8; 100_000]).unwrap();
+        fs::hard_link(&victim, dst.path().join(".f.sl-part")).unwrap();
+        let side = Sidecar {
+            version: SIDECAR_VERSION,
+            size: content.len() as u64,
+            hash: hex(blake3::hash(&content).as_bytes()),
+            ranges: vec![(0, 10)],
+        };
+        fs::write(
+            dst.path().join(".f.sl-part.json"),
+            serde_json::to_vec(&side).unwrap(),
+        )
+        .unwrap();
+        let (_s, paths) = sources(&[("f", content.clone())]);
+        let mut rx = FileReceiver::new(dst.path()).unwrap();
+        for (s, off, d) in all_chunks(&paths, 30_000) {
+            rx.on_chunk(s, off, &d).unwrap();
+        }
+        assert!(rx.is_done());
+        assert_eq!(rx.report()[0].skipped_bytes, 0, "nothing was resumed");
+        assert_eq!(fs::read(&victim).unwrap(), vec![0u8; 100_000]);
+        assert_eq!(fs::read(dst.path().join("f")).unwrap(), content);
+    }
+
+    #[test]
+    fn transfer_a_temporary_file_swapped_while_open_is_refused() {
+        // Between two opens of the same temporary file (the receiver closes files beyond
+        // MAX_OPEN), the name is replaced by a hard link, then by another single-link file.
+        let dst = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        let (_s, paths) = sources(&[("f", vec![3u8; 1000])]);
+        let mut rx = FileReceiver::new(dst.path()).unwrap();
+        let chunks = all_chunks(&paths, 10_000);
+        rx.on_chunk(chunks[0].0, chunks[0].1, &chunks[0].2).unwrap();
+        let temp = dst.path().join(".f.sl-part");
+        let f = &mut rx.files[0];
+        f.file = Some(open_part(f).unwrap());
+        f.file = None; // closed, as when evicted
+                       // Moved aside, not removed, so that no new file can reuse its inode number.
+        fs::rename(&temp, outside.path().join("aside")).unwrap();
+        fs::hard_link(&victim, &temp).unwrap();
+        let e = open_part(&mut rx.files[0]).unwrap_err().to_string();
+        assert!(e.contains("2 hard links") && e.contains("refusing"), "{e}");
+        fs::remove_file(&temp).unwrap();
+        fs::write(&temp, b"other").unwrap();
+        let e = open_part(&mut rx.files[0]).unwrap_err().to_string();
+        assert!(e.contains("was replaced"), "{e}");
+        assert_eq!(fs::read(&victim).unwrap(), b"keep");
     }
 
     #[test]

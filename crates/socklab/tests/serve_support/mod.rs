@@ -254,31 +254,74 @@ pub fn until_close(addr: SocketAddr, req: &[u8]) -> Result<Vec<u8>, String> {
 
 /// `n` keep-alive GETs on one connection; checks each response and its body length.
 pub fn http_keepalive(addr: SocketAddr, n: usize, body: usize) -> Result<(), String> {
+    keepalive_gets(
+        addr,
+        n,
+        body,
+        b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        None,
+    )
+}
+
+/// `n` HTTP/1.0 GETs with `Connection: Keep-Alive` (as `ab -k` sends them) on one connection:
+/// every response must say `Connection: keep-alive` (RFC 9112 §9.3), else such a client waits
+/// for a close that never comes.
+pub fn http10_keepalive(addr: SocketAddr, n: usize, body: usize) -> Result<(), String> {
+    keepalive_gets(
+        addr,
+        n,
+        body,
+        b"GET / HTTP/1.0\r\nHost: localhost\r\nConnection: Keep-Alive\r\n\r\n",
+        Some("connection: keep-alive"),
+    )
+}
+
+/// `n` times `req` on one connection; checks each response's status, body length, that none
+/// says close, and that each has the header line `must` (lowercase), if given.
+fn keepalive_gets(
+    addr: SocketAddr,
+    n: usize,
+    body: usize,
+    req: &[u8],
+    must: Option<&str>,
+) -> Result<(), String> {
     let mut s = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
     let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
     for i in 0..n {
-        s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        s.write_all(req)
             .map_err(|e| format!("write GET {i}: {e}"))?;
         let mut status = String::new();
-        r.read_line(&mut status).map_err(|e| e.to_string())?;
+        r.read_line(&mut status)
+            .map_err(|e| format!("GET {i}: status line: {e}"))?;
         if !status.starts_with("HTTP/1.1 200 ") {
             return Err(format!("GET {i}: status {status:?}"));
         }
         let mut len = None;
+        let mut seen = must.is_none();
         loop {
             let mut h = String::new();
             r.read_line(&mut h).map_err(|e| e.to_string())?;
             if h == "\r\n" || h.is_empty() {
                 break;
             }
-            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            let lower = h.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
                 len = v.trim().parse::<usize>().ok();
             }
-            if h.to_ascii_lowercase().starts_with("connection: close") {
+            if lower.starts_with("connection: close") {
                 return Err(format!(
                     "GET {i}: the server closes a keep-alive connection"
                 ));
             }
+            seen |= must.is_some_and(|m| lower.trim_end() == m);
+        }
+        if !seen {
+            return Err(format!(
+                "GET {i}: the response lacks `{}` although the connection stays open",
+                must.unwrap_or_default()
+            ));
         }
         if len != Some(body) {
             return Err(format!("GET {i}: Content-Length {len:?}, want {body}"));
