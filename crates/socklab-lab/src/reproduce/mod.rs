@@ -247,6 +247,9 @@ pub struct Diff {
     rank: Option<MannWhitney>,
     bimodal: bool,
     n: usize,
+    /// Repetitions on each side.
+    n_a: usize,
+    n_b: usize,
 }
 
 /// Which way a difference went, at the level asked.
@@ -275,6 +278,8 @@ impl Diff {
             rank: mann_whitney(xa, xb),
             bimodal: bimodal(xa).is_some() || bimodal(xb).is_some(),
             n: xa.len().min(xb.len()),
+            n_a: xa.len(),
+            n_b: xb.len(),
         }
     }
 
@@ -335,14 +340,19 @@ impl Diff {
 
     /// `a 3.1 vs b 2.0: +55.0%, Welch difference 1.1 (95% CI 0.9 to 1.3), p<0.001, n=20`.
     pub fn text(&self) -> String {
+        let side = |name: &str, mean: f64| {
+            if mean.is_finite() {
+                format!("{name} {}", num(mean))
+            } else {
+                format!("{name} (no measured repetition)")
+            }
+        };
         let mut s = format!(
-            "{} {} vs {} {}",
-            self.a,
-            num(self.mean_a),
-            self.b,
-            num(self.mean_b)
+            "{} vs {}",
+            side(&self.a, self.mean_a),
+            side(&self.b, self.mean_b)
         );
-        if self.mean_b != 0.0 {
+        if self.mean_b != 0.0 && self.mean_a.is_finite() && self.mean_b.is_finite() {
             let _ = write!(
                 s,
                 ": {:+.1}%",
@@ -367,7 +377,11 @@ impl Diff {
                 let _ = write!(s, ", bimodal: Mann–Whitney {}", p_text(m.p_value));
             }
         }
-        let _ = write!(s, ", n={}", self.n);
+        if self.n_a == self.n_b {
+            let _ = write!(s, ", n={}", self.n);
+        } else {
+            let _ = write!(s, ", n={} and {}", self.n_a, self.n_b);
+        }
         s
     }
 }

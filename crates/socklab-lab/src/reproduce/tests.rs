@@ -529,3 +529,19 @@ fn no_difference_needs_a_narrow_interval() {
     assert_eq!(same(&up, &tight, Expect::Greater).verdict, Reproduced);
     assert_eq!(same(&tight, &up, Expect::Greater).verdict, Contradicted);
 }
+
+/// A side without a measured repetition (all invalid) reads as such: no `NaN%`, no made-up
+/// mean, and the repetitions of each side when they differ.
+#[test]
+fn a_side_without_measured_repetitions_says_so() {
+    let d = Diff::new("TCP cubic no rule", &[], "rudp no rule", &[0.63]);
+    let t = d.text();
+    assert!(!t.contains("NaN"), "{t}");
+    assert!(
+        t.starts_with("TCP cubic no rule (no measured repetition) vs rudp no rule 0.63"),
+        "{t}"
+    );
+    assert!(t.ends_with("n=0 and 1"), "{t}");
+    let d = Diff::new("a", &[1.0, 2.0], "b", &[1.0, 2.0]);
+    assert!(d.text().ends_with("n=2"), "{}", d.text());
+}
