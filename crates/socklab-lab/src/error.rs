@@ -36,6 +36,15 @@ pub enum LabError {
         /// What went wrong and what to do.
         reason: String,
     },
+    /// `--db` names something socklab will not use as its store (not a regular file, another
+    /// program's SQLite database): a bad argument, nothing was written.
+    #[error("results database '{path}': {reason}")]
+    NotAStore {
+        /// The path given.
+        path: PathBuf,
+        /// What it is and what to do.
+        reason: String,
+    },
     /// A run failed.
     #[error("{cell}: {source}")]
     Run {
@@ -94,6 +103,14 @@ impl LabError {
         LabError::Run {
             cell: label.to_string(),
             source,
+        }
+    }
+
+    /// Builds a [`LabError::NotAStore`].
+    pub fn not_a_store(path: &std::path::Path, reason: impl std::fmt::Display) -> LabError {
+        LabError::NotAStore {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
         }
     }
 

@@ -162,7 +162,116 @@ fn order_text(o: Order) -> String {
     }
 }
 
+/// The tables every socklab store has had since schema 1.
+const CORE_TABLES: [&str; 4] = ["meta", "experiments", "cells", "samples"];
+
+/// Refuses a `--db` that exists but is not a regular file (`/dev/null`, a directory, a FIFO):
+/// SQLite would open it and leave a `-journal` or `-wal` beside it.
+fn check_regular(path: &Path) -> Result<(), LabError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(LabError::not_a_store(
+            path,
+            "is not a regular file: name a database file with --db PATH (e.g. --db socklab.db)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `conn` is a socklab store (version > 0, its tables present), an empty database
+/// (`Ok(false)`), or an unrelated SQLite file (an error naming some of its tables).
+fn check_ours(conn: &Connection, path: &Path, version: i64) -> Result<bool, LabError> {
+    let fail = |e: rusqlite::Error| LabError::store(path, format!("cannot read: {e}"));
+    let mut st = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .map_err(fail)?;
+    let tables: Vec<String> = st
+        .query_map([], |r| r.get(0))
+        .map_err(fail)?
+        .collect::<Result<_, _>>()
+        .map_err(fail)?;
+    if version == 0 && tables.is_empty() {
+        return Ok(false);
+    }
+    if version > 0 && CORE_TABLES.iter().all(|t| tables.iter().any(|x| x == t)) {
+        return Ok(true);
+    }
+    let shown: Vec<&str> = tables.iter().take(3).map(String::as_str).collect();
+    Err(LabError::not_a_store(
+        path,
+        format!(
+            "is an SQLite database but not socklab's (user_version {version}; tables: {}{}): socklab leaves it untouched; name another file with --db PATH",
+            if shown.is_empty() { "none".to_string() } else { shown.join(", ") },
+            if tables.len() > 3 { ", …" } else { "" }
+        ),
+    ))
+}
+
+/// A `file:` URI for `path` (for SQLite's read-only and immutable modes).
+fn file_uri(path: &Path, query: &str) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
 impl Store {
+    /// Opens an existing database for reading only (`results`, `report`): nothing is written,
+    /// so a store on a read-only mount (or one socklab may not write) can be listed. A store of
+    /// an older schema is upgraded first (which writes). Refuses a file that is not socklab's.
+    pub fn open_read_only(path: &Path) -> Result<Store, LabError> {
+        use rusqlite::OpenFlags;
+        check_regular(path)?;
+        let fail = |e: &dyn std::fmt::Display| LabError::store(path, format!("cannot open: {e}"));
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let probe = |conn: &Connection| -> rusqlite::Result<i64> {
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        };
+        // A WAL store needs its -shm file; where it cannot be created (a read-only mount after
+        // a clean close removed it), nobody can be writing: read the file as immutable.
+        let (conn, version) = match Connection::open_with_flags(file_uri(path, "mode=ro"), flags)
+            .and_then(|c| probe(&c).map(|v| (c, v)))
+        {
+            Ok(x) => x,
+            Err(_) => {
+                let c = Connection::open_with_flags(file_uri(path, "mode=ro&immutable=1"), flags)
+                    .map_err(|e| fail(&e))?;
+                let v = probe(&c).map_err(|e| fail(&e))?;
+                (c, v)
+            }
+        };
+        if version > SCHEMA_VERSION {
+            return Err(LabError::store(
+                path,
+                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another --db"),
+            ));
+        }
+        if !check_ours(&conn, path, version)? {
+            return Err(LabError::store(
+                path,
+                "is an empty database: it holds no experiments yet; run an experiment first",
+            ));
+        }
+        if version < SCHEMA_VERSION {
+            drop(conn);
+            return Store::open(path);
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, LabError> {
         let fail = |e: &dyn std::fmt::Display| {
@@ -171,6 +280,9 @@ impl Store {
                 format!("cannot open: {e} (choose a writable file with --db PATH)"),
             )
         };
+        if path != Path::new(":memory:") {
+            check_regular(path)?;
+        }
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() && !dir.is_dir() {
                 return Err(fail(&format!(
@@ -182,6 +294,13 @@ impl Store {
         let conn = Connection::open(path).map_err(|e| fail(&e))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(|e| fail(&e))?;
+        // Before anything is written (WAL mode included): never touch another program's file.
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| fail(&e))?;
+        if version <= SCHEMA_VERSION {
+            check_ours(&conn, path, version)?;
+        }
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| fail(&e))?;
@@ -298,7 +417,18 @@ impl Store {
             "INSERT INTO samples(cell_id, rep, warmup, started_at, wall_s, extra_json) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
             params![cell_id, rep as i64, warmup, started_at, wall_s, sample.extra.to_string()],
         )
-        .map_err(err)?;
+        .map_err(|e| match e.sqlite_error_code() {
+            // Two processes ran the same repetition of one experiment (two `--resume` of the
+            // same file at once): the first stored it, this one lost the race.
+            Some(rusqlite::ErrorCode::ConstraintViolation) => LabError::store(
+                &path,
+                format!(
+                    "{} {rep} of cell {cell_id} is already stored: another socklab process is running this experiment (two --resume at once?); this one stops, the other keeps going: wait for it, then --resume again if anything is missing",
+                    if warmup { "warm-up" } else { "repetition" }
+                ),
+            ),
+            _ => err(e),
+        })?;
         let sid = tx.last_insert_rowid();
         {
             let mut st = tx

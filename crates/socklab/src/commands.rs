@@ -68,9 +68,10 @@ impl From<LabError> for Failure {
     fn from(e: LabError) -> Self {
         let msg = e.to_string();
         match e {
-            LabError::Param { .. } | LabError::UnknownKey { .. } | LabError::Plan(_) => {
-                Failure::Usage(msg)
-            }
+            LabError::Param { .. }
+            | LabError::UnknownKey { .. }
+            | LabError::Plan(_)
+            | LabError::NotAStore { .. } => Failure::Usage(msg),
             LabError::Interrupted { .. } => Failure::Interrupted(msg),
             LabError::Failed { .. } => Failure::Partial(msg),
             _ => Failure::Run(msg),
@@ -501,7 +502,7 @@ fn open_existing(db: &std::path::Path) -> Result<Store, Failure> {
     if !db.exists() {
         return Err(Failure::Run(format!("results database '{}' does not exist: run an experiment first, or name the file with --db PATH", db.display())));
     }
-    Ok(Store::open(db)?)
+    Ok(Store::open_read_only(db)?)
 }
 
 pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
