@@ -283,12 +283,41 @@ fn stored_report(store: &Store, id: i64) -> Result<LoadReport, Failure> {
     serde_json::from_value(sample.extra["report"].clone()).map_err(|e| missing(e.to_string()))
 }
 
+/// Descriptors a run needs besides one per connection: stdio, the store and its journal,
+/// the generator threads' epoll instances and timers, a self-started server's pipes.
+const FD_MARGIN: u64 = 64;
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit (as a shell's `ulimit -n $(ulimit -Hn)`)
+/// and refuses, in one line, a run whose `connections` cannot all be open at once: each would
+/// otherwise fail its connect with EMFILE, counted as a connect failure of the server.
+fn ensure_descriptors(connections: usize) -> Result<(), Failure> {
+    use socklab_sys::procs::{nofile_limit, set_nofile_limit};
+    let need = connections as u64 + FD_MARGIN;
+    let (mut soft, hard) = nofile_limit()?;
+    if soft < hard && set_nofile_limit(hard).is_ok() {
+        soft = hard;
+    }
+    if soft >= need {
+        return Ok(());
+    }
+    let fit = soft.saturating_sub(FD_MARGIN);
+    let instead = if fit > 0 {
+        format!(", or run at most {fit} connections")
+    } else {
+        String::new()
+    };
+    Err(usage(format!(
+        "--connections {connections} needs {need} open descriptors (one per connection, {FD_MARGIN} for socklab) but this process may open only {soft} (hard limit {hard}): raise it (ulimit -n {need}, above the hard limit as root){instead}"
+    )))
+}
+
 pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     let params = workload_params(&a)?;
     let plan = plan(&a, params)?;
     if dry {
         return crate::dryrun::print_plan(&plan);
     }
+    ensure_descriptors(a.clients.or(a.connections).unwrap_or(10))?;
     let mut store = Store::open(&a.db)?;
     install_interrupt_flag()?;
     if a.reps.is_some() {
