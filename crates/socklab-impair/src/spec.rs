@@ -293,7 +293,21 @@ fn parse_rate(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
         )),
     };
     let bits = (v * scale).round();
-    if !bits.is_finite() || bits < 1.0 || bits >= u64::MAX as f64 {
+    if bits.is_nan() {
+        return Err(err(
+            ctx,
+            tok,
+            "not a rate; write e.g. 100mbit, 1gbit or 500kbps",
+        ));
+    }
+    if bits > MAX_RATE_BPS as f64 {
+        return Err(err(
+            ctx,
+            tok,
+            "too large: the largest rate accepted is 1000tbit (10^15 bit/s); omit rate for an unlimited link",
+        ));
+    }
+    if bits < 1.0 {
         return Err(err(
             ctx,
             tok,
@@ -302,6 +316,10 @@ fn parse_rate(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
     }
     Ok(bits as u64)
 }
+
+/// The largest `rate` accepted, bits per second: 1000tbit, far above any link a host can
+/// emulate, and far from the overflow of the emulator's and tc's arithmetic.
+pub const MAX_RATE_BPS: u64 = 1_000_000_000_000_000;
 
 impl FromStr for LinkSpec {
     type Err = ParseSpecError;

@@ -303,3 +303,31 @@ fn error_messages_are_exact() {
         assert_eq!(error(input), message, "{input:?}");
     }
 }
+
+/// Issue 16 item 14: a rate that overflows is too large (the largest accepted named), not
+/// "not positive"; the largest accepted rate parses.
+#[test]
+fn a_huge_rate_is_too_large_and_the_limit_is_named() {
+    for tok in [
+        "99999999999999999999tbit",
+        "1001tbit",
+        "18446744073709551616bit",
+    ] {
+        let e = error(&format!("rate {tok}"));
+        assert_eq!(
+            e,
+            format!("rate {tok}: too large: the largest rate accepted is 1000tbit (10^15 bit/s); omit rate for an unlimited link"),
+        );
+    }
+    assert_eq!(
+        parse("rate 1000tbit").rate_bps,
+        Some(socklab_impair::spec::MAX_RATE_BPS)
+    );
+    assert!(error("rate 0bit").contains("must be positive"));
+    assert!(
+        error("rate -5mbit").contains("must be positive"),
+        "{}",
+        error("rate -5mbit")
+    );
+    assert!(error("rate nanbit").contains("not a rate"));
+}

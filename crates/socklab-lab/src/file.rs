@@ -38,7 +38,7 @@ use toml::Spanned;
 
 use crate::describe;
 use crate::params::{normalize_key, Params};
-use crate::plan::{Axis, Group, Order, Plan};
+use crate::plan::{Axis, Group, Order, Plan, MAX_REPS, MAX_WARMUP};
 use crate::workload::{kind as workload_kind_of, kinds, Workload};
 use crate::LabError;
 
@@ -141,25 +141,34 @@ fn table<'t, 'i>(
     }
 }
 
+/// A whole number in `min..=max` (`max`: the key's stated limit, named when exceeded).
 fn count(
     ctx: &Ctx<'_>,
     key: &str,
     v: &Spanned<DeValue<'_>>,
     min: usize,
+    max: usize,
 ) -> Result<usize, LabError> {
     match v.get_ref() {
-        DeValue::Integer(i) => i
-            .as_str()
-            .replace('_', "")
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n >= min)
-            .ok_or_else(|| {
-                ctx.err(
+        DeValue::Integer(i) => {
+            let text = i.as_str().replace('_', "");
+            let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+            match text.parse::<usize>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                Ok(n) if n > max => Err(ctx.err(
+                    v.span().start,
+                    format!("'{key}' = {text}: at most {max}; give a smaller number"),
+                )),
+                Err(_) if digits && max < usize::MAX => Err(ctx.err(
+                    v.span().start,
+                    format!("'{key}' = {text}: at most {max}; give a smaller number"),
+                )),
+                _ => Err(ctx.err(
                     v.span().start,
                     format!("'{key}' must be a whole number of at least {min}"),
-                )
-            }),
+                )),
+            }
+        }
         _ => Err(ctx.err(
             v.span().start,
             format!("'{key}' must be a whole number, e.g. {key} = 5"),
@@ -385,15 +394,15 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
         .transpose()?
         .unwrap_or_default();
     let reps = get("reps")
-        .map(|v| count(&ctx, "reps", v, 1))
+        .map(|v| count(&ctx, "reps", v, 1, MAX_REPS))
         .transpose()?
         .unwrap_or(5);
     let warmup = get("warmup")
-        .map(|v| count(&ctx, "warmup", v, 0))
+        .map(|v| count(&ctx, "warmup", v, 0, MAX_WARMUP))
         .transpose()?
         .unwrap_or(1);
     let seed = get("seed")
-        .map(|v| count(&ctx, "seed", v, 0))
+        .map(|v| count(&ctx, "seed", v, 0, usize::MAX))
         .transpose()?
         .unwrap_or(1) as u64;
     let order = match get("order") {
@@ -416,8 +425,8 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
     if let Some(q) = get("quick") {
         for (k, v) in entries(table(&ctx, "quick", q)?) {
             match k.get_ref().as_ref() {
-                "reps" => quick_reps = Some(count(&ctx, "quick.reps", v, 1)?),
-                "warmup" => quick_warmup = Some(count(&ctx, "quick.warmup", v, 0)?),
+                "reps" => quick_reps = Some(count(&ctx, "quick.reps", v, 1, MAX_REPS)?),
+                "warmup" => quick_warmup = Some(count(&ctx, "quick.warmup", v, 0, MAX_WARMUP)?),
                 "description" => {
                     quick_description = Some(string(&ctx, "quick.description", v)?);
                     quick_description_at = v.span().start;
@@ -708,6 +717,17 @@ quick = { fixed = { bytes = "64K" } }
         );
         let e = err("name = \"a\"\nworkload = \"bulk\"\nreps = 0\n");
         assert_eq!(e, "x.toml:3: 'reps' must be a whole number of at least 1");
+        // Issue 16 item 11: counts past their limit are refused at the line, the limit named.
+        let e = err("name = \"a\"\nworkload = \"bulk\"\nreps = 99999999999\n");
+        assert_eq!(
+            e,
+            "x.toml:3: 'reps' = 99999999999: at most 100000; give a smaller number"
+        );
+        let e = err("name = \"a\"\nworkload = \"bulk\"\n[quick]\nwarmup = 4_294_967_295\n");
+        assert_eq!(
+            e,
+            "x.toml:4: 'quick.warmup' = 4294967295: at most 10000; give a smaller number"
+        );
         let e = err("name = \"a\"\nworkload = \"bulk\"\norder = \"backwards\"\n");
         assert!(e.starts_with("x.toml:3: unknown order 'backwards'"), "{e}");
         let e =

@@ -140,6 +140,71 @@ impl Group {
 
 /// Most cells one plan may hold (a guard against a typo that explodes the matrix).
 pub const MAX_CELLS: usize = 10_000;
+/// Most measured repetitions per cell (`reps`, `--reps`).
+pub const MAX_REPS: usize = 100_000;
+/// Most warm-up repetitions per cell (`warmup`, `--warmup`).
+pub const MAX_WARMUP: usize = 10_000;
+/// Most runs one plan may hold: cells x (repetitions + warm-up), the length of its schedule.
+pub const MAX_RUNS: usize = 1_000_000;
+
+/// Checks the repetition counts of a plan: `reps` in 1..=[`MAX_REPS`], `warmup` at most
+/// [`MAX_WARMUP`], and `cells` x (`reps` + `warmup`) at most [`MAX_RUNS`]. Cheap: callers check
+/// before building anything the counts size (the matrix, the schedule).
+pub fn check_counts(cells: usize, reps: usize, warmup: usize) -> Result<(), LabError> {
+    if reps == 0 {
+        return Err(LabError::Plan(
+            "--reps 0: run at least one repetition (e.g. --reps 5)".into(),
+        ));
+    }
+    if reps > MAX_REPS {
+        return Err(LabError::Plan(format!(
+            "--reps {reps}: at most {MAX_REPS} repetitions per cell (e.g. --reps 30)"
+        )));
+    }
+    if warmup > MAX_WARMUP {
+        return Err(LabError::Plan(format!(
+            "--warmup {warmup}: at most {MAX_WARMUP} warm-up repetitions per cell (e.g. --warmup 1)"
+        )));
+    }
+    let runs = cells.saturating_mul(reps + warmup);
+    if runs > MAX_RUNS {
+        return Err(LabError::Plan(format!(
+            "{cells} cell{} x ({reps} repetitions + {warmup} warm-up) = {runs} runs: at most {MAX_RUNS} runs per plan; vary fewer parameters or run fewer repetitions",
+            if cells == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(())
+}
+
+/// The cells of `groups` before duplicates collapse (the sum over groups of the product of
+/// their axes' lengths), refused above [`MAX_CELLS`] before anything is expanded.
+fn check_matrix(groups: &[Group]) -> Result<(), LabError> {
+    let mut total = 0usize;
+    let mut shapes = Vec::new();
+    for g in groups {
+        let n = g
+            .axes
+            .iter()
+            .fold(1usize, |n, a| n.saturating_mul(a.points.len()));
+        total = total.saturating_add(n);
+        if !g.axes.is_empty() {
+            let dims: Vec<String> = g.axes.iter().map(|a| a.points.len().to_string()).collect();
+            shapes.push(dims.join(" x "));
+        }
+    }
+    if total > MAX_CELLS {
+        let shown = if total == usize::MAX {
+            "more than 18446744073709551614".to_string()
+        } else {
+            total.to_string()
+        };
+        return Err(LabError::Plan(format!(
+            "the matrix has {shown} cells ({}): at most {MAX_CELLS}; vary fewer parameters",
+            shapes.join(" + ")
+        )));
+    }
+    Ok(())
+}
 
 impl Plan {
     /// Builds a plan from groups: expands, parses every cell (all errors surface now, before
@@ -153,17 +218,18 @@ impl Plan {
         order: Order,
         command: &str,
     ) -> Result<Plan, LabError> {
-        if reps == 0 {
-            return Err(LabError::Plan(
-                "--reps 0: run at least one repetition (e.g. --reps 5)".into(),
-            ));
-        }
+        check_counts(1, reps, warmup)?;
+        check_matrix(groups)?;
         let mut parsed: Vec<(Workload, Params)> = Vec::new();
+        // Equal workloads print equal parameters: a cell whose printed parameters are new is
+        // new, and only a collision needs the comparison with every cell (n log n, not n^2).
+        let mut seen = std::collections::BTreeSet::new();
         for g in groups {
             for p in g.expand() {
                 let w = Workload::from_params(&g.kind, &p)?;
                 let canon = w.params();
-                if !parsed.iter().any(|(pw, _)| *pw == w) {
+                if seen.insert((w.kind(), canon.clone())) || !parsed.iter().any(|(pw, _)| *pw == w)
+                {
                     parsed.push((w, canon));
                 }
                 if parsed.len() > MAX_CELLS {
@@ -176,6 +242,7 @@ impl Plan {
         if parsed.is_empty() {
             return Err(LabError::Plan("the plan has no cells".into()));
         }
+        check_counts(parsed.len(), reps, warmup)?;
         let labels = labels(&parsed);
         let cells = parsed
             .into_iter()
@@ -196,6 +263,21 @@ impl Plan {
             order,
             command: command.to_string(),
         })
+    }
+
+    /// Replaces the repetition counts (a command line's `--reps`/`--warmup` over a file's),
+    /// checked as [`Plan::build`] checks them.
+    pub fn set_counts(
+        &mut self,
+        reps: Option<usize>,
+        warmup: Option<usize>,
+    ) -> Result<(), LabError> {
+        let reps = reps.unwrap_or(self.reps);
+        let warmup = warmup.unwrap_or(self.warmup);
+        check_counts(self.cells.len(), reps, warmup)?;
+        self.reps = reps;
+        self.warmup = warmup;
+        Ok(())
     }
 
     /// The sequence of runs: `(cell index, repetition, is_warmup)`. Warm-ups come first.
@@ -392,5 +474,59 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--reps 0"));
+    }
+
+    #[test]
+    fn counts_and_the_matrix_are_bounded_before_anything_is_built() {
+        let build = |g: &Group, reps, warmup| {
+            Plan::build(
+                "x",
+                "",
+                std::slice::from_ref(g),
+                reps,
+                warmup,
+                Order::Interleaved,
+                "",
+            )
+            .map(|p| p.cells.len())
+            .map_err(|e| e.to_string())
+        };
+        let one = Group::new("memcpy", Params::new());
+        assert_eq!(build(&one, MAX_REPS, MAX_WARMUP), Ok(1));
+        let e = build(&one, 99_999_999_999, 0).unwrap_err();
+        assert_eq!(
+            e,
+            "--reps 99999999999: at most 100000 repetitions per cell (e.g. --reps 30)"
+        );
+        let e = build(&one, 1, 4_294_967_295).unwrap_err();
+        assert!(e.starts_with("--warmup 4294967295: at most 10000"), "{e}");
+        // The product of the axes, named, before the cells are expanded.
+        let vals = |n: usize| (1..=n).map(|i| format!("{i}K")).collect::<Vec<_>>();
+        let cube = Group::new("memcpy", Params::new())
+            .axis(Axis::single("size", vals(30)))
+            .axis(Axis::single("bytes", vals(30)))
+            .axis(Axis::zipped(&["size", "bytes"], &[vals(30), vals(30)]).unwrap());
+        let e = build(&cube, 1, 0).unwrap_err();
+        assert_eq!(
+            e,
+            "the matrix has 27000 cells (30 x 30 x 30): at most 10000; vary fewer parameters"
+        );
+        // Cells x (reps + warm-up) is bounded too.
+        let square = Group::new("memcpy", Params::new())
+            .axis(Axis::single("size", vals(10)))
+            .axis(Axis::single("bytes", vals(100)));
+        assert_eq!(build(&square, 999, 1), Ok(1000));
+        let e = build(&square, 1000, 1).unwrap_err();
+        assert!(
+            e.starts_with(
+                "1000 cells x (1000 repetitions + 1 warm-up) = 1001000 runs: at most 1000000"
+            ),
+            "{e}"
+        );
+        let mut p = Plan::build("x", "", &[square], 999, 1, Order::Interleaved, "").unwrap();
+        assert!(p.set_counts(Some(1000), None).is_err());
+        assert_eq!((p.reps, p.warmup), (999, 1), "unchanged when refused");
+        p.set_counts(Some(50), Some(0)).unwrap();
+        assert_eq!((p.reps, p.warmup), (50, 0));
     }
 }

@@ -159,8 +159,16 @@ fn parse_idle_timeout(text: &str) -> Result<std::time::Duration, Failure> {
 
 pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
     let ip = parse_bind(&a.bind)?;
-    let read_size =
-        parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? as usize;
+    let read_size = match parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? {
+        n @ 1.. if n <= socklab_net::protocol::MAX_READ_SIZE as u64 => n as usize,
+        _ => {
+            return Err(usage(format!(
+                "--read-size {}: use 1 to {}",
+                a.read_size,
+                format_size(socklab_net::protocol::MAX_READ_SIZE as u64)
+            )))
+        }
+    };
     let idle_timeout = parse_idle_timeout(&a.idle_timeout)?;
     let cfg = SinkConfig {
         bind: SocketAddr::new(ip, a.port),
@@ -709,17 +717,7 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
         .map_err(|e| usage(format!("cannot read experiment file '{origin}': {e}")))?;
     let file = socklab_lab::file::parse(&text, &origin)?;
     let mut plan = file.plan(a.quick, &command_line())?;
-    if let Some(r) = a.reps {
-        if r == 0 {
-            return Err(usage(
-                "--reps 0: run at least one repetition (e.g. --reps 5)",
-            ));
-        }
-        plan.reps = r;
-    }
-    if let Some(w) = a.warmup {
-        plan.warmup = w;
-    }
+    plan.set_counts(a.reps, a.warmup)?;
     if !(a.noise_cv > 0.0 && a.noise_cv.is_finite()) {
         return Err(usage(format!(
             "--noise-cv {}: give a positive fraction, e.g. 0.10 for 10%",

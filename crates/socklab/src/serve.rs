@@ -124,6 +124,20 @@ fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
         )));
     }
     let workers = a.workers.unwrap_or_else(socklab_sys::host::cores);
+    // Checked here too (the server checks them when it starts), so --dry-run names them.
+    if workers == 0 || workers > server::MAX_WORKERS {
+        return Err(usage(format!(
+            "--workers {workers} is out of range: use 1 to {}",
+            server::MAX_WORKERS
+        )));
+    }
+    if body > server::handler::HTTP_MAX_BODY {
+        return Err(usage(format!(
+            "--body {} is too large: use at most {} bytes",
+            a.body,
+            server::handler::HTTP_MAX_BODY
+        )));
+    }
     Ok(ServeConfig {
         bind: SocketAddr::new(parse_bind(&a.bind)?, a.port),
         design,

@@ -14,7 +14,9 @@ use crate::metric::{m, Better, Metric};
 use crate::params::{parse_bool, parse_count, Key, Params};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::sample::Sample;
-use crate::workload::key::{nonzero_usize, parse_target, Target};
+use crate::workload::key::{
+    at_most, bounded, nonzero_usize, parse_target, Target, MAX_BYTES, MAX_COUNT,
+};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
 use crate::LabError;
@@ -60,6 +62,9 @@ pub const DURATION: Key = Key::new("duration", "2s", "time to send");
 pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket");
 /// `read_size`.
 pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink");
+
+/// Largest `sndbuf` (1 GiB, as `--opts sndbuf=`): setsockopt takes an int.
+const MAX_SNDBUF: usize = 1 << 30;
 
 /// The keys of the bulk workload.
 pub const KEYS: &[Key] = &[
@@ -261,15 +266,20 @@ impl Spec for BulkSpec {
                 "give only one of iterations, duration and bytes".into(),
             ));
         }
-        let limit = if let Some(n) = p.parse_opt("iterations", parse_count)? {
+        let limit = if let Some(n) = p.parse_opt("iterations", at_most(MAX_COUNT))? {
             Limit::Iterations(n)
-        } else if let Some(b) = p.parse_opt("bytes", parse_size)? {
+        } else if let Some(b) = p.parse_opt("bytes", |s| match parse_size(s)? {
+            b if b <= MAX_BYTES => Ok(b),
+            _ => Err(format!("at most {}", format_size(MAX_BYTES))),
+        })? {
             Limit::Bytes(b)
         } else {
             Limit::Duration(p.value(&DURATION, parse_duration)?)
         };
+        let link = link::parse(p)?;
+        let connect_timeout = link::connect_timeout(p, &link, Duration::from_secs(5))?;
         let spec = BulkSpec {
-            link: link::parse(p)?,
+            link,
             to: p.value(&TO, parse_target)?,
             cfg: BulkConfig {
                 to: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -279,11 +289,11 @@ impl Spec for BulkSpec {
                 limit,
                 cc: p.value(&CC, |s| Ok::<_, String>(s.trim().to_string()))?,
                 nodelay: p.value_in(KEYS, "nodelay", parse_bool)?,
-                sndbuf: p.parse_opt("sndbuf", nonzero_usize)?,
+                sndbuf: p.parse_opt("sndbuf", bounded(1, MAX_SNDBUF))?,
                 read_size: p.value(&READ_SIZE, nonzero_usize)?,
                 verify: p.value_in(KEYS, "verify", parse_bool)?,
                 seed: p.value_in(KEYS, "seed", parse_count)?,
-                connect_timeout: Duration::from_secs(5),
+                connect_timeout,
             },
         };
         // Check the combination now, before anything runs.
@@ -337,7 +347,22 @@ impl Spec for BulkSpec {
         let (r, link_run) = res.in_client(in_link, || {
             socklab_net::bulk::run(&self.net_config(to), stop)
         })?;
-        let r = r.map_err(|source| LabError::run(label, source))?;
+        let r = r.map_err(|e| match e {
+            // The sink socklab started is listening: a connect that fails reached it not (the
+            // link's loss or delay); "omit --to" would be no advice.
+            socklab_net::NetError::Connect { addr, source } if self.to == Target::SelfSink => {
+                let context = if in_link {
+                    format!(
+                        "cannot connect over the emulated link to the sink socklab started at {addr} (waited {}; the link's loss or delay outlasted it)",
+                        format_duration(self.cfg.connect_timeout)
+                    )
+                } else {
+                    format!("cannot connect to the sink socklab started at {addr}")
+                };
+                LabError::run(label, socklab_net::NetError::Io { context, source })
+            }
+            other => LabError::run(label, other),
+        })?;
         if r.verified == Some(false) {
             return Err(LabError::run(
                 label,

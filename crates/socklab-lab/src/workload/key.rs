@@ -65,6 +65,20 @@ pub fn bounded(lo: usize, hi: usize) -> impl Fn(&str) -> Result<usize, String> {
     }
 }
 
+/// Most rounds, round trips or requests one run may be asked for (`iterations`, `count`,
+/// `requests`, `conn_requests`): a guard against a typo, far beyond any useful run.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+/// Most bytes one bulk run may be asked to send (`bytes`): 1 TiB.
+pub const MAX_BYTES: u64 = 1 << 40;
+
+/// A count (K/M/G suffixes allowed) of at most `hi`; a smaller bound is the caller's.
+pub fn at_most(hi: u64) -> impl Fn(&str) -> Result<u64, String> {
+    move |s| match crate::params::parse_count(s)? {
+        n if n <= hi => Ok(n),
+        _ => Err(format!("at most {hi}")),
+    }
+}
+
 /// A duration in `lo..=hi`.
 pub fn duration_in(lo: Duration, hi: Duration) -> impl Fn(&str) -> Result<Duration, String> {
     move |s| match parse_duration(s)? {
@@ -95,6 +109,8 @@ mod tests {
         assert_eq!(nonzero_usize("0").unwrap_err(), "must be at least 1");
         assert_eq!(bounded(1, 3)("4").unwrap_err(), "use 1 to 3");
         assert_eq!(bounded(1, 3)("2K").unwrap_err(), "use 1 to 3");
+        assert_eq!(at_most(3)("3"), Ok(3));
+        assert_eq!(at_most(3)("4").unwrap_err(), "at most 3");
         let d = duration_in(Duration::from_millis(1), Duration::from_secs(2));
         assert_eq!(d("1s"), Ok(Duration::from_secs(1)));
         assert_eq!(d("3s").unwrap_err(), "use 1ms to 2s");

@@ -4,8 +4,11 @@
 //! workload. The client runs on the link's client side, the self-started server on its server
 //! side (a namespace, or behind a relay on loopback with `udp-proxy`).
 
+use std::time::Duration;
+
 use socklab_net::error::LinkKeyError;
 use socklab_net::link::{LinkConfig, KEYS as NET_KEYS};
+use socklab_net::units::format_duration;
 
 use crate::params::{Key, Params};
 use crate::workload::key::Target;
@@ -69,6 +72,47 @@ pub fn check_target(link: &Option<LinkParams>, to: &Target, udp: bool) -> Result
     Ok(())
 }
 
+/// Longest a TCP client of a workload waits for its connect, whatever the link's delay.
+pub const MAX_CONNECT_WAIT: Duration = Duration::from_secs(65);
+/// Largest round trip of a link's base delays (both directions) a TCP workload accepts: a
+/// handshake needs one, and beyond this the connect would outlast [`MAX_CONNECT_WAIT`].
+pub const MAX_HANDSHAKE_DELAY: Duration = Duration::from_secs(30);
+
+/// The connect timeout of a TCP workload over `link`: `base`, plus twice the round trip of the
+/// link's delays (a SYN lost once is sent again after about that long). Refuses a link whose
+/// delays alone make a connect take longer than [`MAX_HANDSHAKE_DELAY`], naming the delay: the
+/// connect would otherwise time out and read as a server that is not listening.
+pub fn connect_timeout(
+    p: &Params,
+    link: &Option<LinkParams>,
+    base: Duration,
+) -> Result<Duration, LabError> {
+    let Some(l) = link else { return Ok(base) };
+    let rtt_ns = l
+        .pair
+        .forward
+        .delay_ns
+        .saturating_add(l.pair.backward.delay_ns);
+    let rtt = Duration::from_nanos(rtt_ns);
+    if rtt > MAX_HANDSHAKE_DELAY {
+        let (key, value) = match p.get("link_back") {
+            Some(b) if l.pair.backward.delay_ns > l.pair.forward.delay_ns => ("link_back", b),
+            _ => ("link", p.get("link").unwrap_or_default()),
+        };
+        return Err(LabError::param(
+            key,
+            value,
+            format!(
+                "a TCP handshake over this link takes at least {} (its delays both ways); the most socklab accepts is {}, so that a connect completes within its {} wait (a lost SYN sent again included): give smaller delays",
+                format_duration(rtt),
+                format_duration(MAX_HANDSHAKE_DELAY),
+                format_duration(MAX_CONNECT_WAIT)
+            ),
+        ));
+    }
+    Ok(base + rtt * 2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +137,41 @@ mod tests {
             e.to_string(),
             "link_mtu = '100': use 576 to 65535 (1500 is Ethernet's)"
         );
+    }
+
+    #[test]
+    fn the_connect_timeout_covers_the_links_delay_or_the_delay_is_refused() {
+        let base = Duration::from_secs(5);
+        assert_eq!(connect_timeout(&Params::new(), &None, base).unwrap(), base);
+        let p = Params::new().with("link", "delay 2s");
+        let l = parse(&p).unwrap();
+        // 2 s each way: a 4 s round trip, twice, over the base.
+        assert_eq!(
+            connect_timeout(&p, &l, base).unwrap(),
+            Duration::from_secs(13)
+        );
+        // Jitter is not counted: item 9's "delay 10ms 100000s" still runs (and is bounded by
+        // its own deadlines).
+        let p = Params::new().with("link", "delay 10ms 100000s");
+        let l = parse(&p).unwrap();
+        assert!(connect_timeout(&p, &l, base).unwrap() < Duration::from_secs(6));
+        let p = Params::new().with("link", "delay 100000s");
+        let e = connect_timeout(&p, &parse(&p).unwrap(), base)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "link = 'delay 100000s': a TCP handshake over this link takes at least 200000s"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("the most socklab accepts is 30s"), "{e}");
+        let p = Params::new()
+            .with("link", "delay 1ms")
+            .with("link_back", "delay 40s");
+        let e = connect_timeout(&p, &parse(&p).unwrap(), base)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("link_back = 'delay 40s'"), "{e}");
     }
 }

@@ -12,10 +12,10 @@ use socklab_net::units::{format_duration, format_size, parse_duration};
 use socklab_stats::Summary;
 
 use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_count, Key, Params};
+use crate::params::{parse_bool, Key, Params};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::sample::Sample;
-use crate::workload::key::{nonzero_usize, parse_target, Target};
+use crate::workload::key::{at_most, nonzero_usize, parse_target, Target, MAX_COUNT};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
 use crate::LabError;
@@ -69,6 +69,8 @@ fn parse_timeout(s: &str) -> Result<Option<Duration>, String> {
         .map(Some)
         .map_err(|e| format!("{e}, or auto (5s over TCP, 200ms over UDP)"))
 }
+/// Most resends of one UDP message (`retries`).
+const MAX_RETRIES: u32 = 1000;
 /// `retries`.
 pub const RETRIES: Key = Key::new(
     "retries",
@@ -261,13 +263,16 @@ impl Spec for PingSpec {
             to: SocketAddr::from(([127, 0, 0, 1], 0)),
             udp,
             size: p.value(&SIZE, nonzero_usize)?,
-            count: p.value(&COUNT, parse_count)?,
+            count: p.value(&COUNT, at_most(MAX_COUNT))?,
             opts: p.value(&OPTS, |s| s.parse::<OptSet>())?,
             timeout,
-            retries: p.value_in(KEYS, "retries", |s| {
-                s.trim()
-                    .parse::<u32>()
-                    .map_err(|_| "a whole number, e.g. 3".to_string())
+            retries: p.value_in(KEYS, "retries", |s| match s.trim().parse::<u32>() {
+                Ok(n) if n <= MAX_RETRIES => Ok(n),
+                Ok(_) => Err(format!("at most {MAX_RETRIES}")),
+                Err(_) if s.trim().bytes().all(|b| b.is_ascii_digit()) => {
+                    Err(format!("at most {MAX_RETRIES}"))
+                }
+                Err(_) => Err("a whole number, e.g. 3".to_string()),
             })?,
             reply: p.value(&REPLY, |s| s.parse::<Reply>())?,
             new_connection_per_message: p.value_in(KEYS, "new_connection", parse_bool)?,
@@ -285,6 +290,10 @@ impl Spec for PingSpec {
         }
         let link = link::parse(p)?;
         link::check_target(&link, &to, cfg.udp)?;
+        let mut cfg = cfg;
+        if !cfg.udp {
+            cfg.connect_timeout = link::connect_timeout(p, &link, cfg.connect_timeout)?;
+        }
         Ok(PingSpec { to, cfg, link })
     }
 

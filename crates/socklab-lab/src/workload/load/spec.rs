@@ -1,6 +1,7 @@
 //! The load workload's keys: parsing them into a [`LoadSpec`] and printing it back.
 
 use super::*;
+use crate::workload::key::MAX_COUNT;
 
 fn workers_value(s: &str) -> Result<Option<usize>, String> {
     match s.trim() {
@@ -18,6 +19,7 @@ fn count_or_unlimited(s: &str) -> Result<Option<u64>, String> {
         "unlimited" => Ok(None),
         t => match parse_count(t)? {
             0 => Err("use at least 1, or unlimited".into()),
+            n if n > MAX_COUNT => Err(format!("use at most {MAX_COUNT}, or unlimited")),
             n => Ok(Some(n)),
         },
     }
