@@ -15,6 +15,7 @@
 //! - [`procs`] — the classic servers' primitives: `fork`/`_exit`/reaping, an `fcntl` lock, a
 //!   process-shared mutex and counters in shared memory, `SCM_RIGHTS` passing, `RLIMIT_NOFILE`;
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
+//! - [`fs`] — free space of a file system (`fstatvfs`);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
 //! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
@@ -24,6 +25,7 @@
 
 pub mod alloc_count;
 pub mod epoll;
+pub mod fs;
 pub mod host;
 pub mod io;
 pub mod netns;

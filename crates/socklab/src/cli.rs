@@ -475,6 +475,19 @@ pub struct TransferServeArgs {
     /// Stop after the first transfer.
     #[arg(long)]
     pub once: bool,
+    /// TCP: most transfers served at once (default 64); further clients are told `server full`.
+    #[arg(long, value_name = "N")]
+    pub max_sessions: Option<u64>,
+    /// TCP: close a session whose client delivers under 16 KiB of whole frames this long
+    /// (default 30s).
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// Refuse manifests that declare a file larger than this (`off`: no limit).
+    #[arg(long, value_name = "SIZE", default_value = "64G")]
+    pub max_file_size: String,
+    /// At start, remove partial files of unfinished transfers older than this (`off`: keep).
+    #[arg(long, value_name = "AGE", default_value = "7d")]
+    pub partial_max_age: String,
     /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner).
     #[arg(long)]
     pub announce: bool,

@@ -10,8 +10,11 @@ use socklab_lab::plan::{Group, Plan};
 use socklab_lab::store::Store;
 use socklab_lab::table::{num, Table};
 use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
-use socklab_net::transfer::{FileOutcome, ServerSession, TransferReport};
-use socklab_net::units::{format_size, parse_duration};
+use socklab_net::transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
+use socklab_net::transfer::{
+    FileOutcome, ReceiveLimits, ServerSession, TcpServeOptions, TransferReport,
+};
+use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
@@ -96,10 +99,107 @@ fn session_line(s: &ServerSession) -> String {
     l
 }
 
+/// Most sessions `--max-sessions` may allow (each is a thread).
+const MAX_MAX_SESSIONS: u64 = 4096;
+
+/// The checked `transfer serve` limits.
+struct ServeLimits {
+    tcp: TcpServeOptions,
+    partial_max_age: Option<std::time::Duration>,
+}
+
+/// `--max-file-size SIZE|off`.
+fn parse_max_file_size(text: &str) -> Result<Option<u64>, Failure> {
+    if text.trim() == "off" {
+        return Ok(None);
+    }
+    match parse_size(text) {
+        Ok(0) => Err(usage(format!(
+            "--max-file-size '{text}': give a positive size such as 64G, or off for no limit"
+        ))),
+        Ok(n) => Ok(Some(n)),
+        Err(e) => Err(usage(format!("--max-file-size {e} (or off for no limit)"))),
+    }
+}
+
+/// `--partial-max-age AGE|off`: a duration, or whole days as `7d`.
+fn parse_partial_max_age(text: &str) -> Result<Option<std::time::Duration>, Failure> {
+    let t = text.trim();
+    if t == "off" {
+        return Ok(None);
+    }
+    let bad = |why: String| usage(format!("--partial-max-age {why} (or off to keep them)"));
+    let d = match t.strip_suffix('d').map(str::parse::<u64>) {
+        Some(Ok(days)) if days <= 100_000 => std::time::Duration::from_secs(days * 86_400),
+        Some(_) => {
+            return Err(bad(format!(
+                "'{text}': give whole days up to 100000, e.g. 7d"
+            )))
+        }
+        None => parse_duration(t).map_err(bad)?,
+    };
+    if d.is_zero() {
+        return Err(bad(format!(
+            "'{text}' would remove the partial files of transfers still running: give e.g. 7d"
+        )));
+    }
+    Ok(Some(d))
+}
+
+fn serve_limits(a: &TransferServeArgs, proto: Proto) -> Result<ServeLimits, Failure> {
+    let tcp_only = |flag: &str, given: bool| {
+        if given && proto == Proto::Rudp {
+            Err(usage(format!(
+                "{flag} applies to --proto tcp (rudp has its own session table and idle timeout): leave it out"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    tcp_only("--max-sessions", a.max_sessions.is_some())?;
+    tcp_only("--idle-timeout", a.idle_timeout.is_some())?;
+    let max_sessions = match a.max_sessions {
+        None => DEFAULT_MAX_SESSIONS,
+        Some(n) if (1..=MAX_MAX_SESSIONS).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(usage(format!(
+                "--max-sessions {n}: give 1 to {MAX_MAX_SESSIONS} (each session is a thread)"
+            )))
+        }
+    };
+    let idle_timeout = match &a.idle_timeout {
+        None => IDLE_TIMEOUT,
+        Some(t) => match parse_duration(t) {
+            Ok(d) if !d.is_zero() => d,
+            Ok(_) => {
+                return Err(usage(format!(
+                    "--idle-timeout '{t}': give the client some time, e.g. --idle-timeout 30s"
+                )))
+            }
+            Err(e) => return Err(usage(format!("--idle-timeout {e}"))),
+        },
+    };
+    let limits = ReceiveLimits {
+        max_file_size: parse_max_file_size(&a.max_file_size)?,
+        ..ReceiveLimits::default()
+    };
+    Ok(ServeLimits {
+        tcp: TcpServeOptions {
+            cc: None,
+            max_sessions,
+            idle_timeout,
+            limits,
+        },
+        partial_max_age: parse_partial_max_age(&a.partial_max_age)?,
+    })
+}
+
 fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     let proto = parse_proto(&a.proto)?;
     let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
     let ip = parse_bind(&a.bind)?;
+    let mut limits = serve_limits(&a, proto)?;
+    limits.tcp.cc = cc.clone();
     if dry {
         if a.dir.exists() && !a.dir.is_dir() {
             return Err(usage(format!(
@@ -115,18 +215,30 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         ));
     }
     prepare_dir(&a.dir)?;
-    let bind = SocketAddr::new(ip, a.port);
     let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
+    if let Some(age) = limits.partial_max_age {
+        let r = socklab_net::transfer::reclaim_partials(&a.dir, age).map_err(run)?;
+        if r.files > 0 && !a.quiet {
+            eprintln!(
+                "reclaimed {} partial file(s) ({} bytes) older than {} in '{}'",
+                r.files,
+                r.bytes,
+                format_duration(age),
+                a.dir.display()
+            );
+        }
+    }
+    let bind = SocketAddr::new(ip, a.port);
     let sessions = match proto {
         Proto::Tcp => {
             let listener =
                 socklab_net::sink::listen(bind).map_err(|e| Failure::Run(e.to_string()))?;
             let addr = listener.local_addr()?;
             announce(addr, &a, proto, cc.as_deref())?;
-            socklab_net::transfer::serve_tcp(
+            socklab_net::transfer::serve_tcp_with(
                 listener,
                 &a.dir,
-                cc.as_deref(),
+                &limits.tcp,
                 interrupt_flag(),
                 a.once,
             )
@@ -137,10 +249,11 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 .map_err(|e| Failure::Run(format!("cannot bind UDP {bind}: {e}")))?;
             let addr = socket.local_addr()?;
             announce(addr, &a, proto, None)?;
-            socklab_net::transfer::serve_rudp(
+            socklab_net::transfer::serve_rudp_with(
                 socket,
                 &a.dir,
                 &socklab_rudp::Config::default(),
+                &limits.tcp.limits,
                 interrupt_flag(),
                 a.once,
             )
@@ -153,7 +266,8 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         }
         eprintln!("sessions = {}", sessions.len());
     }
-    match sessions.iter().find_map(|s| s.error.as_ref()) {
+    // With --once the first session to end decides (others were interrupted by its end).
+    match sessions.first().and_then(|s| s.error.as_ref()) {
         Some(e) if a.once => Err(Failure::Run(format!("the transfer failed: {e}"))),
         _ => Ok(()),
     }

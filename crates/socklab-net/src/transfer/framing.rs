@@ -103,14 +103,19 @@ impl FrameDecoder {
         self.end += data.len();
     }
 
-    /// Reads once from `r` straight into the buffer (at least `read_size` bytes of room, more
-    /// when a larger frame is pending). Returns what `read` returned (0 at end of stream).
+    /// Reads once from `r` straight into the buffer (at most `read_size` bytes, fewer when the
+    /// frame at the front needs fewer). Returns what `read` returned (0 at end of stream).
+    ///
+    /// The buffer grows only with bytes that arrived: a header announcing a 16 MiB frame
+    /// costs 16 MiB of memory only once the peer has sent them.
     pub fn read_from<R: Read + ?Sized>(
         &mut self,
         r: &mut R,
         read_size: usize,
     ) -> io::Result<usize> {
-        let want = self.missing().max(read_size).max(1);
+        let want = read_size
+            .max(self.missing().min(read_size + HEADER_LEN))
+            .max(1);
         self.make_room(want);
         let n = r.read(&mut self.buf[self.end..])?;
         self.end += n;
@@ -134,6 +139,11 @@ impl FrameDecoder {
     /// Bytes received but not yet returned as frames.
     pub fn buffered(&self) -> usize {
         self.end - self.start
+    }
+
+    /// Memory the decoder holds (its buffer's capacity).
+    pub fn held(&self) -> usize {
+        self.buf.capacity()
     }
 
     /// The next complete frame, if one has arrived.
@@ -258,6 +268,32 @@ mod tests {
             .to_string()
             .contains("inside a frame"));
         assert!(encode(0, 0, &[1, 2], &mut [0u8; 17]).is_err());
+    }
+
+    /// Issue 16 item 2: a header that announces a 16 MiB frame followed by one byte must not
+    /// make the decoder allocate (and touch) 16 MiB; it grows with bytes that arrive.
+    #[test]
+    fn transfer_a_frame_announced_large_costs_memory_only_as_it_arrives() {
+        let mut wire = vec![0u8; HEADER_LEN];
+        put_header(
+            (&mut wire[..]).try_into().unwrap(),
+            1,
+            0,
+            MAX_FRAME_DATA as u32,
+        );
+        wire.push(9);
+        let mut dec = FrameDecoder::new();
+        let mut r = &wire[..];
+        while dec.read_from(&mut r, 256 * 1024).unwrap() > 0 {}
+        assert_eq!(dec.buffered(), HEADER_LEN + 1);
+        assert!(dec.next_frame().unwrap().is_none());
+        assert!(dec.held() <= 512 * 1024, "holds {} bytes", dec.held());
+        // The whole frame still decodes when it arrives.
+        let rest = vec![5u8; MAX_FRAME_DATA - 1];
+        let mut r = &rest[..];
+        while dec.read_from(&mut r, 256 * 1024).unwrap() > 0 {}
+        let f = dec.next_frame().unwrap().unwrap();
+        assert_eq!((f.stream, f.data.len(), f.data[0]), (1, MAX_FRAME_DATA, 9));
     }
 
     proptest! {

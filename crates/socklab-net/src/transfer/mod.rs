@@ -16,13 +16,17 @@
 //! - [`control`] — the server's control records;
 //! - [`reassembly`] — [`Ordered`] (unordered chunks in, contiguous prefix out) and [`RangeSet`];
 //! - [`receiver`] — [`FileReceiver`]: writes files safely inside a directory, resumes, verifies;
+//! - [`limits`] — [`ReceiveLimits`]: what a server lets clients cost it (memory before the
+//!   manifest, file sizes, free space), and [`reclaim_partials`];
 //! - [`sender`] — [`FileSender`]: produces the chunks to send and follows the server's messages;
 //! - [`framing`] — the TCP framing of chunks;
 //! - [`tcp`] — the TCP baseline end to end ([`serve_tcp`], [`send_tcp`]);
 //! - [`workfiles`] — deterministic workload files for experiments and tests.
 
 pub mod control;
+mod early;
 pub mod framing;
+pub mod limits;
 pub mod manifest;
 pub mod reassembly;
 pub mod receiver;
@@ -34,12 +38,13 @@ pub mod workfiles;
 pub use crate::error::TransferError;
 pub use control::{Control, ControlDecoder};
 pub use framing::{Frame, FrameDecoder};
+pub use limits::{reclaim_partials, MemoryBudget, ReceiveLimits, Reclaimed};
 pub use manifest::{check_name, Entry, Manifest};
 pub use reassembly::{Ordered, RangeSet};
 pub use receiver::FileReceiver;
-pub use rudp::{send_rudp, serve_rudp, RudpReport};
+pub use rudp::{send_rudp, serve_rudp, serve_rudp_with, RudpReport};
 pub use sender::FileSender;
-pub use tcp::{send_tcp, serve_tcp, ServerSession, TcpReport};
+pub use tcp::{send_tcp, serve_tcp, serve_tcp_with, ServerSession, TcpReport, TcpServeOptions};
 
 /// The transport of a file transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,20 +33,20 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::early::EarlyChunks;
+pub use super::limits::MAX_EARLY_BYTES;
+use super::limits::{ReceiveLimits, PART};
 use super::manifest::{self, check_name, Entry, Manifest};
 use super::reassembly::{Ordered, RangeSet};
 use super::{hex, Control, FileOutcome, TransferError};
+use crate::units::format_size;
 
-/// Most file bytes buffered in memory before the manifest is complete.
-pub const MAX_EARLY_BYTES: usize = 64 << 20;
 /// The sidecar of a partial file is saved after this many new bytes.
 pub const PERSIST_EVERY: u64 = 8 << 20;
 /// Largest write-behind run (bytes written with one `pwrite`).
 const WRITE_RUN: usize = 256 * 1024;
 /// Most temporary files held open at once.
 const MAX_OPEN: usize = 64;
-/// Suffix of temporary files.
-const PART: &str = ".sl-part";
 /// Sidecar format version.
 const SIDECAR_VERSION: u32 = 1;
 
@@ -86,8 +86,8 @@ pub struct FileReceiver {
     manifest_stream: Ordered,
     manifest_len: Option<usize>,
     manifest: Option<Manifest>,
-    early: Vec<(u32, u64, Vec<u8>)>,
-    early_bytes: usize,
+    early: EarlyChunks,
+    limits: ReceiveLimits,
     files: Vec<RxFile>,
     open: VecDeque<usize>,
     out: Vec<u8>,
@@ -109,8 +109,15 @@ fn io_err(what: &str, p: &Path) -> impl FnOnce(io::Error) -> TransferError {
 }
 
 impl FileReceiver {
-    /// A receiver that stores files under `dir` (which must exist).
+    /// A receiver that stores files under `dir` (which must exist), with the default limits
+    /// and a memory budget of its own.
     pub fn new(dir: &Path) -> Result<Self, TransferError> {
+        Self::with_limits(dir, &ReceiveLimits::default())
+    }
+
+    /// A receiver that stores files under `dir` (which must exist) within `limits`, whose
+    /// memory budget it shares with every other receiver given a clone of them.
+    pub fn with_limits(dir: &Path, limits: &ReceiveLimits) -> Result<Self, TransferError> {
         let dir = dir
             .canonicalize()
             .map_err(io_err("opening the directory", dir))?;
@@ -125,8 +132,8 @@ impl FileReceiver {
             manifest_stream: Ordered::new(manifest::MAX_MANIFEST_BYTES),
             manifest_len: None,
             manifest: None,
-            early: Vec::new(),
-            early_bytes: 0,
+            early: EarlyChunks::new(limits.early_per_session, limits.early_budget.clone()),
+            limits: limits.clone(),
             files: Vec::new(),
             open: VecDeque::new(),
             out: Vec::new(),
@@ -162,15 +169,7 @@ impl FileReceiver {
             return self.manifest_chunk(offset, data);
         }
         if self.manifest.is_none() {
-            if self.early_bytes + data.len() > MAX_EARLY_BYTES {
-                return Err(TransferError::Limit(format!(
-                    "more than {} MiB of file data before the manifest: send the manifest first",
-                    MAX_EARLY_BYTES >> 20
-                )));
-            }
-            self.early_bytes += data.len();
-            self.early.push((stream, offset, data.to_vec()));
-            return Ok(());
+            return self.early.push(stream, offset, data);
         }
         self.file_chunk(stream, offset, data)
     }
@@ -233,12 +232,21 @@ impl FileReceiver {
                     "names like .NAME.sl-part are reserved for partial files",
                 ));
             }
-            self.parent_dir(&e.name, false)?;
+            if let Some(max) = self.limits.max_file_size.filter(|&max| e.size > max) {
+                return Err(TransferError::Limit(format!(
+                    "'{}' declares {} bytes ({}), more than this server's --max-file-size {}: \
+                     send it to a server started with a larger --max-file-size",
+                    e.name,
+                    e.size,
+                    format_size(e.size),
+                    format_size(max)
+                )));
+            }
         }
-        // Pass 2: create parents, look for resumable partial files.
+        // Pass 2: look for resumable partial files (parents that do not exist yet have none).
         let mut files = Vec::with_capacity(m.files.len());
         for e in &m.files {
-            let parent = self.parent_dir(&e.name, true)?;
+            let parent = self.parent_dir(&e.name, false)?;
             let last = e.name.rsplit('/').next().unwrap_or(&e.name);
             let final_path = parent.join(last);
             if fs::symlink_metadata(&final_path).is_ok_and(|md| md.is_dir()) {
@@ -265,10 +273,18 @@ impl FileReceiver {
                 f.resumed = have.len();
                 f.have = have;
                 f.fresh = false;
-            } else {
-                remove_if_exists(&f.side_path)?;
             }
             files.push(f);
+        }
+        if self.limits.check_free_space {
+            self.check_free_space(&files)?;
+        }
+        // Pass 3: create parents, remove sidecars that do not match.
+        for (e, f) in m.files.iter().zip(&files) {
+            self.parent_dir(&e.name, true)?;
+            if f.fresh {
+                remove_if_exists(&f.side_path)?;
+            }
         }
         self.files = files;
         self.manifest = Some(m);
@@ -288,11 +304,37 @@ impl FileReceiver {
                 self.finish_file(i)?;
             }
         }
-        for (s, off, data) in std::mem::take(&mut self.early) {
-            self.file_chunk(s, off, &data)?;
+        let fresh = EarlyChunks::new(0, self.limits.early_budget.clone());
+        let early = std::mem::replace(&mut self.early, fresh);
+        for (s, off, data) in early.iter() {
+            self.file_chunk(s, off, data)?;
         }
-        self.early_bytes = 0;
+        drop(early); // its memory goes back to the server's budget
         self.check_done();
+        Ok(())
+    }
+
+    /// Refuses a manifest whose missing bytes do not fit in the free space of the directory.
+    fn check_free_space(&self, files: &[RxFile]) -> Result<(), TransferError> {
+        use std::os::fd::AsFd;
+        let need = files
+            .iter()
+            .map(|f| f.entry.size - f.have.len().min(f.entry.size))
+            .fold(0u64, u64::saturating_add);
+        if need == 0 {
+            return Ok(());
+        }
+        let dir = File::open(&self.dir).map_err(io_err("opening", &self.dir))?;
+        let free = socklab_sys::fs::available_bytes(dir.as_fd())
+            .map_err(io_err("reading the free space of", &self.dir))?;
+        if need > free {
+            return Err(TransferError::Limit(format!(
+                "the files need {need} bytes ({}) but the server's directory has {free} bytes \
+                 ({}) free: free some space there or send fewer files",
+                format_size(need),
+                format_size(free)
+            )));
+        }
         Ok(())
     }
 
@@ -527,6 +569,12 @@ impl FileReceiver {
         self.manifest.as_ref()
     }
 
+    /// Memory held for file data that arrived before the manifest (counted against the
+    /// limits; 0 once the manifest is complete).
+    pub fn early_memory(&self) -> usize {
+        self.early.held()
+    }
+
     /// New file bytes written to disk in this session.
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written
@@ -722,459 +770,4 @@ fn hash_range(file: &File, size: u64) -> io::Result<Option<[u8; 32]>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::transfer::testutil::Rng;
-    use crate::transfer::FileSender;
-
-    /// Writes `files` (name, content) into a fresh source directory.
-    fn sources(files: &[(&str, Vec<u8>)]) -> (tempfile::TempDir, Vec<PathBuf>) {
-        let d = tempfile::tempdir().unwrap();
-        let paths = files
-            .iter()
-            .map(|(n, c)| {
-                let p = d.path().join(n);
-                fs::write(&p, c).unwrap();
-                p
-            })
-            .collect();
-        (d, paths)
-    }
-
-    /// Every chunk a sender produces (buffer size `chunk`), ignoring the server.
-    fn all_chunks(paths: &[PathBuf], chunk: usize) -> Vec<(u32, u64, Vec<u8>)> {
-        let mut s = FileSender::new(paths).unwrap();
-        let mut buf = vec![0u8; chunk];
-        let mut v = Vec::new();
-        while let Some((st, off, n)) = s.next_chunk(&mut buf).unwrap() {
-            v.push((st, off, buf[..n].to_vec()));
-        }
-        v
-    }
-
-    fn controls(rx: &mut FileReceiver) -> Vec<Control> {
-        rx.poll_control()
-            .map(|b| Control::decode_all(&b).unwrap())
-            .unwrap_or_default()
-    }
-
-    fn manifest_bytes(names: &[&str]) -> Vec<u8> {
-        Manifest {
-            files: names
-                .iter()
-                .map(|n| Entry {
-                    name: n.to_string(),
-                    size: 1,
-                    hash: *blake3::hash(b"x").as_bytes(),
-                })
-                .collect(),
-        }
-        .encode()
-    }
-
-    fn tree(dir: &Path) -> Vec<String> {
-        let mut v = Vec::new();
-        for e in fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if e.file_type().unwrap().is_dir() {
-                v.extend(tree(&e.path()).into_iter().map(|s| format!("{name}/{s}")));
-            }
-            v.push(name);
-        }
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn transfer_unordered_duplicated_split_chunks_give_identical_files() {
-        let mut rng = Rng(11);
-        let big = rng.bytes(700_000);
-        let mid = rng.bytes(65_537);
-        let (_src, paths) = sources(&[
-            ("big.bin", big.clone()),
-            ("empty", vec![]),
-            ("mid.bin", mid.clone()),
-            ("one", vec![42]),
-        ]);
-        for seed in 0..8 {
-            let mut chunks = all_chunks(&paths, 1 + rng.below(40_000) as usize);
-            // Split some chunks at random points and duplicate some.
-            let mut mangled = Vec::new();
-            for (s, off, d) in chunks.drain(..) {
-                if d.len() > 1 && rng.below(3) == 0 {
-                    let cut = 1 + rng.below(d.len() as u64 - 1) as usize;
-                    mangled.push((s, off, d[..cut].to_vec()));
-                    mangled.push((s, off + cut as u64, d[cut..].to_vec()));
-                } else {
-                    mangled.push((s, off, d.clone()));
-                }
-                if rng.below(5) == 0 {
-                    let a = rng.below(d.len() as u64 + 1) as usize;
-                    let b = a + rng.below((d.len() - a) as u64 + 1) as usize;
-                    mangled.push((s, off + a as u64, d[a..b].to_vec()));
-                }
-            }
-            rng.shuffle(&mut mangled);
-            let dst = tempfile::tempdir().unwrap();
-            let mut rx = FileReceiver::new(dst.path()).unwrap();
-            let mut msgs = Vec::new();
-            for (s, off, d) in &mangled {
-                rx.on_chunk(*s, *off, d).unwrap();
-                msgs.extend(controls(&mut rx));
-            }
-            assert!(rx.is_done(), "seed {seed}");
-            assert_eq!(msgs.last(), Some(&Control::Done));
-            assert_eq!(
-                msgs.iter()
-                    .filter(|m| matches!(m, Control::Verdict { ok: true, .. }))
-                    .count(),
-                4
-            );
-            assert_eq!(fs::read(dst.path().join("big.bin")).unwrap(), big);
-            assert_eq!(fs::read(dst.path().join("mid.bin")).unwrap(), mid);
-            assert_eq!(fs::read(dst.path().join("empty")).unwrap(), b"");
-            assert_eq!(fs::read(dst.path().join("one")).unwrap(), [42]);
-            assert_eq!(
-                tree(dst.path()),
-                vec!["big.bin", "empty", "mid.bin", "one"],
-                "no temporary files left"
-            );
-            assert!(rx.report().iter().all(|o| o.ok));
-            // Late duplicates after the end are harmless.
-            let (s, off, d) = &mangled[0];
-            rx.on_chunk(*s, *off, d).unwrap();
-        }
-    }
-
-    #[test]
-    fn transfer_path_attacks_are_refused_and_nothing_is_written_outside() {
-        let outside = tempfile::tempdir().unwrap();
-        let dst = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), dst.path().join("link")).unwrap();
-        fs::write(dst.path().join("plain"), b"").unwrap();
-        for (name, why) in [
-            ("../x", "'..' components"),
-            ("/etc/x", "absolute"),
-            ("a/../../x", "'..' components"),
-            ("link/x", "symbolic link"),
-            ("a\0b", "NUL"),
-            ("plain/x", "not a directory"),
-            ("sub\\..\\x", "backslash"),
-            (".x.sl-part", "reserved"),
-        ] {
-            let mut rx = FileReceiver::new(dst.path()).unwrap();
-            let b = manifest_bytes(&[name]);
-            let e = rx.on_chunk(0, 0, &b).unwrap_err().to_string();
-            assert!(e.contains(why), "{name:?}: {e}");
-            // The client is told why.
-            match controls(&mut rx).as_slice() {
-                [Control::Abort { detail }] => assert!(detail.contains(why), "{detail}"),
-                m => panic!("{name:?}: {m:?}"),
-            }
-            // A file chunk after the failure is refused too.
-            assert!(rx.on_chunk(1, 0, b"x").is_err());
-        }
-        // One bad name among good ones: nothing at all is created.
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let b = manifest_bytes(&["good/one", "link/x"]);
-        assert!(rx.on_chunk(0, 0, &b).is_err());
-        drop(rx);
-        assert_eq!(tree(dst.path()), vec!["link", "plain"]);
-        assert_eq!(tree(outside.path()), Vec::<String>::new());
-        // A file that is also a parent of another.
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let e = rx
-            .on_chunk(0, 0, &manifest_bytes(&["d", "d/e"]))
-            .unwrap_err();
-        assert!(e.to_string().contains("both a file and the parent"), "{e}");
-        // A symlink planted at the temporary name is replaced, never followed.
-        let target = outside.path().join("victim");
-        fs::write(&target, b"keep").unwrap();
-        std::os::unix::fs::symlink(&target, dst.path().join(".f.sl-part")).unwrap();
-        let (_s, paths) = sources(&[("f", b"new content".to_vec())]);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        for (s, off, d) in all_chunks(&paths, 4) {
-            rx.on_chunk(s, off, &d).unwrap();
-        }
-        assert!(rx.is_done());
-        assert_eq!(fs::read(&target).unwrap(), b"keep");
-        assert_eq!(fs::read(dst.path().join("f")).unwrap(), b"new content");
-    }
-
-    #[test]
-    fn transfer_a_hard_link_planted_at_the_temporary_name_is_never_written_through() {
-        let dst = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("victim");
-        fs::write(&victim, b"keep me").unwrap();
-        fs::hard_link(&victim, dst.path().join(".hl.sl-part")).unwrap();
-        let (_s, paths) = sources(&[("hl", b"the sent bytes".to_vec())]);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        for (s, off, d) in all_chunks(&paths, 4) {
-            rx.on_chunk(s, off, &d).unwrap();
-        }
-        assert!(rx.is_done());
-        assert_eq!(fs::read(&victim).unwrap(), b"keep me");
-        assert_eq!(fs::read(dst.path().join("hl")).unwrap(), b"the sent bytes");
-        assert_eq!(fs::metadata(&victim).unwrap().nlink(), 1);
-    }
-
-    #[test]
-    fn transfer_a_resume_through_a_hard_link_starts_afresh() {
-        // A planted partial file (a hard link to a victim) and a matching sidecar: resuming it
-        // would write the missing ranges into the victim.
-        let dst = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let content = vec![7u8; 100_000];
-        let victim = outside.path().join("victim");
-        fs::write(&victim, vec![0u8; 100_000]).unwrap();
-        fs::hard_link(&victim, dst.path().join(".f.sl-part")).unwrap();
-        let side = Sidecar {
-            version: SIDECAR_VERSION,
-            size: content.len() as u64,
-            hash: hex(blake3::hash(&content).as_bytes()),
-            ranges: vec![(0, 10)],
-        };
-        fs::write(
-            dst.path().join(".f.sl-part.json"),
-            serde_json::to_vec(&side).unwrap(),
-        )
-        .unwrap();
-        let (_s, paths) = sources(&[("f", content.clone())]);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        for (s, off, d) in all_chunks(&paths, 30_000) {
-            rx.on_chunk(s, off, &d).unwrap();
-        }
-        assert!(rx.is_done());
-        assert_eq!(rx.report()[0].skipped_bytes, 0, "nothing was resumed");
-        assert_eq!(fs::read(&victim).unwrap(), vec![0u8; 100_000]);
-        assert_eq!(fs::read(dst.path().join("f")).unwrap(), content);
-    }
-
-    #[test]
-    fn transfer_a_temporary_file_swapped_while_open_is_refused() {
-        // Between two opens of the same temporary file (the receiver closes files beyond
-        // MAX_OPEN), the name is replaced by a hard link, then by another single-link file.
-        let dst = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("victim");
-        fs::write(&victim, b"keep").unwrap();
-        let (_s, paths) = sources(&[("f", vec![3u8; 1000])]);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let chunks = all_chunks(&paths, 10_000);
-        rx.on_chunk(chunks[0].0, chunks[0].1, &chunks[0].2).unwrap();
-        let temp = dst.path().join(".f.sl-part");
-        let f = &mut rx.files[0];
-        f.file = Some(open_part(f).unwrap());
-        f.file = None; // closed, as when evicted
-                       // Moved aside, not removed, so that no new file can reuse its inode number.
-        fs::rename(&temp, outside.path().join("aside")).unwrap();
-        fs::hard_link(&victim, &temp).unwrap();
-        let e = open_part(&mut rx.files[0]).unwrap_err().to_string();
-        assert!(e.contains("2 hard links") && e.contains("refusing"), "{e}");
-        fs::remove_file(&temp).unwrap();
-        fs::write(&temp, b"other").unwrap();
-        let e = open_part(&mut rx.files[0]).unwrap_err().to_string();
-        assert!(e.contains("was replaced"), "{e}");
-        assert_eq!(fs::read(&victim).unwrap(), b"keep");
-    }
-
-    #[test]
-    fn transfer_subdirectories_are_created_inside() {
-        let dst = tempfile::tempdir().unwrap();
-        let content = b"abc".to_vec();
-        let m = Manifest {
-            files: vec![Entry {
-                name: "x/y/z.txt".into(),
-                size: 3,
-                hash: *blake3::hash(&content).as_bytes(),
-            }],
-        };
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        rx.on_chunk(1, 0, &content).unwrap(); // before the manifest: buffered
-        rx.on_chunk(0, 0, &m.encode()).unwrap();
-        assert!(rx.is_done());
-        assert_eq!(fs::read(dst.path().join("x/y/z.txt")).unwrap(), content);
-    }
-
-    #[test]
-    fn transfer_protocol_violations_are_errors() {
-        let dst = tempfile::tempdir().unwrap();
-        let (_s, paths) = sources(&[("f", vec![1; 10])]);
-        let chunks = all_chunks(&paths, 1 << 20);
-        let man = &chunks[0];
-        assert_eq!(man.0, 0);
-        let fresh = || {
-            let mut rx = FileReceiver::new(dst.path()).unwrap();
-            rx.on_chunk(0, 0, &man.2).unwrap();
-            rx
-        };
-        let e = fresh().on_chunk(2, 0, b"x").unwrap_err().to_string();
-        assert!(e.contains("stream 2") && e.contains("1 files"), "{e}");
-        let e = fresh().on_chunk(1, 5, &[0; 6]).unwrap_err().to_string();
-        assert!(e.contains("beyond the end of 'f'"), "{e}");
-        let e = fresh()
-            .on_chunk(0, man.2.len() as u64, b"x")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("beyond the manifest"), "{e}");
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let e = rx
-            .on_chunk(0, 0, b"GARBAGE GARBAGE!")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("bad magic"), "{e}");
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let big = vec![0u8; 1 << 20];
-        let e = (0..100)
-            .find_map(|i| rx.on_chunk(1, i << 20, &big).err())
-            .unwrap()
-            .to_string();
-        assert!(e.contains("64 MiB of file data before the manifest"), "{e}");
-        assert!(FileReceiver::new(&dst.path().join("missing")).is_err());
-    }
-
-    #[test]
-    fn transfer_hash_mismatch_gives_a_failed_verdict_and_no_file() {
-        let dst = tempfile::tempdir().unwrap();
-        let (_s, paths) = sources(&[("f.bin", vec![7; 100_000]), ("g", b"fine".to_vec())]);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let mut msgs = Vec::new();
-        for (i, (s, off, mut d)) in all_chunks(&paths, 10_000).into_iter().enumerate() {
-            if i == 3 {
-                d[17] ^= 1;
-            }
-            rx.on_chunk(s, off, &d).unwrap();
-            msgs.extend(controls(&mut rx));
-        }
-        assert!(rx.is_done());
-        match &msgs[0] {
-            Control::Verdict {
-                file: 0,
-                ok: false,
-                detail,
-            } => {
-                assert!(detail.starts_with("hash mismatch: expected"), "{detail}")
-            }
-            m => panic!("{m:?}"),
-        }
-        assert!(matches!(
-            msgs[1],
-            Control::Verdict {
-                file: 1,
-                ok: true,
-                ..
-            }
-        ));
-        assert_eq!(msgs[2], Control::Done);
-        assert_eq!(tree(dst.path()), vec!["g"]);
-        let r = rx.report();
-        assert!(!r[0].ok && r[1].ok);
-    }
-
-    #[test]
-    fn transfer_an_existing_file_is_replaced_only_after_verification() {
-        let dst = tempfile::tempdir().unwrap();
-        fs::write(dst.path().join("f"), b"old").unwrap();
-        let (_s, paths) = sources(&[("f", vec![9; 50_000])]);
-        let chunks = all_chunks(&paths, 4096);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        for (s, off, d) in &chunks[..chunks.len() - 1] {
-            rx.on_chunk(*s, *off, d).unwrap();
-            assert_eq!(fs::read(dst.path().join("f")).unwrap(), b"old");
-        }
-        let (s, off, d) = chunks.last().unwrap();
-        rx.on_chunk(*s, *off, d).unwrap();
-        assert_eq!(fs::read(dst.path().join("f")).unwrap(), vec![9; 50_000]);
-    }
-
-    #[test]
-    fn transfer_resume_after_interruption() {
-        let mut rng = Rng(5);
-        let content = rng.bytes(3 << 20);
-        let small = rng.bytes(1000);
-        let (_s, paths) = sources(&[("big", content.clone()), ("small", small.clone())]);
-        let dst = tempfile::tempdir().unwrap();
-        // First session: the manifest and half the chunks of "big", in random order.
-        let mut chunks = all_chunks(&paths, 64 * 1024);
-        let man = chunks.remove(0);
-        let mut big: Vec<_> = chunks.iter().filter(|c| c.0 == 1).cloned().collect();
-        rng.shuffle(&mut big);
-        let half = big.len() / 2;
-        {
-            let mut rx = FileReceiver::new(dst.path()).unwrap();
-            rx.on_chunk(man.0, man.1, &man.2).unwrap();
-            for (s, off, d) in &big[..half] {
-                rx.on_chunk(*s, *off, d).unwrap();
-            }
-            assert!(!rx.is_done());
-        } // dropped: the sidecar is saved
-        assert!(dst.path().join(".big.sl-part.json").exists());
-        assert!(!dst.path().join("big").exists());
-        let had: u64 = big[..half].iter().map(|c| c.2.len() as u64).sum();
-
-        // Second session with a new sender: the server offers the ranges, the sender skips them.
-        let mut tx = FileSender::new(&paths).unwrap();
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut ctl_off = 0u64;
-        let mut resume = None;
-        while let Some((s, off, n)) = tx.next_chunk(&mut buf).unwrap() {
-            rx.on_chunk(s, off, &buf[..n]).unwrap();
-            if let Some(b) = rx.poll_control() {
-                for m in Control::decode_all(&b).unwrap() {
-                    if let Control::Resume { file, have } = m {
-                        resume = Some((file, have));
-                    }
-                }
-                tx.on_control(ctl_off, &b).unwrap();
-                ctl_off += b.len() as u64;
-            }
-        }
-        let (file, have) = resume.expect("a Resume message");
-        assert_eq!(file, 0);
-        assert_eq!(have.iter().map(|(s, e)| e - s).sum::<u64>(), had);
-        assert!(tx.is_done(), "{:?}", tx.failed());
-        let out = tx.outcomes();
-        assert_eq!(out[0].skipped_bytes, had);
-        assert!(had > 0 && out.iter().all(|o| o.ok));
-        assert_eq!(rx.report()[0].skipped_bytes, had);
-        assert_eq!(fs::read(dst.path().join("big")).unwrap(), content);
-        assert_eq!(fs::read(dst.path().join("small")).unwrap(), small);
-        assert_eq!(tree(dst.path()), vec!["big", "small"]);
-    }
-
-    #[test]
-    fn transfer_a_stale_partial_file_is_not_resumed() {
-        let dst = tempfile::tempdir().unwrap();
-        let (_s, paths) = sources(&[("f", vec![1; 200_000])]);
-        let chunks = all_chunks(&paths, 50_000);
-        {
-            let mut rx = FileReceiver::new(dst.path()).unwrap();
-            for (s, off, d) in &chunks[..3] {
-                rx.on_chunk(*s, *off, d).unwrap();
-            }
-        }
-        // The source changes: same name, other content; the old partial data must not be used.
-        let (_s2, paths2) = sources(&[("f", vec![2; 200_000])]);
-        let mut rx = FileReceiver::new(dst.path()).unwrap();
-        let mut msgs = Vec::new();
-        for (s, off, d) in all_chunks(&paths2, 50_000) {
-            rx.on_chunk(s, off, &d).unwrap();
-            msgs.extend(controls(&mut rx));
-        }
-        assert!(
-            !msgs.iter().any(|m| matches!(m, Control::Resume { .. })),
-            "{msgs:?}"
-        );
-        assert_eq!(fs::read(dst.path().join("f")).unwrap(), vec![2; 200_000]);
-    }
-
-    #[test]
-    fn transfer_long_names_use_short_temporary_names() {
-        let (a, b) = part_names(&"n".repeat(250));
-        assert!(a.len() <= 255 && b.len() + 4 <= 255 && a.starts_with(".sl-part-"));
-        assert_eq!(part_names("f").0, ".f.sl-part");
-    }
-}
+mod tests;

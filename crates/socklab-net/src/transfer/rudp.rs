@@ -24,7 +24,7 @@ use socklab_sys::io::{poll_flags, poll_one};
 use socklab_sys::netns::wait_readable;
 use socklab_sys::udp::recv_gro;
 
-use super::{FileOutcome, FileReceiver, FileSender, ServerSession};
+use super::{FileOutcome, FileReceiver, FileSender, ReceiveLimits, ServerSession};
 use crate::TransferError;
 
 /// Bytes the client hands the transport per write.
@@ -461,10 +461,22 @@ pub fn serve_rudp(
     stop: &AtomicBool,
     once: bool,
 ) -> Result<Vec<ServerSession>, TransferError> {
+    serve_rudp_with(socket, dir, config, &ReceiveLimits::default(), stop, once)
+}
+
+/// [`serve_rudp`] with the receiving `limits` every session shares (one memory budget).
+pub fn serve_rudp_with(
+    socket: UdpSocket,
+    dir: &Path,
+    config: &Config,
+    limits: &ReceiveLimits,
+    stop: &AtomicBool,
+    once: bool,
+) -> Result<Vec<ServerSession>, TransferError> {
     config
         .validate()
         .map_err(|e| TransferError::Invalid(format!("rudp settings: {e}")))?;
-    drop(FileReceiver::new(dir)?); // the directory must be usable before any client comes
+    drop(FileReceiver::with_limits(dir, limits)?); // the directory must be usable first
     socket
         .set_nonblocking(true)
         .map_err(|e| TransferError::io("setting the UDP socket non-blocking", e))?;
@@ -511,7 +523,7 @@ pub fn serve_rudp(
                         }
                         sessions.insert(
                             conn.cid(),
-                            Session::new(conn, FileReceiver::new(dir)?, peer, now),
+                            Session::new(conn, FileReceiver::with_limits(dir, limits)?, peer, now),
                         );
                     }
                 }

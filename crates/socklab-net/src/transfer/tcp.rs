@@ -6,12 +6,17 @@
 //! the socket) feeds the server's messages back to the [`FileSender`], so a `Resume` that
 //! arrives late still makes it skip ranges it has not sent yet. The client finishes when `Done`
 //! arrives with every verdict ok.
+//!
+//! The server runs each session on its own thread, at most [`TcpServeOptions::max_sessions`]
+//! at once; a connection beyond that is told `server full` (an `Abort` record) and closed. A
+//! session must make progress — [`PROGRESS_BYTES`] of whole frames, or the end of the transfer
+//! — in every idle period, so a client that trickles bytes cannot hold a session forever.
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +25,7 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use socklab_sys::tcp::{tcp_info, TcpInfo};
 
 use super::framing::{put_header, FrameDecoder, HEADER_LEN};
-use super::{Control, FileOutcome, FileReceiver, FileSender, TransferError};
+use super::{Control, FileOutcome, FileReceiver, FileSender, ReceiveLimits, TransferError};
 use crate::error::{is_timeout, is_transient_accept_error};
 use crate::NetError;
 
@@ -30,8 +35,17 @@ pub const TCP_CHUNK: usize = 256 * 1024;
 const READ_SIZE: usize = 256 * 1024;
 /// How often blocked reads and writes come back to check the stop flag and the deadline.
 const POLL: Duration = Duration::from_millis(100);
-/// A server session ends when the client sends nothing for this long.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default idle timeout: a server session ends when the client makes no progress for this
+/// long.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Payload bytes of whole frames a client must deliver per idle period (unless its transfer
+/// ends): partial frames and trickled bytes do not count.
+pub const PROGRESS_BYTES: usize = 16 * 1024;
+/// Default most sessions a TCP server serves at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// Most refused connections being told `server full` at once (each on a short-lived thread);
+/// beyond that a refused connection is just closed.
+const MAX_REFUSING: usize = 8;
 /// Largest control frame the server writes.
 const MAX_CONTROL_FRAME: usize = 1 << 20;
 
@@ -103,10 +117,41 @@ fn read_cc(sock: SockRef<'_>) -> Result<String, TransferError> {
         .to_string())
 }
 
-/// Serves transfers on `listener` into `dir`, one connection at a time, until `stop` is set
-/// (polled at least every 100 ms) or, with `once`, after the first session. `cc` sets the
-/// congestion control of accepted sockets. A failed session is reported in its
-/// [`ServerSession::error`] and the server keeps serving; only listener errors are returned.
+/// How a TCP transfer server runs.
+#[derive(Debug, Clone)]
+pub struct TcpServeOptions {
+    /// Congestion control of accepted sockets.
+    pub cc: Option<String>,
+    /// Most sessions served at once; further connections are refused with `server full`.
+    pub max_sessions: usize,
+    /// A session that makes no progress for this long is closed.
+    pub idle_timeout: Duration,
+    /// Limits shared by every session (memory before manifests, file sizes, free space).
+    pub limits: ReceiveLimits,
+}
+
+impl Default for TcpServeOptions {
+    fn default() -> Self {
+        TcpServeOptions {
+            cc: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            idle_timeout: IDLE_TIMEOUT,
+            limits: ReceiveLimits::default(),
+        }
+    }
+}
+
+/// Two stop flags: the caller's and the server's own (set once a `--once` session ended).
+#[derive(Clone, Copy)]
+struct Stop<'a>(&'a AtomicBool, &'a AtomicBool);
+
+impl Stop<'_> {
+    fn is_set(self) -> bool {
+        self.0.load(Ordering::Relaxed) || self.1.load(Ordering::Relaxed)
+    }
+}
+
+/// [`serve_tcp_with`] with the default options but the congestion control `cc`.
 pub fn serve_tcp(
     listener: TcpListener,
     dir: &Path,
@@ -114,32 +159,120 @@ pub fn serve_tcp(
     stop: &AtomicBool,
     once: bool,
 ) -> Result<Vec<ServerSession>, TransferError> {
+    let opts = TcpServeOptions {
+        cc: cc.map(str::to_string),
+        ..TcpServeOptions::default()
+    };
+    serve_tcp_with(listener, dir, &opts, stop, once)
+}
+
+/// Serves transfers on `listener` into `dir`, each connection on its own thread, at most
+/// `opts.max_sessions` at once, until `stop` is set (polled at least every 100 ms) or, with
+/// `once`, after the first session ends (sessions still running then are interrupted and
+/// reported after it). A failed session is reported in its [`ServerSession::error`] and the
+/// server keeps serving; only listener errors are returned. Sessions come in the order they
+/// ended.
+pub fn serve_tcp_with(
+    listener: TcpListener,
+    dir: &Path,
+    opts: &TcpServeOptions,
+    stop: &AtomicBool,
+    once: bool,
+) -> Result<Vec<ServerSession>, TransferError> {
     use socklab_sys::io::{poll_flags, poll_one};
-    drop(FileReceiver::new(dir)?); // the directory must exist before any client comes
-    if let Some(c) = cc {
+    // The directory must exist before any client comes.
+    drop(FileReceiver::with_limits(dir, &opts.limits)?);
+    if let Some(c) = &opts.cc {
         set_cc(SockRef::from(&listener), c)?;
     }
+    let over = AtomicBool::new(false);
+    let stop = Stop(stop, &over);
+    let active = AtomicUsize::new(0);
+    let refusing = AtomicUsize::new(0);
+    let (tx, ended) = mpsc::channel::<ServerSession>();
     let mut sessions = Vec::new();
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return Ok(sessions);
-        }
-        let ready = poll_one(listener.as_fd(), poll_flags::IN, POLL.as_millis() as i32)
-            .map_err(|e| TransferError::io("poll on the listening socket", e))?;
-        if ready == 0 {
-            continue;
-        }
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                sessions.push(serve_conn(stream, peer, dir, cc, stop));
+    std::thread::scope(|scope| {
+        let result = loop {
+            while let Ok(s) = ended.try_recv() {
+                sessions.push(s);
                 if once {
-                    return Ok(sessions);
+                    over.store(true, Ordering::Relaxed);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if is_transient_accept_error(&e) => std::thread::sleep(POLL / 2),
-            Err(e) => return Err(TransferError::io("accept", e)),
-        }
+            if stop.is_set() {
+                break Ok(());
+            }
+            let ready = match poll_one(listener.as_fd(), poll_flags::IN, POLL.as_millis() as i32) {
+                Ok(n) => n,
+                Err(e) => break Err(TransferError::io("poll on the listening socket", e)),
+            };
+            if ready == 0 {
+                continue;
+            }
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    if active.load(Ordering::Acquire) >= opts.max_sessions.max(1) {
+                        refuse(scope, stream, opts.max_sessions, &refusing);
+                        continue;
+                    }
+                    active.fetch_add(1, Ordering::AcqRel);
+                    let (tx, active) = (tx.clone(), &active);
+                    let spawned = std::thread::Builder::new()
+                        .name("transfer-session".into())
+                        .spawn_scoped(scope, move || {
+                            let s = serve_conn(stream, peer, dir, opts, stop);
+                            active.fetch_sub(1, Ordering::AcqRel);
+                            let _ = tx.send(s);
+                        });
+                    if let Err(e) = spawned {
+                        active.fetch_sub(1, Ordering::AcqRel);
+                        break Err(TransferError::io("starting a session thread", e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if is_transient_accept_error(&e) => std::thread::sleep(POLL / 2),
+                Err(e) => break Err(TransferError::io("accept", e)),
+            }
+        };
+        // Every session sees the stop within POLL and ends; the scope joins them.
+        over.store(true, Ordering::Relaxed);
+        result
+    })?;
+    drop(tx);
+    sessions.extend(ended.try_iter());
+    Ok(sessions)
+}
+
+/// Tells a connection beyond `--max-sessions` that the server is full, on a short-lived thread
+/// (at most [`MAX_REFUSING`] at once) that lets the client read it before the close.
+fn refuse<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    mut stream: TcpStream,
+    max: usize,
+    refusing: &'s AtomicUsize,
+) {
+    let mut msg = Vec::new();
+    Control::Abort {
+        detail: format!(
+            "server full: {max} transfers in progress (its --max-sessions); try again later"
+        ),
+    }
+    .encode(&mut msg);
+    let _ = stream.set_write_timeout(Some(POLL));
+    let _ = write_control(&mut stream, &msg, &mut 0);
+    let _ = stream.shutdown(Shutdown::Write);
+    if refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Ordering::AcqRel);
+        return; // dropped: closed at once
+    }
+    let spawned = std::thread::Builder::new()
+        .name("transfer-refuse".into())
+        .spawn_scoped(scope, move || {
+            drain(&mut stream, &AtomicBool::new(false), Duration::from_secs(1));
+            refusing.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        refusing.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -147,8 +280,8 @@ fn serve_conn(
     mut stream: TcpStream,
     peer: SocketAddr,
     dir: &Path,
-    cc: Option<&str>,
-    stop: &AtomicBool,
+    opts: &TcpServeOptions,
+    stop: Stop<'_>,
 ) -> ServerSession {
     let t0 = Instant::now();
     let mut rx = None;
@@ -157,7 +290,7 @@ fn serve_conn(
     let r = run_conn(
         &mut stream,
         dir,
-        cc,
+        opts,
         stop,
         &mut rx,
         &mut cc_eff,
@@ -183,7 +316,7 @@ fn serve_conn(
     }
     let _ = stream.shutdown(Shutdown::Write);
     if !matches!(r, Err(TransferError::Interrupted)) {
-        drain(&mut stream, stop, Duration::from_secs(5));
+        drain(&mut stream, stop.0, Duration::from_secs(5));
     }
     let (files, bytes) = rx
         .as_ref()
@@ -236,26 +369,37 @@ fn write_control(stream: &mut TcpStream, bytes: &[u8], ctl_off: &mut u64) -> io:
 fn run_conn(
     stream: &mut TcpStream,
     dir: &Path,
-    cc: Option<&str>,
-    stop: &AtomicBool,
+    opts: &TcpServeOptions,
+    stop: Stop<'_>,
     rx_slot: &mut Option<FileReceiver>,
     cc_eff: &mut String,
     ctl_off: &mut u64,
 ) -> Result<(), TransferError> {
-    if let Some(c) = cc {
+    if let Some(c) = &opts.cc {
         set_cc(SockRef::from(&*stream), c)?;
     }
     *cc_eff = read_cc(SockRef::from(&*stream))?;
     let opt = |e| TransferError::io("setting socket options", e);
     stream.set_nodelay(true).map_err(opt)?;
     stream.set_read_timeout(Some(POLL)).map_err(opt)?;
-    stream.set_write_timeout(Some(IDLE_TIMEOUT)).map_err(opt)?;
-    let rx = rx_slot.insert(FileReceiver::new(dir)?);
+    stream
+        .set_write_timeout(Some(opts.idle_timeout))
+        .map_err(opt)?;
+    let rx = rx_slot.insert(FileReceiver::with_limits(dir, &opts.limits)?);
     let mut dec = FrameDecoder::new();
+    // The idle timer restarts only on progress: PROGRESS_BYTES of whole frames.
     let mut last = Instant::now();
+    let mut progress = 0usize;
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_set() {
             return Err(TransferError::Interrupted);
+        }
+        if last.elapsed() > opts.idle_timeout {
+            return Err(TransferError::Timeout(format!(
+                "no progress from the client for {:?}: fewer than {} KiB of whole frames arrived",
+                opts.idle_timeout,
+                PROGRESS_BYTES >> 10
+            )));
         }
         match dec.read_from(stream, READ_SIZE) {
             Ok(0) => {
@@ -264,20 +408,17 @@ fn run_conn(
                     "the client closed the connection before every file arrived".into(),
                 ));
             }
-            Ok(_) => last = Instant::now(),
-            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                if last.elapsed() > IDLE_TIMEOUT {
-                    return Err(TransferError::Timeout(format!(
-                        "no data from the client for {} s",
-                        IDLE_TIMEOUT.as_secs()
-                    )));
-                }
-                continue;
-            }
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(TransferError::io("reading from the client", e)),
         }
         while let Some(f) = dec.next_frame()? {
+            progress += f.data.len();
             rx.on_chunk(f.stream, f.offset, f.data)?;
+        }
+        if progress >= PROGRESS_BYTES {
+            last = Instant::now();
+            progress = 0;
         }
         if let Some(b) = rx.poll_control() {
             write_control(stream, &b, ctl_off)
