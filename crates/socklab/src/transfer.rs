@@ -10,7 +10,9 @@ use socklab_lab::plan::{Group, Plan};
 use socklab_lab::store::Store;
 use socklab_lab::table::{num, Table};
 use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
-use socklab_net::transfer::{FileOutcome, ServerSession, TransferReport};
+use socklab_net::transfer::{
+    FileOutcome, ServerSession, SessionLimits, SessionLog, TransferReport,
+};
 use socklab_net::units::{format_size, parse_duration};
 use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
 
@@ -96,9 +98,54 @@ fn session_line(s: &ServerSession) -> String {
     l
 }
 
+/// The rudp session limits from `--max-sessions-per-source` (refused for tcp).
+fn session_limits(proto: Proto, per_source: Option<usize>) -> Result<SessionLimits, Failure> {
+    let mut limits = SessionLimits::default();
+    match (proto, per_source) {
+        (_, None) => {}
+        (Proto::Tcp, Some(n)) => {
+            return Err(usage(format!(
+                "--max-sessions-per-source {n} applies to --proto rudp; leave it out for tcp"
+            )))
+        }
+        (Proto::Rudp, Some(n)) if n == 0 || n > limits.max_sessions => {
+            return Err(usage(format!(
+                "--max-sessions-per-source {n}: give 1 to {} (the server's session table)",
+                limits.max_sessions
+            )))
+        }
+        (Proto::Rudp, Some(n)) => limits.max_per_source = n,
+    }
+    Ok(limits)
+}
+
+/// The summary line of a server's sessions, printed at its end after the last few sessions.
+fn log_line(log: &SessionLog) -> String {
+    let mut l = format!(
+        "sessions = {} ({} failed, {} open at the stop): files {} ok, {} failed, {} written",
+        log.sessions,
+        log.failed,
+        log.open_at_stop,
+        log.files_ok,
+        log.files_failed,
+        format_size(log.bytes)
+    );
+    if log.refused + log.evicted + log.idle_closed > 0 {
+        l.push_str(&format!(
+            "; refused {} (server full), evicted {} and closed {} without progress",
+            log.refused, log.evicted, log.idle_closed
+        ));
+    }
+    if log.recent().len() as u64 != log.sessions {
+        l.push_str(&format!("; the last {} shown", log.recent().len()));
+    }
+    l
+}
+
 fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     let proto = parse_proto(&a.proto)?;
     let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
+    let limits = session_limits(proto, a.max_sessions_per_source)?;
     let ip = parse_bind(&a.bind)?;
     if dry {
         if a.dir.exists() && !a.dir.is_dir() {
@@ -117,7 +164,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     prepare_dir(&a.dir)?;
     let bind = SocketAddr::new(ip, a.port);
     let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
-    let sessions = match proto {
+    let log = match proto {
         Proto::Tcp => {
             let listener =
                 socklab_net::sink::listen(bind).map_err(|e| Failure::Run(e.to_string()))?;
@@ -130,6 +177,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 interrupt_flag(),
                 a.once,
             )
+            .map(SessionLog::from_sessions)
             .map_err(run)?
         }
         Proto::Rudp => {
@@ -141,6 +189,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 socket,
                 &a.dir,
                 &socklab_rudp::Config::default(),
+                &limits,
                 interrupt_flag(),
                 a.once,
             )
@@ -148,12 +197,12 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         }
     };
     if !a.quiet {
-        for s in &sessions {
+        for s in log.recent() {
             eprintln!("{}", session_line(s));
         }
-        eprintln!("sessions = {}", sessions.len());
+        eprintln!("{}", log_line(&log));
     }
-    match sessions.iter().find_map(|s| s.error.as_ref()) {
+    match log.last_error() {
         Some(e) if a.once => Err(Failure::Run(format!("the transfer failed: {e}"))),
         _ => Ok(()),
     }

@@ -17,6 +17,7 @@
 //! - [`reassembly`] — [`Ordered`] (unordered chunks in, contiguous prefix out) and [`RangeSet`];
 //! - [`receiver`] — [`FileReceiver`]: writes files safely inside a directory, resumes, verifies;
 //! - [`sender`] — [`FileSender`]: produces the chunks to send and follows the server's messages;
+//! - [`sessions`] — the rudp server's session limits, eviction policy and log of ended sessions;
 //! - [`framing`] — the TCP framing of chunks;
 //! - [`tcp`] — the TCP baseline end to end ([`serve_tcp`], [`send_tcp`]);
 //! - [`workfiles`] — deterministic workload files for experiments and tests.
@@ -28,6 +29,7 @@ pub mod reassembly;
 pub mod receiver;
 pub mod rudp;
 pub mod sender;
+pub mod sessions;
 pub mod tcp;
 pub mod workfiles;
 
@@ -39,6 +41,7 @@ pub use reassembly::{Ordered, RangeSet};
 pub use receiver::FileReceiver;
 pub use rudp::{send_rudp, serve_rudp, RudpReport};
 pub use sender::FileSender;
+pub use sessions::{SessionLimits, SessionLog};
 pub use tcp::{send_tcp, serve_tcp, ServerSession, TcpReport};
 
 /// The transport of a file transfer.
