@@ -9,7 +9,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socklab_net::transfer::{
-    send_rudp, send_tcp, serve_rudp, serve_tcp, Manifest, ServerSession, TransferError,
+    send_rudp, send_tcp, serve_rudp, serve_tcp, Manifest, ServerSession, SessionLimits, SessionLog,
+    TransferError,
 };
 use socklab_rudp::{wire, Config};
 
@@ -59,7 +60,7 @@ fn send(to: SocketAddr, files: &[PathBuf]) -> socklab_net::transfer::RudpReport 
 struct RudpServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<Vec<ServerSession>, TransferError>>>,
+    handle: Option<JoinHandle<Result<SessionLog, TransferError>>>,
 }
 
 impl RudpServer {
@@ -72,7 +73,9 @@ impl RudpServer {
         let addr = sock.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let (s2, d2) = (stop.clone(), dir.to_path_buf());
-        let handle = std::thread::spawn(move || serve_rudp(sock, &d2, &config, &s2, once));
+        let handle = std::thread::spawn(move || {
+            serve_rudp(sock, &d2, &config, &SessionLimits::default(), &s2, once)
+        });
         RudpServer {
             addr,
             stop,
@@ -80,9 +83,13 @@ impl RudpServer {
         }
     }
 
+    /// Stops the server and returns its sessions (these tests have fewer than the log keeps).
     fn finish(mut self) -> Vec<ServerSession> {
         self.stop.store(true, Ordering::SeqCst);
-        self.handle.take().unwrap().join().unwrap().unwrap()
+        let log = self.handle.take().unwrap().join().unwrap().unwrap();
+        let sessions: Vec<ServerSession> = log.recent().cloned().collect();
+        assert_eq!(log.sessions, sessions.len() as u64, "{log:?}");
+        sessions
     }
 }
 

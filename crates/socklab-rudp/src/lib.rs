@@ -15,6 +15,9 @@ pub mod server;
 pub mod varint;
 pub mod wire;
 
-pub use connection::{Chunk, CloseReason, Config, Connection, Event, Stats, CLOSE_OK, MAX_STREAMS};
+pub use connection::{
+    Chunk, CloseReason, Config, Connection, Event, Stats, CLOSE_NO_PROGRESS, CLOSE_OK,
+    CLOSE_SERVER_FULL, MAX_STREAMS,
+};
 pub use error::{ConfigError, WireError, WriteError};
 pub use server::{Server, ServerAction};

@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use crate::connection::{Config, Connection};
+use crate::connection::{Config, Connection, CLOSE_SERVER_FULL};
 use crate::wire::{self, Frame, Header, Packet, PacketType, PacketWriter, COOKIE_LEN};
 
 /// How long a cookie stays valid: the current and the previous period of this length.
@@ -30,6 +30,7 @@ pub struct Server {
     secret: [u8; 32],
     challenges: u64,
     rejected: u64,
+    refused: u64,
 }
 
 impl Server {
@@ -40,6 +41,7 @@ impl Server {
             secret,
             challenges: 0,
             rejected: 0,
+            refused: 0,
         }
     }
 
@@ -51,6 +53,29 @@ impl Server {
     /// Datagrams dropped (invalid, wrong version, bad cookie).
     pub fn rejected(&self) -> u64 {
         self.rejected
+    }
+
+    /// Connections turned down with [`Server::refuse`] so far.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// Turns down a connection that [`Server::handle_datagram`] just accepted, because the
+    /// application has no room for it: writes into `out` one Data packet carrying CLOSE with
+    /// [`CLOSE_SERVER_FULL`] and `reason`, and returns its length (send it to the connection's
+    /// source; `None` if `out` is too small). Nothing is kept: the client's next packet with
+    /// CONNECT is accepted, and may be refused, afresh. The client's connection ends with
+    /// `CloseReason::Peer { code: CLOSE_SERVER_FULL, reason }` instead of timing out.
+    pub fn refuse(
+        &mut self,
+        now: u64,
+        mut conn: Box<Connection>,
+        reason: &str,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        self.refused += 1;
+        conn.close(now, CLOSE_SERVER_FULL, reason);
+        conn.poll_transmit(now, out)
     }
 
     fn cookie(&self, peer: SocketAddr, cid: u64, period: u64) -> [u8; COOKIE_LEN] {

@@ -198,3 +198,119 @@ proptest! {
         prop_assert!(!conn.is_closed());
     }
 }
+
+/// A server with no room turns a proven client down with one CLOSE carrying
+/// `CLOSE_SERVER_FULL` and its reason: the client's connection ends at once with that code
+/// (not after its idle timeout), and the server keeps nothing, so the client's retry is
+/// accepted afresh.
+#[test]
+fn a_refused_client_is_told_the_server_is_full_in_one_datagram() {
+    use socklab_rudp::{CloseReason, CLOSE_SERVER_FULL};
+    let mut server = Server::new(Config::default(), [1u8; 32]);
+    let from = addr("127.0.0.1:4000");
+    let (mut client, connect) = handshake(&mut server, from);
+    let mut out = vec![0u8; 2048];
+    let ServerAction::Accept(conn) =
+        server.handle_datagram(NOW + 2_000_000, from, &connect, &mut out)
+    else {
+        panic!("the CONNECT was not accepted");
+    };
+    let n = server
+        .refuse(NOW + 2_000_000, conn, "server full: 64 sessions", &mut out)
+        .expect("a CLOSE to send");
+    assert!(n < 100, "refusal of {n} bytes");
+    assert_eq!(server.refused(), 1);
+    client.handle_datagram(NOW + 3_000_000, &out[..n]);
+    assert!(client.is_closed());
+    assert_eq!(
+        client.poll_event(),
+        Some(Event::Closed(CloseReason::Peer {
+            code: CLOSE_SERVER_FULL,
+            reason: "server full: 64 sessions".into()
+        }))
+    );
+    assert_eq!(client.poll_transmit(NOW + 3_000_000, &mut out), None);
+    // Stateless: the same CONNECT is accepted again (and could be refused again).
+    assert!(matches!(
+        server.handle_datagram(NOW + 4_000_000, from, &connect, &mut out),
+        ServerAction::Accept(_)
+    ));
+}
+
+/// `last_progress` moves with new stream bytes and first acknowledgements of data, never with
+/// PINGs, ACK-only packets or repeated data: what a server needs to tell a transfer from a
+/// peer that only keeps its connection alive.
+#[test]
+fn pings_and_repeats_are_not_progress_new_data_is() {
+    let mut server = Server::new(Config::default(), [1u8; 32]);
+    let from = addr("127.0.0.1:4000");
+    let (mut client, connect) = handshake(&mut server, from);
+    let mut out = vec![0u8; 2048];
+    let t0 = NOW + 2_000_000;
+    let ServerAction::Accept(mut conn) = server.handle_datagram(t0, from, &connect, &mut out)
+    else {
+        panic!("the CONNECT was not accepted");
+    };
+    assert_eq!(conn.last_progress(), t0, "creation counts");
+    // A PING every second for 20 s (a hand-made packet, as a hostile client sends it): the
+    // connection stays open (its idle timer is reset), progress does not move.
+    let ping = |pn: u64| {
+        let mut b = vec![0u8; 64];
+        let mut w = wire::PacketWriter::new(
+            &mut b,
+            wire::Header {
+                ty: wire::PacketType::Data,
+                cid: 7,
+                pn,
+            },
+        )
+        .unwrap();
+        w.ping();
+        let n = w.finish();
+        b.truncate(n);
+        b
+    };
+    let mut t = t0;
+    for pn in 100..120 {
+        t += 1_000_000_000;
+        conn.handle_datagram(t, &ping(pn));
+        conn.handle_timeout(t);
+        while conn.poll_transmit(t, &mut out).is_some() {}
+    }
+    assert!(!conn.is_closed(), "PINGs keep the connection open");
+    assert_eq!(conn.last_progress(), t0, "PINGs are not progress");
+    // New stream bytes are (on a fresh server connection for the same client: this one
+    // acknowledges the hand-made packet numbers, which the real client never sent).
+    let ServerAction::Accept(mut conn) = server.handle_datagram(t0, from, &connect, &mut out)
+    else {
+        panic!("the CONNECT was not accepted again");
+    };
+    t += 1_000_000;
+    client.write(1, 0, b"hello").unwrap();
+    let mut data = Vec::new();
+    let mut buf = vec![0u8; 2048];
+    while let Some(n) = client.poll_transmit(t, &mut buf) {
+        data.push(buf[..n].to_vec());
+    }
+    assert!(!data.is_empty());
+    for d in &data {
+        conn.handle_datagram(t, d);
+    }
+    assert_eq!(conn.last_progress(), t);
+    // The same packets again (a replay) are not.
+    for d in &data {
+        conn.handle_datagram(t + 5_000_000, d);
+    }
+    assert_eq!(conn.last_progress(), t);
+    // On the sender, the first acknowledgement of its data is progress.
+    let before = client.last_progress();
+    let t2 = t + 10_000_000;
+    conn.handle_timeout(t2);
+    let mut acked = false;
+    while let Some(n) = conn.poll_transmit(t2, &mut buf) {
+        client.handle_datagram(t2, &buf[..n]);
+        acked = true;
+    }
+    assert!(acked, "the receiver acknowledged the data");
+    assert!(before < t2 && client.last_progress() == t2);
+}

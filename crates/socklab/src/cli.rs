@@ -472,6 +472,9 @@ pub struct TransferServeArgs {
     /// TCP: congestion control of accepted connections (cubic, bbr, reno; default cubic).
     #[arg(long, value_name = "CC")]
     pub tcp_cc: Option<String>,
+    /// rudp: most sessions one source IP address may hold at once (default 16 of the 64).
+    #[arg(long, value_name = "N")]
+    pub max_sessions_per_source: Option<usize>,
     /// Stop after the first transfer.
     #[arg(long)]
     pub once: bool,

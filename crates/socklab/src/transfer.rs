@@ -12,7 +12,8 @@ use socklab_lab::table::{num, Table};
 use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
 use socklab_net::transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
 use socklab_net::transfer::{
-    FileOutcome, ReceiveLimits, ServerSession, TcpServeOptions, TransferReport,
+    FileOutcome, ReceiveLimits, ServerSession, SessionLimits, SessionLog, TcpServeOptions,
+    TransferReport,
 };
 use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
@@ -194,9 +195,54 @@ fn serve_limits(a: &TransferServeArgs, proto: Proto) -> Result<ServeLimits, Fail
     })
 }
 
+/// The rudp session limits from `--max-sessions-per-source` (refused for tcp).
+fn session_limits(proto: Proto, per_source: Option<usize>) -> Result<SessionLimits, Failure> {
+    let mut limits = SessionLimits::default();
+    match (proto, per_source) {
+        (_, None) => {}
+        (Proto::Tcp, Some(n)) => {
+            return Err(usage(format!(
+                "--max-sessions-per-source {n} applies to --proto rudp; leave it out for tcp"
+            )))
+        }
+        (Proto::Rudp, Some(n)) if n == 0 || n > limits.max_sessions => {
+            return Err(usage(format!(
+                "--max-sessions-per-source {n}: give 1 to {} (the server's session table)",
+                limits.max_sessions
+            )))
+        }
+        (Proto::Rudp, Some(n)) => limits.max_per_source = n,
+    }
+    Ok(limits)
+}
+
+/// The summary line of a server's sessions, printed at its end after the last few sessions.
+fn log_line(log: &SessionLog) -> String {
+    let mut l = format!(
+        "sessions = {} ({} failed, {} open at the stop): files {} ok, {} failed, {} written",
+        log.sessions,
+        log.failed,
+        log.open_at_stop,
+        log.files_ok,
+        log.files_failed,
+        format_size(log.bytes)
+    );
+    if log.refused + log.evicted + log.idle_closed > 0 {
+        l.push_str(&format!(
+            "; refused {} (server full), evicted {} and closed {} without progress",
+            log.refused, log.evicted, log.idle_closed
+        ));
+    }
+    if log.recent().len() as u64 != log.sessions {
+        l.push_str(&format!("; the last {} shown", log.recent().len()));
+    }
+    l
+}
+
 fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     let proto = parse_proto(&a.proto)?;
     let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
+    let rudp_sessions = session_limits(proto, a.max_sessions_per_source)?;
     let ip = parse_bind(&a.bind)?;
     let mut limits = serve_limits(&a, proto)?;
     limits.tcp.cc = cc.clone();
@@ -229,7 +275,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         }
     }
     let bind = SocketAddr::new(ip, a.port);
-    let sessions = match proto {
+    let log = match proto {
         Proto::Tcp => {
             let listener =
                 socklab_net::sink::listen(bind).map_err(|e| Failure::Run(e.to_string()))?;
@@ -242,6 +288,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 interrupt_flag(),
                 a.once,
             )
+            .map(SessionLog::from_sessions)
             .map_err(run)?
         }
         Proto::Rudp => {
@@ -254,6 +301,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 &a.dir,
                 &socklab_rudp::Config::default(),
                 &limits.tcp.limits,
+                &rudp_sessions,
                 interrupt_flag(),
                 a.once,
             )
@@ -261,13 +309,14 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         }
     };
     if !a.quiet {
-        for s in &sessions {
+        for s in log.recent() {
             eprintln!("{}", session_line(s));
         }
-        eprintln!("sessions = {}", sessions.len());
+        eprintln!("{}", log_line(&log));
     }
     // With --once the first session to end decides (others were interrupted by its end).
-    match sessions.first().and_then(|s| s.error.as_ref()) {
+    let first_error = log.recent().next().and_then(|s| s.error.clone());
+    match first_error {
         Some(e) if a.once => Err(Failure::Run(format!("the transfer failed: {e}"))),
         _ => Ok(()),
     }

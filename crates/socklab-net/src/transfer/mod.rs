@@ -19,6 +19,7 @@
 //! - [`limits`] — [`ReceiveLimits`]: what a server lets clients cost it (memory before the
 //!   manifest, file sizes, free space), and [`reclaim_partials`];
 //! - [`sender`] — [`FileSender`]: produces the chunks to send and follows the server's messages;
+//! - [`sessions`] — the rudp server's session limits, eviction policy and log of ended sessions;
 //! - [`framing`] — the TCP framing of chunks;
 //! - [`tcp`] — the TCP baseline end to end ([`serve_tcp`], [`send_tcp`]);
 //! - [`workfiles`] — deterministic workload files for experiments and tests.
@@ -32,6 +33,7 @@ pub mod reassembly;
 pub mod receiver;
 pub mod rudp;
 pub mod sender;
+pub mod sessions;
 pub mod tcp;
 pub mod workfiles;
 
@@ -44,6 +46,7 @@ pub use reassembly::{Ordered, RangeSet};
 pub use receiver::FileReceiver;
 pub use rudp::{send_rudp, serve_rudp, serve_rudp_with, RudpReport};
 pub use sender::FileSender;
+pub use sessions::{SessionLimits, SessionLog};
 pub use tcp::{send_tcp, serve_tcp, serve_tcp_with, ServerSession, TcpReport, TcpServeOptions};
 
 /// The transport of a file transfer.

@@ -19,11 +19,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use socklab_rudp::{wire, CloseReason, Config, Connection, Event, Server, ServerAction, CLOSE_OK};
+use socklab_rudp::{
+    wire, CloseReason, Config, Connection, Event, Server, ServerAction, CLOSE_NO_PROGRESS,
+    CLOSE_OK, CLOSE_SERVER_FULL,
+};
 use socklab_sys::io::{poll_flags, poll_one};
 use socklab_sys::netns::wait_readable;
 use socklab_sys::udp::recv_gro;
 
+use super::sessions::{admit, Admission, SessionLimits, SessionLog, Slot, KEEP_RECENT};
 use super::{FileOutcome, FileReceiver, FileSender, ReceiveLimits, ServerSession};
 use crate::TransferError;
 
@@ -39,8 +43,6 @@ const RECV_BUF: usize = 65_536;
 const MAX_WAIT: Duration = Duration::from_millis(100);
 /// Most datagrams taken from the socket in one round before the transport gets to send.
 const RECV_BATCH: usize = 256;
-/// Most sessions a server holds at once; further clients are not accepted until one ends.
-const MAX_SESSIONS: usize = 64;
 /// Port-unreachable replies to Initials after which the client gives up (nothing listens).
 const REFUSED_INITIALS: u32 = 3;
 /// Close code a server uses after it aborted the transfer.
@@ -223,6 +225,18 @@ fn closed_error(reason: &CloseReason, to: SocketAddr) -> TransferError {
         },
         CloseReason::IdleTimeout => TransferError::Timeout(format!(
             "the rudp connection to {to} went idle: nothing arrived for the idle timeout"
+        )),
+        CloseReason::Peer {
+            code: CLOSE_SERVER_FULL,
+            reason,
+        } => TransferError::Limit(format!(
+            "the rudp server at {to} turned the session down: {reason}"
+        )),
+        CloseReason::Peer {
+            code: CLOSE_NO_PROGRESS,
+            reason,
+        } => TransferError::Timeout(format!(
+            "the rudp server at {to} closed the session: {reason}"
         )),
         other => TransferError::Protocol(format!("the rudp connection to {to} ended: {other}")),
     }
@@ -435,6 +449,25 @@ impl Session {
         }
     }
 
+    /// What the admission policy needs to know of this session.
+    fn slot(&self, cid: u64) -> Slot {
+        Slot {
+            cid,
+            ip: self.peer.ip(),
+            last_progress: self.conn.last_progress(),
+            manifest: self.rx.manifest().is_some(),
+            finished: self.finished_at.is_some(),
+        }
+    }
+
+    /// Gives up on the session (it made no progress): closes with [`CLOSE_NO_PROGRESS`] and
+    /// `why`, which its client is told and its report keeps.
+    fn give_up(&mut self, now: u64, why: String) {
+        self.conn.close(now, CLOSE_NO_PROGRESS, &why);
+        self.error.get_or_insert(why);
+        self.finished_at.get_or_insert(now);
+    }
+
     fn report(&self, now: u64) -> ServerSession {
         let mut error = self.error.clone();
         if error.is_none() && !self.rx.is_done() {
@@ -452,31 +485,48 @@ impl Session {
 }
 
 /// Serves rudp transfers on `socket` into `dir` until `stop` is set (checked at least every
-/// 100 ms) or, with `once`, after the first session ends. Several clients may transfer at once.
-/// A failed session is reported in its [`ServerSession::error`]; only socket errors are returned.
+/// 100 ms) or, with `once`, after the first session ends. Several clients may transfer at once,
+/// within `limits`: a full table evicts a session that makes no progress, else the newcomer is
+/// refused ("server full", which its client reports). A session that makes no progress for the
+/// idle timeout of `config` is closed even if its peer keeps it alive with PINGs.
+///
+/// Ended sessions are forgotten: the returned [`SessionLog`] has the totals and the last
+/// [`KEEP_RECENT`] sessions (a failed one with its [`ServerSession::error`]), so memory stays
+/// flat however many clients come. Only socket errors are returned.
 pub fn serve_rudp(
     socket: UdpSocket,
     dir: &Path,
     config: &Config,
+    limits: &SessionLimits,
     stop: &AtomicBool,
     once: bool,
-) -> Result<Vec<ServerSession>, TransferError> {
-    serve_rudp_with(socket, dir, config, &ReceiveLimits::default(), stop, once)
+) -> Result<SessionLog, TransferError> {
+    serve_rudp_with(
+        socket,
+        dir,
+        config,
+        &ReceiveLimits::default(),
+        limits,
+        stop,
+        once,
+    )
 }
 
-/// [`serve_rudp`] with the receiving `limits` every session shares (one memory budget).
+/// [`serve_rudp`] with the receiving limits every session shares (`receive`: one memory
+/// budget, file sizes, free space).
 pub fn serve_rudp_with(
     socket: UdpSocket,
     dir: &Path,
     config: &Config,
-    limits: &ReceiveLimits,
+    receive: &ReceiveLimits,
+    limits: &SessionLimits,
     stop: &AtomicBool,
     once: bool,
-) -> Result<Vec<ServerSession>, TransferError> {
+) -> Result<SessionLog, TransferError> {
     config
         .validate()
         .map_err(|e| TransferError::Invalid(format!("rudp settings: {e}")))?;
-    drop(FileReceiver::with_limits(dir, limits)?); // the directory must be usable first
+    drop(FileReceiver::with_limits(dir, receive)?); // the directory must be usable first
     socket
         .set_nonblocking(true)
         .map_err(|e| TransferError::io("setting the UDP socket non-blocking", e))?;
@@ -486,15 +536,20 @@ pub fn serve_rudp_with(
     let _ = socklab_sys::netns::set_timer_slack(1_000);
     let mut server = Server::new(config.clone(), random_bytes()?);
     let mut sessions: HashMap<u64, Session> = HashMap::new();
-    let mut done = Vec::new();
+    let mut log = SessionLog::new(KEEP_RECENT);
+    let stall_s = limits.stall.as_secs_f64();
+    let idle_s = config.idle_timeout_ns as f64 / 1e9;
     let base = Instant::now();
     let mut inbuf = vec![0u8; RECV_BUF];
     let mut out = vec![0u8; config.max_datagram];
     loop {
         let now = ns_since(base);
         if stop.load(Ordering::Relaxed) || socklab_sys::process::interrupted() {
-            done.extend(sessions.values().map(|s| s.report(now)));
-            return Ok(done);
+            for s in sessions.values() {
+                log.open_at_stop += 1;
+                log.record(s.report(now));
+            }
+            return Ok(log);
         }
         for _ in 0..RECV_BATCH {
             let r = match recv_gro(socket.as_fd(), &mut inbuf) {
@@ -518,12 +573,35 @@ pub fn serve_rudp_with(
                     ServerAction::Drop => {}
                     ServerAction::Reply(len) => send_datagram(&socket, &out[..len], Some(peer))?,
                     ServerAction::Accept(conn) => {
-                        if sessions.len() >= MAX_SESSIONS {
-                            continue; // the client retries; it gets in when a session ends
+                        let slots = sessions.iter().map(|(cid, s)| s.slot(*cid));
+                        match admit(limits, peer.ip(), now, slots) {
+                            Admission::Admit => {}
+                            Admission::Evict(cid) => {
+                                if let Some(mut s) = sessions.remove(&cid) {
+                                    if s.finished_at.is_none() {
+                                        log.evicted += 1;
+                                        s.give_up(now, format!(
+                                            "evicted: no progress for {stall_s} s or more while the server was full"
+                                        ));
+                                    }
+                                    // One CLOSE to its client, then it is forgotten.
+                                    if let Some(len) = s.conn.poll_transmit(now, &mut out) {
+                                        send_datagram(&socket, &out[..len], Some(s.peer))?;
+                                    }
+                                    log.record(s.report(now));
+                                }
+                            }
+                            Admission::Refuse(why) => {
+                                log.refused += 1;
+                                if let Some(len) = server.refuse(now, conn, &why, &mut out) {
+                                    send_datagram(&socket, &out[..len], Some(peer))?;
+                                }
+                                continue;
+                            }
                         }
                         sessions.insert(
                             conn.cid(),
-                            Session::new(conn, FileReceiver::with_limits(dir, limits)?, peer, now),
+                            Session::new(conn, FileReceiver::with_limits(dir, receive)?, peer, now),
                         );
                     }
                 }
@@ -536,20 +614,32 @@ pub fn serve_rudp_with(
                 s.conn.handle_timeout(now);
             }
             s.pump(now, &mut inbuf);
+            if s.finished_at.is_none()
+                && now.saturating_sub(s.conn.last_progress()) >= config.idle_timeout_ns
+            {
+                // Alive (PINGs, repeats) but going nowhere: the idle timeout counts progress.
+                log.idle_closed += 1;
+                s.give_up(now, format!("no progress for {idle_s} s"));
+            }
             while let Some(len) = s.conn.poll_transmit(now, &mut out) {
                 send_datagram(&socket, &out[..len], Some(s.peer))?;
             }
             if s.conn.is_closed() {
                 ended.push(*cid);
             } else if let Some(t) = s.conn.poll_timeout() {
+                let t = if s.finished_at.is_none() {
+                    t.min(s.conn.last_progress() + config.idle_timeout_ns)
+                } else {
+                    t
+                };
                 next = Some(next.map_or(t, |n: u64| n.min(t)));
             }
         }
         for cid in ended {
             if let Some(s) = sessions.remove(&cid) {
-                done.push(s.report(now));
+                log.record(s.report(now));
                 if once {
-                    return Ok(done);
+                    return Ok(log);
                 }
             }
         }

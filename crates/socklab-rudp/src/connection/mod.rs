@@ -55,6 +55,11 @@ pub const CLOSE_OK: u64 = 0;
 pub const CLOSE_PROTOCOL: u64 = 1;
 /// Close code after a flow-control violation by the peer.
 pub const CLOSE_FLOW: u64 = 2;
+/// Close code of a server that has no room for the connection ([`crate::Server::refuse`]).
+pub const CLOSE_SERVER_FULL: u64 = 3;
+/// Close code of an end that gave up on a peer making no progress (see
+/// [`Connection::last_progress`]): PINGs and repeated data keep a connection open, not useful.
+pub const CLOSE_NO_PROGRESS: u64 = 4;
 
 /// Most ACK ranges kept (and reported).
 const MAX_ACK_RANGES: usize = 64;
@@ -134,6 +139,8 @@ pub struct Connection {
     events: VecDeque<Event>,
     stats: Stats,
     last_recv: u64,
+    /// When new stream data last arrived or data of ours was first acknowledged.
+    last_progress: u64,
     close_sent: bool,
     close_code: u64,
     close_reason: String,
@@ -234,6 +241,7 @@ impl Connection {
             events: VecDeque::new(),
             stats: Stats::default(),
             last_recv: now,
+            last_progress: now,
             close_sent: false,
             close_code: 0,
             close_reason: String::new(),
@@ -308,6 +316,14 @@ impl Connection {
     /// True when the connection is over.
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
+    }
+
+    /// When the connection last made progress (ns, the caller's clock): new stream bytes
+    /// arrived, or the peer acknowledged a packet of ours carrying stream data for the first
+    /// time. Creation counts. PINGs, ACK-only packets, repeated data and credit do not: an
+    /// application can give up on a peer that only keeps the connection alive.
+    pub fn last_progress(&self) -> u64 {
+        self.last_progress
     }
 
     /// Distinct stream bytes the peer allows us to send beyond what we sent.
@@ -432,6 +448,7 @@ impl Connection {
         if self.role == Role::Client {
             self.confirmed = true;
         }
+        let received_before = self.stats.stream_bytes_received;
         let mut eliciting = false;
         for frame in packet.frames() {
             let frame = match frame {
@@ -459,6 +476,9 @@ impl Connection {
                     if let Err((code, e)) = self.on_stream(stream, offset, data) {
                         self.violation(now, code, e);
                         return;
+                    }
+                    if self.stats.stream_bytes_received > received_before {
+                        self.last_progress = now;
                     }
                 }
                 Frame::Credit(max) => {

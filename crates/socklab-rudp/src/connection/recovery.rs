@@ -80,6 +80,9 @@ impl Connection {
                                 self.reordering_seen = true;
                             }
                             self.on_packet_acked(&p);
+                            if p.data.is_some() {
+                                self.last_progress = now;
+                            }
                             if newest.is_none_or(|n| p.pn > n.pn) {
                                 newest = Some(p);
                             }
@@ -92,6 +95,9 @@ impl Connection {
                             self.reo_mult = (self.reo_mult * 2).min(16);
                             self.spurious_round = self.cc.round();
                             self.on_packet_acked(&p);
+                            if p.data.is_some() {
+                                self.last_progress = now;
+                            }
                         }
                         SentState::Untracked => {
                             self.sent[idx].state = SentState::Acked;
