@@ -93,7 +93,23 @@ pub const KEYS: &[Key] = &[
         "BLAKE3-hash the stream on both sides and compare",
     ),
     Key::new("seed", "1", "seed of the payload pattern"),
+    TIMEOUT,
 ];
+
+/// `timeout`.
+pub const TIMEOUT: Key = Key::new(
+    "timeout",
+    "auto",
+    "a repetition not done this long after the sink's READY is stored failed; auto: duration + 10s + twice the link's round trip (iterations, bytes: no bound, but a sink that accepts nothing for 30s fails it)",
+);
+
+/// A `timeout` value: `auto` (None) or a duration.
+fn parse_timeout(s: &str) -> Result<Option<Duration>, String> {
+    match s.trim() {
+        "auto" => Ok(None),
+        v => parse_duration(v).map(Some),
+    }
+}
 
 /// `gbps`.
 pub const GBPS: Metric = m(
@@ -278,6 +294,10 @@ impl Spec for BulkSpec {
         };
         let link = link::parse(p)?;
         let connect_timeout = link::connect_timeout(p, &link, Duration::from_secs(5))?;
+        let timeout = p.value(&TIMEOUT, parse_timeout)?;
+        // Without a timeout, a duration-limited test may run past its duration by a grace
+        // that covers the link's round trips (the sink still reads what the buffers hold).
+        let grace = link::connect_timeout(p, &link, socklab_net::bulk::GRACE)?;
         let spec = BulkSpec {
             link,
             to: p.value(&TO, parse_target)?,
@@ -294,6 +314,8 @@ impl Spec for BulkSpec {
                 verify: p.value_in(KEYS, "verify", parse_bool)?,
                 seed: p.value_in(KEYS, "seed", parse_count)?,
                 connect_timeout,
+                timeout,
+                grace,
             },
         };
         // Check the combination now, before anything runs.
@@ -324,6 +346,10 @@ impl Spec for BulkSpec {
         p.set("read_size", format_size(b.read_size as u64));
         p.set("verify", b.verify.to_string());
         p.set("seed", b.seed.to_string());
+        // Printed only when given, so plans stored before the key existed keep their text.
+        if let Some(t) = b.timeout {
+            p.set("timeout", format_duration(t));
+        }
         p
     }
 
