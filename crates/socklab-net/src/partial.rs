@@ -208,6 +208,42 @@ mod tests {
     }
 
     #[test]
+    fn a_call_without_progress_asks_the_waiting_policy_which_sees_when_the_stall_began() {
+        // Two bytes, then EAGAIN three times (a send timeout's tick), one byte, EAGAIN twice.
+        let mut script = vec![Ok(2), Err(0), Err(0), Err(0), Ok(1), Err(0), Err(0), Ok(7)];
+        script.reverse();
+        let mut stalls: Vec<Instant> = Vec::new();
+        let calls = write_all_waiting(
+            &[0u8; 10],
+            |_| match script.pop().unwrap() {
+                Ok(n) => Ok(n),
+                Err(_) => Err(io::ErrorKind::WouldBlock.into()),
+            },
+            |e, since| {
+                assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+                stalls.push(since);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(calls, 3);
+        assert_eq!(stalls.len(), 5);
+        // One stall start per run of calls without progress.
+        assert!(stalls[0] == stalls[1] && stalls[1] == stalls[2]);
+        assert!(stalls[3] == stalls[4] && stalls[3] > stalls[2]);
+        // The policy's error ends the loop; the plain helpers give up on EAGAIN.
+        let e = write_all_waiting(
+            b"abc",
+            |_| Err(io::ErrorKind::WouldBlock.into()),
+            |_, _| Err(io::Error::other("deadline")),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "deadline");
+        let e = write_all_with(b"abc", |_| Err(io::ErrorKind::WouldBlock.into())).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+    }
+
+    #[test]
     fn send_range_covers_every_offset_once() {
         let mut seen = [0u8; 50];
         let calls = send_range_with(50, |off, left| {

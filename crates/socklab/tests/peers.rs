@@ -8,6 +8,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -180,77 +181,87 @@ fn ctrl_c_ends_a_bulk_blocked_in_write() {
     assert!(took < Duration::from_secs(1), "{took:?}");
 }
 
-/// Item 10: `timeout N socklab bulk …` sends SIGTERM to socklab and then to its process
-/// group: the second signal killed socklab on the spot (exit 124 with the experiment left
-/// `running`). Both now take the graceful path: finished repetitions stored, the experiment
-/// marked `interrupted`.
-#[test]
-fn timeouts_double_sigterm_stops_bulk_gracefully() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let exe = env!("CARGO_BIN_EXE_socklab");
-    let mut t = Command::new("timeout")
-        .args(["-s", "TERM", "4", exe, "bulk", "--duration", "300ms"])
-        .args(["--reps", "100", "--warmup", "0", "--db", db])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let st = wait_bounded(&mut t, Duration::from_secs(30), "timeout 4 socklab bulk");
-    assert_eq!(st.code(), Some(124), "timeout's own code: {st:?}");
-    let (status, samples) = status_and_samples(db);
-    assert_eq!(status, "interrupted");
-    assert!(samples >= 1, "finished repetitions are kept: {samples}");
-}
-
-/// Item 10, `socklab run` (an experiment file) under `timeout`, and SIGTERM twice by hand:
-/// exit 130, the experiment `interrupted`, what finished kept.
-#[test]
-fn repeated_sigterm_stops_run_gracefully() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.db");
-    let db = db.to_str().unwrap();
-    let file = dir.path().join("x.toml");
-    std::fs::write(
-        &file,
-        "name = \"x\"\nworkload = \"bulk\"\nreps = 100\nwarmup = 0\n[fixed]\nduration = \"300ms\"\n",
-    )
-    .unwrap();
-    let exe = env!("CARGO_BIN_EXE_socklab");
-    let mut t = Command::new("timeout")
-        .args(["-s", "TERM", "3", exe, "run", file.to_str().unwrap()])
+/// Runs `socklab ARGS --db DB` in its own process group (as `timeout` does), lets it finish
+/// some repetitions, then sends SIGTERM to it and, 20 ms later, to its group (as `timeout`
+/// does; the gap keeps the two signals from merging into one). The second signal killed
+/// socklab on the spot, leaving the experiment `running`.
+fn sigterm_twice(args: &[&str], db: &str) {
+    let mut child = socklab()
+        .args(args)
         .args(["--db", db])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let st = wait_bounded(&mut t, Duration::from_secs(30), "timeout 3 socklab run");
-    assert_eq!(st.code(), Some(124), "{st:?}");
-    let (status, samples) = status_and_samples(db);
-    assert_eq!(status, "interrupted");
-    assert!(samples >= 1, "{samples}");
-
-    // By hand, in its own process group as `timeout` puts it: the process, then the group.
-    let db2 = dir.path().join("r2.db");
-    let db2 = db2.to_str().unwrap();
-    let mut r = socklab()
-        .args(["run", file.to_str().unwrap(), "--db", db2])
         .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    let pid = r.id() as i64;
+    assert!(child.try_wait().unwrap().is_none(), "ended by itself");
+    let pid = child.id() as i64;
     signal(pid, "TERM");
+    std::thread::sleep(Duration::from_millis(20));
     signal(-pid, "TERM");
-    let st = wait_bounded(&mut r, Duration::from_secs(10), "run after two SIGTERMs");
-    assert_eq!(st.code(), Some(130), "{st:?}");
-    assert_eq!(status_and_samples(db2).0, "interrupted");
+    let st = wait_bounded(&mut child, Duration::from_secs(10), "after two SIGTERMs");
+    assert_eq!(st.code(), Some(130), "{args:?}: {st:?}");
+    let (status, samples) = status_and_samples(db);
+    assert_eq!(status, "interrupted", "{args:?}");
+    assert!(
+        samples >= 1,
+        "{args:?}: finished repetitions are kept: {samples}"
+    );
 }
 
-use std::os::unix::process::CommandExt;
+/// Item 10: `timeout N socklab bulk …` sends SIGTERM to socklab and then to its process
+/// group; the second signal often killed socklab on the spot (exit 124, the experiment left
+/// `running`). Both now take the graceful path: exit 130, finished repetitions stored, the
+/// experiment marked `interrupted`.
+#[test]
+fn repeated_sigterm_stops_bulk_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    sigterm_twice(
+        &[
+            "bulk",
+            "--duration",
+            "300ms",
+            "--reps",
+            "100",
+            "--warmup",
+            "0",
+        ],
+        db,
+    );
+    // And under `timeout` itself.
+    let db = dir.path().join("t.db");
+    let db = db.to_str().unwrap();
+    let exe = env!("CARGO_BIN_EXE_socklab");
+    let mut t = Command::new("timeout")
+        .args(["-s", "TERM", "3", exe, "bulk", "--duration", "300ms"])
+        .args(["--reps", "100", "--warmup", "0", "--db", db])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let st = wait_bounded(&mut t, Duration::from_secs(30), "timeout 3 socklab bulk");
+    assert_eq!(st.code(), Some(124), "timeout's own code: {st:?}");
+    let (status, samples) = status_and_samples(db);
+    assert_eq!(status, "interrupted");
+    assert!(samples >= 1, "{samples}");
+}
+
+/// Item 10, the same for `socklab run` (an experiment file).
+#[test]
+fn repeated_sigterm_stops_run_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\nworkload = \"bulk\"\nreps = 100\nwarmup = 0\n[fixed]\nduration = \"300ms\"\n",
+    )
+    .unwrap();
+    let db = dir.path().join("r.db");
+    sigterm_twice(&["run", file.to_str().unwrap()], db.to_str().unwrap());
+}
 
 /// A third interrupt still ends a process at once, whatever it is doing.
 #[test]

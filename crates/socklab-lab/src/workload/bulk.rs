@@ -511,6 +511,47 @@ mod tests {
     }
 
     #[test]
+    fn timeout_is_auto_by_default_and_printed_only_when_given() {
+        let spec = |p: Params| BulkSpec::parse(&p);
+        let auto = spec(Params::new()).unwrap();
+        assert_eq!(auto.cfg.timeout, None);
+        assert_eq!(auto.cfg.grace, socklab_net::bulk::GRACE);
+        assert_eq!(
+            auto.cfg.deadline(),
+            Some(Duration::from_secs(2) + socklab_net::bulk::GRACE)
+        );
+        assert_eq!(
+            auto.params().get("timeout"),
+            None,
+            "old plans keep their text"
+        );
+        // Over a link the grace covers its round trips too.
+        let linked = spec(Params::new().with("link", "delay 50ms")).unwrap();
+        assert_eq!(
+            linked.cfg.grace,
+            socklab_net::bulk::GRACE + Duration::from_millis(200)
+        );
+        let given = spec(Params::new().with("timeout", "5s")).unwrap();
+        assert_eq!(given.cfg.deadline(), Some(Duration::from_secs(5)));
+        assert_eq!(given.params().get("timeout"), Some("5s"));
+        assert_eq!(BulkSpec::parse(&given.params()).unwrap(), given);
+        // A count-limited test has no deadline unless one is given.
+        let counted = spec(Params::new().with("iterations", "10")).unwrap();
+        assert_eq!(counted.cfg.deadline(), None);
+        let e = spec(Params::new().with("duration", "3s").with("timeout", "2s"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--timeout 2s is not longer than --duration 3s"),
+            "{e}"
+        );
+        let e = spec(Params::new().with("timeout", "soon"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("timeout = 'soon'"), "{e}");
+    }
+
+    #[test]
     fn a_result_maps_to_its_metrics() {
         let r = BulkResult {
             bytes: 1_000_000_000,
