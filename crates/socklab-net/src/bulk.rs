@@ -379,12 +379,15 @@ impl Bounds<'_> {
                 "the sink at {peer} accepted no data for {} while {doing} it, {sent} bytes sent: it stopped reading, or the link stopped delivering",
                 fmt(STALL)
             )),
-            Some(Halt::Phase) => NetError::Protocol {
-                peer,
-                detail: format!(
-                    "no {} line in time: is it a `socklab sink`?",
-                    self.phase.map_or("", |(_, what)| what)
-                ),
+            Some(Halt::Phase) => match self.phase.map_or("", |(_, what)| what) {
+                "RESULT" => NetError::Timeout(format!(
+                    "no RESULT from the sink at {peer} within {} of the last write, {sent} bytes sent: it stopped reading, or the link stopped delivering; a slow link needs --timeout",
+                    fmt(RESULT_WAIT)
+                )),
+                what => NetError::Protocol {
+                    peer,
+                    detail: format!("no {what} line in time: is it a `socklab sink`?"),
+                },
             },
         }
     }
@@ -701,8 +704,12 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         }
     }
     let send_seconds = t0.elapsed().as_secs_f64();
+    // Zerocopy completions: 10 s at most, and not past the deadline.
+    let drain_for = b.deadline.map_or(Duration::from_secs(10), |d| {
+        d.saturating_sub(t0.elapsed()).min(Duration::from_secs(10))
+    });
     let zc = sender
-        .drain(sock, Duration::from_secs(10), stop)
+        .drain(sock, drain_for, stop)
         .map_err(|e| NetError::io("reaping zerocopy completions", e))?;
     if stop() {
         return Err(NetError::Interrupted);
@@ -750,4 +757,130 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         zerocopy: zc,
         verified,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(limit: Limit, timeout: Option<Duration>) -> BulkConfig {
+        BulkConfig {
+            to: SocketAddr::from(([127, 0, 0, 1], 5001)),
+            strategy: Strategy::Single,
+            nbufs: 1,
+            bufsize: 1000,
+            limit,
+            cc: "cubic".into(),
+            nodelay: false,
+            sndbuf: None,
+            read_size: 1000,
+            verify: false,
+            seed: 1,
+            connect_timeout: Duration::from_secs(5),
+            timeout,
+            grace: GRACE,
+        }
+    }
+
+    fn ago(secs: u64) -> Instant {
+        Instant::now()
+            .checked_sub(Duration::from_secs(secs))
+            .expect("the clock runs long enough")
+    }
+
+    fn tick() -> io::Error {
+        io::ErrorKind::WouldBlock.into()
+    }
+
+    /// Each bound of [`Bounds::wait`] gives up with its own reason, in order: Ctrl-C, the
+    /// deadline, the stall, the phase's limit; real errors pass through.
+    #[test]
+    fn bounds_give_up_for_each_reason_with_a_message_that_names_it() {
+        let c = cfg(Limit::Duration(Duration::from_secs(1)), None);
+        let stop = || false;
+        let fresh = |stop| Bounds {
+            stop,
+            t0: Some(Instant::now()),
+            deadline: c.deadline(),
+            phase: None,
+            sent: 4096,
+            halted: None,
+        };
+        let mut b = fresh(&stop);
+        assert!(b.wait(tick(), Instant::now()).is_ok());
+        assert!(b.wait(io::ErrorKind::Interrupted.into(), ago(1)).is_ok());
+        let e = b.wait(io::ErrorKind::ConnectionReset.into(), Instant::now());
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(b.halted, None);
+
+        let yes = || true;
+        let mut b = fresh(&yes);
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        assert!(matches!(
+            b.error(&c, "sending to", e),
+            NetError::Interrupted
+        ));
+
+        let mut b = fresh(&stop);
+        b.t0 = Some(ago(12));
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        let m = b.error(&c, "sending with single to", e).to_string();
+        assert_eq!(
+            m,
+            "the test did not end within 11s (--duration 1s + 10s grace) while sending with single to 127.0.0.1:5001, 4096 bytes sent: the sink stopped reading or the link stopped delivering; a slow link needs a longer --timeout"
+        );
+
+        let counted = cfg(Limit::Iterations(10), None);
+        assert_eq!(counted.deadline(), None);
+        let mut b = fresh(&stop);
+        b.deadline = counted.deadline();
+        assert!(b.wait(tick(), ago(29)).is_ok());
+        let e = b.wait(tick(), ago(31)).unwrap_err();
+        let m = b.error(&counted, "sending with single to", e).to_string();
+        assert!(m.contains("accepted no data for 30s"), "{m}");
+
+        let mut b = fresh(&stop);
+        b.deadline = None;
+        b.phase = Some((ago(1), "READY"));
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        let m = b.error(&counted, "waiting for READY from", e).to_string();
+        assert!(m.contains("no READY line in time"), "{m}");
+        b.phase = Some((ago(1), "RESULT"));
+        let m = b
+            .error(&counted, "waiting for RESULT from", tick())
+            .to_string();
+        assert!(
+            m.contains("no RESULT from the sink at 127.0.0.1:5001 within 60s of the last write"),
+            "{m}"
+        );
+
+        let timed = cfg(Limit::Iterations(10), Some(Duration::from_secs(3)));
+        assert_eq!(timed.deadline(), Some(Duration::from_secs(3)));
+        let mut b = fresh(&stop);
+        b.deadline = timed.deadline();
+        b.t0 = Some(ago(4));
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        let m = b.error(&timed, "sending with single to", e).to_string();
+        assert!(m.contains("did not end within 3s (--timeout 3s)"), "{m}");
+    }
+
+    #[test]
+    fn a_timeout_shorter_than_the_duration_is_refused() {
+        let e = cfg(
+            Limit::Duration(Duration::from_secs(5)),
+            Some(Duration::from_secs(5)),
+        )
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--timeout 5s is not longer than --duration 5s"),
+            "{e}"
+        );
+        let e = cfg(Limit::Iterations(1), Some(Duration::ZERO))
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--timeout 0s"), "{e}");
+    }
 }
