@@ -487,7 +487,7 @@ mod tests {
         assert_eq!(store.experiment(id).unwrap().status, "interrupted");
         let samples = store.samples(id).unwrap();
         assert_eq!(samples.len(), 2);
-        assert!(samples.iter().all(|s| s.metrics.get("failed").is_none()));
+        assert!(samples.iter().all(|s| !s.metrics.contains_key("failed")));
     }
 
     #[test]
