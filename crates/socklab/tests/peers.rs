@@ -30,6 +30,16 @@ fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     }
 }
 
+/// A child killed when the test ends, passed or not.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn signal(pid: i64, sig: &str) {
     let st = Command::new("kill")
         .args([&format!("-{sig}"), "--", &pid.to_string()])
@@ -73,7 +83,8 @@ fn status_and_samples(db: &str) -> (String, u64) {
 /// (30 s; the bulk gave up after 10 s without READY). Now it runs at once beside it.
 #[test]
 fn an_idle_client_does_not_hold_up_bulk() {
-    let (mut sink, addr) = spawn_announced(&["sink", "--port", "0", "--announce", "--quiet"]);
+    let (sink, addr) = spawn_announced(&["sink", "--port", "0", "--announce", "--quiet"]);
+    let mut sink = KillOnDrop(sink);
     let idle = TcpStream::connect(&addr).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
@@ -100,8 +111,8 @@ fn an_idle_client_does_not_hold_up_bulk() {
     assert!(st.success(), "{st:?}: {err}");
     assert!(took < Duration::from_secs(8), "{took:?}");
     drop(idle);
-    signal(sink.id() as i64, "TERM");
-    let st = wait_bounded(&mut sink, Duration::from_secs(5), "sink after SIGTERM");
+    signal(sink.0.id() as i64, "TERM");
+    let st = wait_bounded(&mut sink.0, Duration::from_secs(5), "sink after SIGTERM");
     assert!(st.success(), "{st:?}");
 }
 
