@@ -170,6 +170,9 @@ fn execute(
         let started = now_rfc3339();
         let t0 = Instant::now();
         let result = match exec.run_rep(cell, rep, warmup, stop) {
+            // A repetition that failed while it was being stopped (a call cut short by the
+            // signal) was interrupted: it is not a measured failure.
+            Err(LabError::Run { .. }) if stop() => Err(LabError::Interrupted { experiment, done }),
             // A repetition's own failure is a result: stored with its reason, the rest goes on.
             Err(LabError::Run {
                 cell: label,
@@ -198,7 +201,8 @@ fn execute(
                     LabError::Run {
                         source: socklab_net::NetError::Interrupted,
                         ..
-                    } => LabError::Interrupted { experiment, done },
+                    }
+                    | LabError::Interrupted { .. } => LabError::Interrupted { experiment, done },
                     other => other,
                 });
                 break;
@@ -442,6 +446,48 @@ mod tests {
         assert_eq!(bad.len(), 1);
         assert!(bad[0].extra["error"].as_str().unwrap().contains("no reply"));
         assert_eq!(store.experiment(*experiment).unwrap().status, "done");
+    }
+
+    /// Fails every repetition with a run error and raises `stop` during the third: a call cut
+    /// short by Ctrl-C, not a measured failure.
+    struct FailsWhenStopped<'a>(&'a StdCell<bool>, usize);
+
+    impl Executor for FailsWhenStopped<'_> {
+        fn run(&mut self, cell: &Cell, _stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
+            self.1 += 1;
+            if self.1 == 3 {
+                self.0.set(true);
+                return Err(LabError::run(
+                    &cell.label,
+                    socklab_net::NetError::io(
+                        "sending",
+                        std::io::Error::from(std::io::ErrorKind::Interrupted),
+                    ),
+                ));
+            }
+            Ok(Sample::new([("gbps", 1.0)], serde_json::json!({})))
+        }
+    }
+
+    #[test]
+    fn a_repetition_that_fails_as_it_is_stopped_is_not_stored_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let stopped = StdCell::new(false);
+        let mut e = FailsWhenStopped(&stopped, 0);
+        let err = run_plan(&plan(), &mut store, &host(), &mut e, &mut Silent, &|| {
+            stopped.get()
+        })
+        .unwrap_err();
+        assert!(
+            matches!(err, LabError::Interrupted { done: 2, .. }),
+            "{err}"
+        );
+        let id = store.latest_experiment().unwrap().unwrap();
+        assert_eq!(store.experiment(id).unwrap().status, "interrupted");
+        let samples = store.samples(id).unwrap();
+        assert_eq!(samples.len(), 2);
+        assert!(samples.iter().all(|s| !s.metrics.contains_key("failed")));
     }
 
     #[test]

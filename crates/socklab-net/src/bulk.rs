@@ -4,6 +4,12 @@
 //! Timing: the clock starts when the sink has answered READY and stops when its RESULT line
 //! arrives, i.e. when the sink has read every byte (end-to-end, like iperf3's receiver figure).
 //! The time until the last write returned is kept too (`send_seconds`).
+//!
+//! Bounds: no call blocks for long. The socket has send and receive timeouts of [`TICK`];
+//! after each tick without progress the loops look at `stop()` (Ctrl-C: [`NetError::Interrupted`]
+//! within about 100 ms), at the test's deadline ([`BulkConfig::deadline`]: `--duration` plus a
+//! grace, or `--timeout`) and at how long the sink has accepted nothing ([`STALL`]); either
+//! bound ends the test with [`NetError::Timeout`], which the lab stores as a failed repetition.
 
 use std::fs::File;
 use std::io::{self, IoSlice, Read, Write};
@@ -17,8 +23,7 @@ use socklab_sys::tcp::{tcp_info, TcpInfo};
 use socklab_sys::usage::{getrusage, Usage, Who};
 use socklab_sys::zerocopy::{self, Completions};
 
-use crate::error::is_timeout;
-use crate::partial::{send_range_with, write_all_vectored_with, write_all_with};
+use crate::partial::{send_range_waiting, write_all_vectored_waiting, write_all_waiting};
 use crate::payload::Payload;
 use crate::protocol::{Hello, Ready, SinkResult, MAX_LINE};
 use crate::{NetError, Strategy};
@@ -36,6 +41,25 @@ pub enum Limit {
 
 /// Largest round (`nbufs × bufsize`) a test may use.
 pub const MAX_ROUND_BYTES: usize = 1 << 30;
+
+/// How often a blocked send or receive wakes to look at `stop()` and the deadlines (the
+/// socket's `SO_SNDTIMEO`/`SO_RCVTIMEO`; a flowing stream never waits for it).
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// The time a `--duration` test may run past its duration before it fails, by default (the
+/// sink has to read what the socket buffers still hold): [`BulkConfig::deadline`].
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// A test fails when the sink accepts no byte for this long (it stopped reading, or the link
+/// stopped delivering), whatever its limit.
+pub const STALL: Duration = Duration::from_secs(30);
+
+/// How long the sink may take to answer READY.
+pub const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the sink may take to answer RESULT after the last write, for a test without a
+/// deadline (count-limited, no `timeout`).
+pub const RESULT_WAIT: Duration = Duration::from_secs(60);
 
 /// Everything that defines one bulk test.
 #[derive(Debug, Clone)]
@@ -64,9 +88,25 @@ pub struct BulkConfig {
     pub seed: u64,
     /// Give up connecting after this long.
     pub connect_timeout: Duration,
+    /// The longest the test may take from READY to RESULT, when given (`--timeout`).
+    pub timeout: Option<Duration>,
+    /// Without `timeout`, how long a `--duration` test may run past its duration
+    /// ([`GRACE`], plus the round trips of an emulated link).
+    pub grace: Duration,
 }
 
 impl BulkConfig {
+    /// The longest the test may take from READY to RESULT before it fails: `timeout` when
+    /// given, else `--duration` + `grace` for a duration-limited test; `None` for a
+    /// count-limited test without `timeout` (only [`STALL`] and [`RESULT_WAIT`] bound it).
+    pub fn deadline(&self) -> Option<Duration> {
+        match (self.timeout, self.limit) {
+            (Some(t), _) => Some(t),
+            (None, Limit::Duration(d)) => Some(d + self.grace),
+            (None, _) => None,
+        }
+    }
+
     /// Checks the parameters, naming the bad value and the fix.
     pub fn validate(&self) -> Result<(), NetError> {
         let bad = |m: String| Err(NetError::Invalid(m));
@@ -99,6 +139,20 @@ impl BulkConfig {
             Limit::Bytes(0) => return bad("--bytes 0: send at least one byte".into()),
             Limit::Duration(d) if d.is_zero() => {
                 return bad("--duration 0s: run for some time, e.g. --duration 1s".into())
+            }
+            _ => {}
+        }
+        match (self.timeout, self.limit) {
+            (Some(t), _) if t.is_zero() => {
+                return bad("--timeout 0s: give the test some time, e.g. --timeout 30s".into())
+            }
+            (Some(t), Limit::Duration(d)) if t <= d => {
+                return bad(format!(
+                    "--timeout {} is not longer than --duration {}: the test could never finish; give more, e.g. --timeout {}",
+                    crate::units::format_duration(t),
+                    crate::units::format_duration(d),
+                    crate::units::format_duration(d + GRACE)
+                ))
             }
             _ => {}
         }
@@ -164,7 +218,10 @@ impl BulkResult {
 }
 
 /// Connects a TCP socket with the sender's options; every option is read back.
-fn connect(cfg: &BulkConfig) -> Result<(TcpStream, String, usize), NetError> {
+fn connect(
+    cfg: &BulkConfig,
+    stop: &dyn Fn() -> bool,
+) -> Result<(TcpStream, String, usize), NetError> {
     let sock = Socket::new(
         Domain::for_address(cfg.to),
         Type::STREAM,
@@ -201,11 +258,7 @@ fn connect(cfg: &BulkConfig) -> Result<(TcpStream, String, usize), NetError> {
                 hint: String::new(),
             })?;
     }
-    sock.connect_timeout(&cfg.to.into(), cfg.connect_timeout)
-        .map_err(|source| NetError::Connect {
-            addr: cfg.to,
-            source,
-        })?;
+    connect_until(&sock, cfg, stop)?;
     let cc = sock
         .tcp_congestion()
         .map(|v| {
@@ -218,26 +271,148 @@ fn connect(cfg: &BulkConfig) -> Result<(TcpStream, String, usize), NetError> {
     Ok((sock.into(), cc, sndbuf))
 }
 
+/// Connects `sock` to `cfg.to` within `cfg.connect_timeout`, looking at `stop()` every
+/// [`TICK`] (a connect over a slow link can take seconds).
+fn connect_until(sock: &Socket, cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<(), NetError> {
+    let err = |source: io::Error| NetError::Connect {
+        addr: cfg.to,
+        source,
+    };
+    sock.set_nonblocking(true).map_err(err)?;
+    match sock.connect(&cfg.to.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(socklab_sys::errno::EINPROGRESS) => {
+            let t0 = Instant::now();
+            loop {
+                let ready =
+                    sysio::poll_one(sock.as_fd(), sysio::poll_flags::OUT, 100).map_err(err)?;
+                if ready != 0 {
+                    break;
+                }
+                if stop() {
+                    return Err(NetError::Interrupted);
+                }
+                if t0.elapsed() >= cfg.connect_timeout {
+                    return Err(err(io::ErrorKind::TimedOut.into()));
+                }
+            }
+            if let Some(e) = sock.take_error().map_err(err)? {
+                return Err(err(e));
+            }
+        }
+        Err(e) => return Err(err(e)),
+    }
+    sock.set_nonblocking(false).map_err(err)
+}
+
+/// Why a test was given up while a call waited ([`Bounds::wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halt {
+    Interrupted,
+    Deadline,
+    Stalled,
+    Phase,
+}
+
+/// The bounds of one test, asked after every call that made no progress.
+struct Bounds<'a> {
+    stop: &'a dyn Fn() -> bool,
+    /// READY received, and the test's deadline from then (`None`: before READY, or none).
+    t0: Option<Instant>,
+    deadline: Option<Duration>,
+    /// The current phase's own limit (READY, RESULT), and what it waits for.
+    phase: Option<(Instant, &'static str)>,
+    /// Bytes written so far (for the messages).
+    sent: u64,
+    halted: Option<Halt>,
+}
+
+impl Bounds<'_> {
+    /// Whether to wait on after `e`: `Ok` to try again, `Err` to give up (the reason is kept
+    /// in `halted`; [`Bounds::error`] turns it into the test's error).
+    fn wait(&mut self, e: io::Error, since: Instant) -> io::Result<()> {
+        if !crate::partial::is_no_progress(&e) {
+            return Err(e);
+        }
+        let now = Instant::now();
+        let halt = if (self.stop)() {
+            Halt::Interrupted
+        } else if self
+            .t0
+            .zip(self.deadline)
+            .is_some_and(|(t0, d)| now >= t0 + d)
+        {
+            Halt::Deadline
+        } else if now.duration_since(since) >= STALL {
+            Halt::Stalled
+        } else if self.phase.is_some_and(|(until, _)| now >= until) {
+            Halt::Phase
+        } else {
+            return Ok(());
+        };
+        self.halted = Some(halt);
+        Err(io::Error::other("given up"))
+    }
+
+    /// The test's error after a failed call: the bound that gave up, else the I/O error.
+    fn error(&self, cfg: &BulkConfig, doing: &str, e: io::Error) -> NetError {
+        let fmt = crate::units::format_duration;
+        let peer = cfg.to.to_string();
+        let sent = self.sent;
+        match self.halted {
+            None => NetError::io(format!("{doing} {peer}"), e),
+            Some(Halt::Interrupted) => NetError::Interrupted,
+            Some(Halt::Deadline) => {
+                let d = self.deadline.unwrap_or_default();
+                let why = match (cfg.timeout, cfg.limit) {
+                    (None, Limit::Duration(dur)) => {
+                        format!("--duration {} + {} grace", fmt(dur), fmt(cfg.grace))
+                    }
+                    _ => format!("--timeout {}", fmt(d)),
+                };
+                NetError::Timeout(format!(
+                    "the test did not end within {} ({why}) while {doing} {peer}, {sent} bytes sent: the sink stopped reading or the link stopped delivering; a slow link needs a longer --timeout",
+                    fmt(d)
+                ))
+            }
+            Some(Halt::Stalled) => NetError::Timeout(format!(
+                "the sink at {peer} accepted no data for {} while {doing} it, {sent} bytes sent: it stopped reading, or the link stopped delivering",
+                fmt(STALL)
+            )),
+            Some(Halt::Phase) => match self.phase.map_or("", |(_, what)| what) {
+                "RESULT" => NetError::Timeout(format!(
+                    "no RESULT from the sink at {peer} within {} of the last write, {sent} bytes sent: it stopped reading, or the link stopped delivering; a slow link needs --timeout",
+                    fmt(RESULT_WAIT)
+                )),
+                what => NetError::Protocol {
+                    peer,
+                    detail: format!("no {what} line in time: is it a `socklab sink`?"),
+                },
+            },
+        }
+    }
+}
+
 /// Reads one `\n`-terminated control line (without over-reading: the peer sends nothing after it
-/// until we act).
-fn read_line(stream: &mut TcpStream, what: &str) -> Result<String, NetError> {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "peer".into());
+/// until we act), within the phase's limit in `b`.
+fn read_line(
+    stream: &mut TcpStream,
+    what: &str,
+    b: &mut Bounds<'_>,
+    cfg: &BulkConfig,
+) -> Result<String, NetError> {
+    let peer = cfg.to.to_string();
     let mut line = Vec::with_capacity(128);
     let mut buf = [0u8; MAX_LINE];
     loop {
         let n = match stream.read(&mut buf[..MAX_LINE - line.len()]) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if is_timeout(&e) => {
-                return Err(NetError::Protocol {
-                    peer,
-                    detail: format!("no {what} line in time: is it a `socklab sink`?"),
-                })
-            }
-            Err(e) => return Err(NetError::io(format!("reading {what} from {peer}"), e)),
+            // Silence while waiting for a line is no stall (the sink is reading): only the
+            // phase's limit, the deadline and Ctrl-C apply.
+            Err(e) => match b.wait(e, Instant::now()) {
+                Ok(()) => continue,
+                Err(e) => return Err(b.error(cfg, &format!("waiting for {what} from"), e)),
+            },
         };
         if n == 0 {
             return Err(NetError::Protocol {
@@ -326,17 +501,24 @@ impl<'a> Sender<'a> {
         })
     }
 
-    /// Sends one round; returns the send calls made.
-    fn round(&mut self, sock: BorrowedFd<'_>, payload: &Payload) -> io::Result<u64> {
+    /// Sends one round; returns the send calls made. A call without progress (the send
+    /// timeout's tick, `EINTR`) asks `wait` whether to go on.
+    fn round(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        payload: &Payload,
+        wait: &mut dyn FnMut(io::Error, Instant) -> io::Result<()>,
+    ) -> io::Result<u64> {
         match self {
             Sender::Write => {
                 let mut calls = 0;
                 for i in 0..payload.nbufs() {
-                    calls += write_all_with(payload.buf(i), |b| sysio::write(sock, b))?;
+                    calls +=
+                        write_all_waiting(payload.buf(i), |b| sysio::write(sock, b), &mut *wait)?;
                 }
                 Ok(calls)
             }
-            Sender::Single => write_all_with(payload.round(), |b| sysio::write(sock, b)),
+            Sender::Single => write_all_waiting(payload.round(), |b| sysio::write(sock, b), wait),
             Sender::Vectored {
                 template,
                 scratch,
@@ -346,24 +528,28 @@ impl<'a> Sender<'a> {
                 scratch.copy_from_slice(template);
                 match zerocopy {
                     None if *use_sendmsg => {
-                        write_all_vectored_with(scratch, |b| sysio::sendmsg(sock, b, 0))
+                        write_all_vectored_waiting(scratch, |b| sysio::sendmsg(sock, b, 0), wait)
                     }
-                    None => write_all_vectored_with(scratch, |b| sysio::writev(sock, b)),
+                    None => write_all_vectored_waiting(scratch, |b| sysio::writev(sock, b), wait),
                     Some((done, issued)) => {
-                        let calls = write_all_vectored_with(scratch, |b| loop {
-                            match sysio::sendmsg(sock, b, zerocopy::MSG_ZEROCOPY) {
+                        let calls = write_all_vectored_waiting(
+                            scratch,
+                            |b| match sysio::sendmsg(sock, b, zerocopy::MSG_ZEROCOPY) {
                                 Ok(n) => {
                                     *issued += 1;
-                                    return Ok(n);
+                                    Ok(n)
                                 }
-                                // Too many unacknowledged zerocopy sends: wait for completions.
+                                // Too many unacknowledged zerocopy sends: wait (a tick at most)
+                                // for completions, then count it as a call without progress.
                                 Err(e) if e.raw_os_error() == Some(socklab_sys::errno::ENOBUFS) => {
                                     sysio::poll_one(sock, sysio::poll_flags::ERR, 100)?;
                                     zerocopy::reap(sock, done)?;
+                                    Err(io::ErrorKind::WouldBlock.into())
                                 }
-                                Err(e) => return Err(e),
-                            }
-                        })?;
+                                Err(e) => Err(e),
+                            },
+                            wait,
+                        )?;
                         zerocopy::reap(sock, done)?;
                         Ok(calls)
                     }
@@ -371,10 +557,14 @@ impl<'a> Sender<'a> {
             }
             Sender::Sendfile(file) => {
                 let ffd = file.as_fd();
-                send_range_with(payload.round_len(), |off, left| {
-                    let mut o = off as i64;
-                    sysio::sendfile(sock, ffd, &mut o, left)
-                })
+                send_range_waiting(
+                    payload.round_len(),
+                    |off, left| {
+                        let mut o = off as i64;
+                        sysio::sendfile(sock, ffd, &mut o, left)
+                    },
+                    wait,
+                )
             }
             Sender::Splice { r, w, cap } => {
                 let round = payload.round();
@@ -383,6 +573,8 @@ impl<'a> Sender<'a> {
                 let mut off = 0;
                 while off < round.len() {
                     let end = (off + cap).min(round.len());
+                    // The pipe is empty here (each chunk is spliced out whole before the next),
+                    // so this never blocks.
                     let n = loop {
                         match sysio::vmsplice(w, &[IoSlice::new(&round[off..end])]) {
                             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -392,7 +584,11 @@ impl<'a> Sender<'a> {
                         }
                     };
                     calls += 1;
-                    calls += send_range_with(n, |_, left| sysio::splice(r, sock, left, true))?;
+                    calls += send_range_waiting(
+                        n,
+                        |_, left| sysio::splice(r, sock, left, true),
+                        &mut *wait,
+                    )?;
                     off += n;
                 }
                 Ok(calls)
@@ -400,11 +596,12 @@ impl<'a> Sender<'a> {
         }
     }
 
-    /// Waits for outstanding zerocopy completions (at most `timeout`).
+    /// Waits for outstanding zerocopy completions (at most `timeout`, and not past `stop()`).
     fn drain(
         &mut self,
         sock: BorrowedFd<'_>,
         timeout: Duration,
+        stop: &dyn Fn() -> bool,
     ) -> io::Result<Option<Completions>> {
         let Sender::Vectored {
             zerocopy: Some((done, issued)),
@@ -414,7 +611,7 @@ impl<'a> Sender<'a> {
             return Ok(None);
         };
         let deadline = Instant::now() + timeout;
-        while done.completed < *issued && Instant::now() < deadline {
+        while done.completed < *issued && Instant::now() < deadline && !stop() {
             sysio::poll_one(sock, sysio::poll_flags::ERR, 50)?;
             zerocopy::reap(sock, done)?;
         }
@@ -422,54 +619,84 @@ impl<'a> Sender<'a> {
     }
 }
 
-/// Runs one bulk test against the sink at `cfg.to`. `stop()` is polled after every round: when
-/// it turns true the test is abandoned with [`NetError::Interrupted`].
+/// Runs one bulk test against the sink at `cfg.to`. `stop()` is polled after every round and
+/// whenever a call waits (every [`TICK`] at most): when it turns true the test is abandoned
+/// with [`NetError::Interrupted`]. A test past its deadline, or whose sink accepts nothing for
+/// [`STALL`], ends with [`NetError::Timeout`].
 pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetError> {
     cfg.validate()?;
     let payload = Payload::new(cfg.nbufs, cfg.bufsize, cfg.seed);
-    let (mut stream, cc, sndbuf) = connect(cfg)?;
-    let peer = cfg.to.to_string();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
+    let (mut stream, cc, sndbuf) = connect(cfg, stop)?;
+    for (what, r) in [
+        ("SO_RCVTIMEO", stream.set_read_timeout(Some(TICK))),
+        ("SO_SNDTIMEO", stream.set_write_timeout(Some(TICK))),
+    ] {
+        r.map_err(|e| NetError::io(what, e))?;
+    }
+    let mut b = Bounds {
+        stop,
+        t0: None,
+        deadline: cfg.deadline(),
+        phase: Some((Instant::now() + READY_WAIT, "READY")),
+        sent: 0,
+        halted: None,
+    };
     let hello = Hello {
         read_size: cfg.read_size,
         verify: cfg.verify,
     };
-    stream
-        .write_all(hello.emit().as_bytes())
-        .map_err(|e| NetError::io(format!("sending the request to {peer}"), e))?;
-    let ready =
-        Ready::parse(&read_line(&mut stream, "READY")?).map_err(|detail| NetError::Protocol {
-            peer: peer.clone(),
+    let sock = stream.as_fd();
+    write_all_waiting(
+        hello.emit().as_bytes(),
+        |x| sysio::write(sock, x),
+        |e, since| b.wait(e, since),
+    )
+    .map_err(|e| b.error(cfg, "sending the request to", e))?;
+    let ready = Ready::parse(&read_line(&mut stream, "READY", &mut b, cfg)?).map_err(|detail| {
+        NetError::Protocol {
+            peer: cfg.to.to_string(),
             detail,
-        })?;
+        }
+    })?;
 
     let sock = stream.as_fd();
     let mut sender = Sender::new(cfg.strategy, &payload, sock)?;
     let round_len = payload.round_len() as u64;
     let max_rounds = match cfg.limit {
         Limit::Iterations(n) => n,
-        Limit::Bytes(b) => b.div_ceil(round_len),
+        Limit::Bytes(bytes) => bytes.div_ceil(round_len),
         Limit::Duration(_) => u64::MAX,
     };
-    let deadline = match cfg.limit {
+    let duration = match cfg.limit {
         Limit::Duration(d) => Some(d),
         _ => None,
     };
+    // Checked after each round: the test's own length, or its deadline.
+    let check_every_round = duration.or(b.deadline);
 
     let cpu0 = getrusage(Who::Thread);
     let t0 = Instant::now();
+    b.t0 = Some(t0);
+    b.phase = None;
     let mut rounds = 0u64;
     let mut syscalls = 0u64;
+    let doing = format!("sending with {} to", cfg.strategy);
     while rounds < max_rounds {
-        syscalls += sender
-            .round(sock, &payload)
-            .map_err(|e| NetError::io(format!("sending to {peer} with {}", cfg.strategy), e))?;
+        let mut wait = |e, since| b.wait(e, since);
+        match sender.round(sock, &payload, &mut wait) {
+            Ok(n) => syscalls += n,
+            Err(e) => return Err(b.error(cfg, &doing, e)),
+        }
         rounds += 1;
-        if let Some(d) = deadline {
-            if t0.elapsed() >= d {
+        b.sent = rounds * round_len;
+        if check_every_round.is_some() {
+            let elapsed = t0.elapsed();
+            if duration.is_some_and(|d| elapsed >= d) {
                 break;
+            }
+            if b.deadline.is_some_and(|d| elapsed >= d) {
+                b.halted = Some(Halt::Deadline);
+                return Err(b.error(cfg, &doing, io::Error::other("deadline")));
             }
         }
         if stop() {
@@ -477,17 +704,26 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         }
     }
     let send_seconds = t0.elapsed().as_secs_f64();
+    // Zerocopy completions: 10 s at most, and not past the deadline.
+    let drain_for = b.deadline.map_or(Duration::from_secs(10), |d| {
+        d.saturating_sub(t0.elapsed()).min(Duration::from_secs(10))
+    });
     let zc = sender
-        .drain(sock, Duration::from_secs(10))
+        .drain(sock, drain_for, stop)
         .map_err(|e| NetError::io("reaping zerocopy completions", e))?;
+    if stop() {
+        return Err(NetError::Interrupted);
+    }
     sysio::shutdown_write(sock).map_err(|e| NetError::io("shutdown", e))?;
-    // The sink answers once it has read everything: allow time proportional to the data.
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
-    let line = read_line(&mut stream, "RESULT")?;
+    // The sink answers once it has read everything: within the deadline, or (without one)
+    // within RESULT_WAIT of the last write.
+    if b.deadline.is_none() {
+        b.phase = Some((Instant::now() + RESULT_WAIT, "RESULT"));
+    }
+    let line = read_line(&mut stream, "RESULT", &mut b, cfg)?;
     let seconds = t0.elapsed().as_secs_f64();
     let sender_cpu = getrusage(Who::Thread).since(&cpu0);
+    let peer = cfg.to.to_string();
     let sink = SinkResult::parse(&line).map_err(|detail| NetError::Protocol {
         peer: peer.clone(),
         detail,
@@ -521,4 +757,130 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         zerocopy: zc,
         verified,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(limit: Limit, timeout: Option<Duration>) -> BulkConfig {
+        BulkConfig {
+            to: SocketAddr::from(([127, 0, 0, 1], 5001)),
+            strategy: Strategy::Single,
+            nbufs: 1,
+            bufsize: 1000,
+            limit,
+            cc: "cubic".into(),
+            nodelay: false,
+            sndbuf: None,
+            read_size: 1000,
+            verify: false,
+            seed: 1,
+            connect_timeout: Duration::from_secs(5),
+            timeout,
+            grace: GRACE,
+        }
+    }
+
+    fn ago(secs: u64) -> Instant {
+        Instant::now()
+            .checked_sub(Duration::from_secs(secs))
+            .expect("the clock runs long enough")
+    }
+
+    fn tick() -> io::Error {
+        io::ErrorKind::WouldBlock.into()
+    }
+
+    /// Each bound of [`Bounds::wait`] gives up with its own reason, in order: Ctrl-C, the
+    /// deadline, the stall, the phase's limit; real errors pass through.
+    #[test]
+    fn bounds_give_up_for_each_reason_with_a_message_that_names_it() {
+        let c = cfg(Limit::Duration(Duration::from_secs(1)), None);
+        let stop = || false;
+        let fresh = |stop| Bounds {
+            stop,
+            t0: Some(Instant::now()),
+            deadline: c.deadline(),
+            phase: None,
+            sent: 4096,
+            halted: None,
+        };
+        let mut b = fresh(&stop);
+        assert!(b.wait(tick(), Instant::now()).is_ok());
+        assert!(b.wait(io::ErrorKind::Interrupted.into(), ago(1)).is_ok());
+        let e = b.wait(io::ErrorKind::ConnectionReset.into(), Instant::now());
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(b.halted, None);
+
+        let yes = || true;
+        let mut b = fresh(&yes);
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        assert!(matches!(
+            b.error(&c, "sending to", e),
+            NetError::Interrupted
+        ));
+
+        let mut b = fresh(&stop);
+        b.t0 = Some(ago(12));
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        let m = b.error(&c, "sending with single to", e).to_string();
+        assert_eq!(
+            m,
+            "the test did not end within 11s (--duration 1s + 10s grace) while sending with single to 127.0.0.1:5001, 4096 bytes sent: the sink stopped reading or the link stopped delivering; a slow link needs a longer --timeout"
+        );
+
+        let counted = cfg(Limit::Iterations(10), None);
+        assert_eq!(counted.deadline(), None);
+        let mut b = fresh(&stop);
+        b.deadline = counted.deadline();
+        assert!(b.wait(tick(), ago(29)).is_ok());
+        let e = b.wait(tick(), ago(31)).unwrap_err();
+        let m = b.error(&counted, "sending with single to", e).to_string();
+        assert!(m.contains("accepted no data for 30s"), "{m}");
+
+        let mut b = fresh(&stop);
+        b.deadline = None;
+        b.phase = Some((ago(1), "READY"));
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        let m = b.error(&counted, "waiting for READY from", e).to_string();
+        assert!(m.contains("no READY line in time"), "{m}");
+        b.phase = Some((ago(1), "RESULT"));
+        let m = b
+            .error(&counted, "waiting for RESULT from", tick())
+            .to_string();
+        assert!(
+            m.contains("no RESULT from the sink at 127.0.0.1:5001 within 60s of the last write"),
+            "{m}"
+        );
+
+        let timed = cfg(Limit::Iterations(10), Some(Duration::from_secs(3)));
+        assert_eq!(timed.deadline(), Some(Duration::from_secs(3)));
+        let mut b = fresh(&stop);
+        b.deadline = timed.deadline();
+        b.t0 = Some(ago(4));
+        let e = b.wait(tick(), Instant::now()).unwrap_err();
+        let m = b.error(&timed, "sending with single to", e).to_string();
+        assert!(m.contains("did not end within 3s (--timeout 3s)"), "{m}");
+    }
+
+    #[test]
+    fn a_timeout_shorter_than_the_duration_is_refused() {
+        let e = cfg(
+            Limit::Duration(Duration::from_secs(5)),
+            Some(Duration::from_secs(5)),
+        )
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--timeout 5s is not longer than --duration 5s"),
+            "{e}"
+        );
+        let e = cfg(Limit::Iterations(1), Some(Duration::ZERO))
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--timeout 0s"), "{e}");
+    }
 }

@@ -61,6 +61,10 @@ pub enum NetError {
     /// The run was interrupted (Ctrl-C) before it finished.
     #[error("interrupted")]
     Interrupted,
+    /// The run passed its deadline, or the peer stopped taking data: the message says which
+    /// and how to allow more time.
+    #[error("{0}")]
+    Timeout(String),
 }
 
 /// True for the errors a socket timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO`) produces.

@@ -7,22 +7,59 @@
 //! time or fail with `EINTR`.
 
 use std::io::{self, IoSlice};
+use std::time::Instant;
+
+/// True for the errors of a call that made no progress but may be tried again: `EINTR` (a
+/// signal), `EAGAIN` after a send timeout (`SO_SNDTIMEO`), or a non-blocking socket.
+pub fn is_no_progress(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// The waiting policy of the plain helpers: try again after `EINTR`, give up on anything else.
+pub fn retry_interrupted(e: io::Error, _since: Instant) -> io::Result<()> {
+    if e.kind() == io::ErrorKind::Interrupted {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
 
 /// Calls `op` until all of `buf` is written. Returns the number of calls that succeeded.
-pub fn write_all_with(
+pub fn write_all_with(buf: &[u8], op: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<u64> {
+    write_all_waiting(buf, op, retry_interrupted)
+}
+
+/// [`write_all_with`] where a call without progress (see [`is_no_progress`]) asks
+/// `wait(error, since)` whether to go on (`Ok`) or give up (its `Err`); `since` is when the
+/// calls stopped making progress. This is where a caller puts its deadline and its Ctrl-C.
+pub fn write_all_waiting(
     buf: &[u8],
     mut op: impl FnMut(&[u8]) -> io::Result<usize>,
+    wait: impl FnMut(io::Error, Instant) -> io::Result<()>,
 ) -> io::Result<u64> {
-    send_range_with(buf.len(), |off, _| op(&buf[off..]))
+    send_range_waiting(buf.len(), |off, _| op(&buf[off..]), wait)
 }
 
 /// Calls the vectored `op` until every byte of `bufs` is written, advancing past what each call
 /// accepted (`bufs` is consumed in the process). Returns the number of calls that succeeded.
 pub fn write_all_vectored_with(
+    bufs: &mut [IoSlice<'_>],
+    op: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+) -> io::Result<u64> {
+    write_all_vectored_waiting(bufs, op, retry_interrupted)
+}
+
+/// [`write_all_vectored_with`] with a waiting policy, as [`write_all_waiting`].
+pub fn write_all_vectored_waiting(
     mut bufs: &mut [IoSlice<'_>],
     mut op: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+    mut wait: impl FnMut(io::Error, Instant) -> io::Result<()>,
 ) -> io::Result<u64> {
     let mut calls = 0;
+    let mut stalled = None;
     // Skip leading empty slices so an all-empty input makes no call.
     IoSlice::advance_slices(&mut bufs, 0);
     while !bufs.is_empty() {
@@ -35,10 +72,11 @@ pub fn write_all_vectored_with(
             }
             Ok(n) => {
                 calls += 1;
+                stalled = None;
                 let left: usize = bufs.iter().map(|b| b.len()).sum();
                 IoSlice::advance_slices(&mut bufs, n.min(left));
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_no_progress(&e) => wait(e, *stalled.get_or_insert_with(Instant::now))?,
             Err(e) => return Err(e),
         }
     }
@@ -49,10 +87,20 @@ pub fn write_all_vectored_with(
 /// `sendfile` and `splice`, which take a length rather than a buffer). Returns the calls made.
 pub fn send_range_with(
     len: usize,
+    op: impl FnMut(usize, usize) -> io::Result<usize>,
+) -> io::Result<u64> {
+    send_range_waiting(len, op, retry_interrupted)
+}
+
+/// [`send_range_with`] with a waiting policy, as [`write_all_waiting`].
+pub fn send_range_waiting(
+    len: usize,
     mut op: impl FnMut(usize, usize) -> io::Result<usize>,
+    mut wait: impl FnMut(io::Error, Instant) -> io::Result<()>,
 ) -> io::Result<u64> {
     let mut off = 0;
     let mut calls = 0;
+    let mut stalled = None;
     while off < len {
         match op(off, len - off) {
             Ok(0) => {
@@ -63,9 +111,10 @@ pub fn send_range_with(
             }
             Ok(n) => {
                 calls += 1;
+                stalled = None;
                 off += n.min(len - off);
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_no_progress(&e) => wait(e, *stalled.get_or_insert_with(Instant::now))?,
             Err(e) => return Err(e),
         }
     }
@@ -156,6 +205,42 @@ mod tests {
     fn other_errors_propagate() {
         let e = write_all_with(b"abc", |_| Err(io::ErrorKind::BrokenPipe.into())).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    #[test]
+    fn a_call_without_progress_asks_the_waiting_policy_which_sees_when_the_stall_began() {
+        // Two bytes, then EAGAIN three times (a send timeout's tick), one byte, EAGAIN twice.
+        let mut script = vec![Ok(2), Err(0), Err(0), Err(0), Ok(1), Err(0), Err(0), Ok(7)];
+        script.reverse();
+        let mut stalls: Vec<Instant> = Vec::new();
+        let calls = write_all_waiting(
+            &[0u8; 10],
+            |_| match script.pop().unwrap() {
+                Ok(n) => Ok(n),
+                Err(_) => Err(io::ErrorKind::WouldBlock.into()),
+            },
+            |e, since| {
+                assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+                stalls.push(since);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(calls, 3);
+        assert_eq!(stalls.len(), 5);
+        // One stall start per run of calls without progress.
+        assert!(stalls[0] == stalls[1] && stalls[1] == stalls[2]);
+        assert!(stalls[3] == stalls[4] && stalls[3] > stalls[2]);
+        // The policy's error ends the loop; the plain helpers give up on EAGAIN.
+        let e = write_all_waiting(
+            b"abc",
+            |_| Err(io::ErrorKind::WouldBlock.into()),
+            |_, _| Err(io::Error::other("deadline")),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "deadline");
+        let e = write_all_with(b"abc", |_| Err(io::ErrorKind::WouldBlock.into())).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 
     #[test]

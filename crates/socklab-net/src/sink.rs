@@ -1,23 +1,44 @@
 //! The sink: a TCP server that reads and counts (`socklab sink`).
 //!
-//! It serves clients one after another, forever: a socklab client gets its counts back over the
-//! same connection (see [`crate::protocol`]); a raw client (`nc`, `dd | nc`) is simply counted.
-//! A client that dies mid-stream, stalls past the idle timeout or breaks the protocol costs only
-//! its own connection; the sink goes on serving.
+//! It serves clients concurrently, forever: each connection on a thread of its own (at most
+//! [`SinkConfig::max_conns`] at once; one more is refused with a line that says so), so an idle
+//! client (`nc` left open) delays nobody, and each connection's figures (time, CPU from
+//! `RUSAGE_THREAD`) are its own. A socklab client gets its counts back over the same connection
+//! (see [`crate::protocol`]); a raw client (`nc`, `dd | nc`) is simply counted. A client that
+//! dies mid-stream, stalls past the idle timeout or breaks the protocol costs only its own
+//! connection; the sink goes on serving. Every blocking call wakes at least every [`TICK`], so
+//! `stop()` ends the sink, open connections included, within about two ticks.
+//!
+//! The shape leaves room for more kinds of request (several streams of one test, the sink
+//! sending): a connection is sniffed into a [`Request`], then served by the code of its kind.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use socklab_sys::errno;
-use socklab_sys::usage::{getrusage, Who};
+use socklab_sys::usage::{getrusage, Usage, Who};
 
 use crate::aligned::AlignedBuf;
 use crate::error::{is_timeout, is_transient_accept_error};
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
+
+/// How often every blocking call of the sink wakes to look at the stop flag and the idle
+/// clock (a socket timeout or a `poll` timeout; an active stream never waits for it).
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// Connections served at once by default; one more is refused.
+pub const DEFAULT_MAX_CONNS: usize = 256;
+
+/// Read-buffer memory of all connections together, by default: a client may ask for reads of
+/// up to 64 MiB, but not make the sink hold 256 of them.
+pub const DEFAULT_BUFFER_BUDGET: usize = 512 << 20;
 
 /// How the sink listens and reads.
 #[derive(Debug, Clone)]
@@ -28,6 +49,10 @@ pub struct SinkConfig {
     pub read_size: usize,
     /// A connection silent for this long is dropped.
     pub idle_timeout: Duration,
+    /// Connections served at once; a client beyond them is refused (`ERROR sink busy …`).
+    pub max_conns: usize,
+    /// Read-buffer bytes of all connections together; a request beyond them is refused.
+    pub buffer_budget: usize,
 }
 
 impl Default for SinkConfig {
@@ -36,6 +61,8 @@ impl Default for SinkConfig {
             bind: SocketAddr::from(([0u16; 8], 5001)),
             read_size: 128 * 1024,
             idle_timeout: Duration::from_secs(30),
+            max_conns: DEFAULT_MAX_CONNS,
+            buffer_budget: DEFAULT_BUFFER_BUDGET,
         }
     }
 }
@@ -58,8 +85,10 @@ pub enum Outcome {
     Aborted(String),
     /// Silent for longer than the idle timeout.
     IdleTimeout,
-    /// The client broke the protocol; the reason was sent to it.
+    /// The client broke the protocol, or the sink was busy; the reason was sent to it.
     Refused(String),
+    /// The sink was stopped while the connection was open.
+    Stopped,
 }
 
 /// What the sink saw on one connection.
@@ -89,6 +118,7 @@ impl ConnReport {
             Outcome::Aborted(e) => format!("aborted ({e})"),
             Outcome::IdleTimeout => "idle timeout".to_string(),
             Outcome::Refused(e) => format!("refused ({e})"),
+            Outcome::Stopped => "stopped with the sink".to_string(),
         };
         format!(
             "{} {}: {} bytes in {} reads, {:.3} s, {:.3} Gbit/s, {}",
@@ -110,8 +140,64 @@ impl ConnReport {
 #[derive(Debug)]
 pub struct Sink {
     listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// What the connection threads share with the accept loop.
+#[derive(Debug)]
+struct Shared {
     cfg: SinkConfig,
-    buf: AlignedBuf,
+    /// Raised when the sink stops: every connection ends within a [`TICK`].
+    stop: AtomicBool,
+    buffers: BufferPool,
+}
+
+/// Read buffers: checked out per connection within a byte budget, a few kept for reuse (a
+/// fresh buffer page-faults on its first reads, which a measured connection should not pay).
+#[derive(Debug)]
+struct BufferPool {
+    budget: usize,
+    state: Mutex<PoolState>,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    /// Bytes of the buffers connections hold now.
+    out: usize,
+    /// Buffers kept for reuse.
+    idle: Vec<AlignedBuf>,
+}
+
+/// Bytes of idle buffers kept for reuse at most.
+const POOL_KEEP: usize = 64 << 20;
+
+impl BufferPool {
+    /// A buffer of `len` bytes, or `Err(bytes in use)` when that would exceed the budget.
+    fn take(&self, len: usize) -> Result<AlignedBuf, usize> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.out + len > self.budget {
+            return Err(st.out);
+        }
+        st.out += len;
+        let reuse = st.idle.iter().position(|b| b.len() == len);
+        Ok(match reuse {
+            Some(i) => st.idle.swap_remove(i),
+            None => {
+                drop(st);
+                AlignedBuf::zeroed(len)
+            }
+        })
+    }
+
+    /// Returns a buffer taken with [`BufferPool::take`].
+    fn give(&self, buf: AlignedBuf) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.out = st.out.saturating_sub(buf.len());
+        let kept: usize = st.idle.iter().map(AlignedBuf::len).sum();
+        if kept + buf.len() <= POOL_KEEP {
+            st.idle.push(buf);
+        }
+    }
 }
 
 /// Creates a listening TCP socket: `SO_REUSEADDR`, dual-stack for `[::]`, backlog 1024.
@@ -138,6 +224,11 @@ impl Sink {
                 cfg.read_size
             )));
         }
+        if cfg.max_conns == 0 {
+            return Err(NetError::Invalid(
+                "--max-conns 0: serve at least one connection at a time".into(),
+            ));
+        }
         let listener = match listen(cfg.bind) {
             Err(NetError::Bind { source, .. })
                 if cfg.bind.is_ipv6()
@@ -148,10 +239,17 @@ impl Sink {
             }
             other => other?,
         };
+        let buffers = BufferPool {
+            budget: cfg.buffer_budget.max(cfg.read_size),
+            state: Mutex::default(),
+        };
         Ok(Sink {
             listener,
-            cfg,
-            buf: AlignedBuf::zeroed(0),
+            shared: Arc::new(Shared {
+                cfg,
+                stop: AtomicBool::new(false),
+                buffers,
+            }),
         })
     }
 
@@ -160,185 +258,330 @@ impl Sink {
         self.listener.local_addr()
     }
 
-    /// Serves connections one after another until `stop()` returns true (checked at least
-    /// every 200 ms while idle), calling `log` after each connection.
+    /// Serves connections concurrently until `stop()` returns true (checked every [`TICK`]),
+    /// calling `log` (on this thread) as each connection ends. When stopped, it ends the open
+    /// connections (each within a tick), logs them and returns: within about 200 ms.
     pub fn serve(
         &mut self,
         stop: &dyn Fn() -> bool,
         log: &mut dyn FnMut(&ConnReport),
     ) -> Result<(), NetError> {
         use socklab_sys::io::{poll_flags, poll_one};
-        loop {
-            if stop() {
-                return Ok(());
+        let (tx, rx) = mpsc::channel::<ConnReport>();
+        let mut conns: Vec<JoinHandle<()>> = Vec::new();
+        let tick_ms = TICK.as_millis() as i32;
+        let result = loop {
+            while let Ok(r) = rx.try_recv() {
+                log(&r);
             }
-            let ready = poll_one(self.listener.as_fd(), poll_flags::IN, 200)
-                .map_err(|e| NetError::io("poll on the listening socket", e))?;
+            conns.retain(|h| !h.is_finished());
+            if stop() {
+                break Ok(());
+            }
+            let ready = match poll_one(self.listener.as_fd(), poll_flags::IN, tick_ms) {
+                Ok(n) => n,
+                Err(e) => break Err(NetError::io("poll on the listening socket", e)),
+            };
             if ready == 0 {
                 continue;
             }
             match self.listener.accept() {
                 Ok((stream, peer)) => {
-                    let report = self.serve_conn(stream, peer);
-                    log(&report);
+                    if conns.len() >= self.shared.cfg.max_conns {
+                        let why = format!(
+                            "sink busy: {} connections in progress, the most it serves at once (socklab sink --max-conns); try again later",
+                            conns.len()
+                        );
+                        log(&refuse(stream, peer, why));
+                        continue;
+                    }
+                    let shared = self.shared.clone();
+                    let tx = tx.clone();
+                    let spawned =
+                        std::thread::Builder::new()
+                            .name("sink-conn".into())
+                            .spawn(move || {
+                                let _ = tx.send(serve_conn(stream, peer, &shared));
+                            });
+                    match spawned {
+                        Ok(h) => conns.push(h),
+                        // The stream went with the closure and is closed.
+                        Err(e) => log(&report(
+                            peer,
+                            Mode::Raw,
+                            Outcome::Refused(format!("cannot start a thread for it: {e}")),
+                        )),
+                    }
                 }
                 // Out of descriptors or a client that vanished before accept: keep serving.
                 Err(e) if is_transient_accept_error(&e) => {
                     std::thread::sleep(Duration::from_millis(50));
                 }
-                Err(e) => return Err(NetError::io("accept", e)),
+                Err(e) => break Err(NetError::io("accept", e)),
+            }
+        };
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for h in conns {
+            let _ = h.join();
+        }
+        drop(tx);
+        while let Ok(r) = rx.try_recv() {
+            log(&r);
+        }
+        self.shared.stop.store(false, Ordering::SeqCst);
+        result
+    }
+}
+
+/// A report without counts.
+fn report(peer: SocketAddr, mode: Mode, outcome: Outcome) -> ConnReport {
+    ConnReport {
+        peer,
+        mode,
+        result: SinkResult::default(),
+        outcome,
+    }
+}
+
+/// Turns a client away without a thread: an `ERROR` line (a socklab client reads it as the
+/// answer to its request; `nc` shows it), then close. What the client already sent is read
+/// first (without waiting), so the close is a FIN and the line is not lost to a reset.
+fn refuse(stream: TcpStream, peer: SocketAddr, why: String) -> ConnReport {
+    let mut s = &stream;
+    let _ = stream.set_nonblocking(true);
+    let _ = s.write(format!("ERROR {why}\n").as_bytes());
+    let mut junk = [0u8; MAX_LINE];
+    let _ = s.read(&mut junk);
+    let _ = stream.shutdown(Shutdown::Write);
+    report(peer, Mode::Raw, Outcome::Refused(why))
+}
+
+/// What a connection asks for, once sniffed.
+enum Request {
+    /// A raw stream; its first bytes (already read) count.
+    Raw(Vec<u8>),
+    /// A socklab bulk test (`SOCKLAB BULK/1`).
+    Bulk(Hello),
+}
+
+/// One connection, on its own thread: blocking reads and writes that wake every [`TICK`] to
+/// look at the stop flag and the idle clock.
+struct Conn<'a> {
+    stream: TcpStream,
+    sh: &'a Shared,
+    /// Since when no byte moved (set at the first tick without progress).
+    idle_since: Option<Instant>,
+}
+
+impl Conn<'_> {
+    /// What to do after a call returned without progress: go on, or end the connection.
+    fn waited(&mut self, e: io::Error) -> Result<(), Outcome> {
+        if !(is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted) {
+            return Err(conn_error(&e));
+        }
+        if self.sh.stop.load(Ordering::Relaxed) {
+            return Err(Outcome::Stopped);
+        }
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= self.sh.cfg.idle_timeout {
+            return Err(Outcome::IdleTimeout);
+        }
+        Ok(())
+    }
+
+    /// One `read()` that returned bytes, or end of stream (0).
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Outcome> {
+        loop {
+            match self.stream.read(buf) {
+                Ok(n) => {
+                    self.idle_since = None;
+                    return Ok(n);
+                }
+                Err(e) => self.waited(e)?,
             }
         }
     }
 
-    /// Accepts and serves exactly one connection (blocking).
-    pub fn serve_one(&mut self) -> Result<ConnReport, NetError> {
-        let (stream, peer) = self
-            .listener
-            .accept()
-            .map_err(|e| NetError::io("accept", e))?;
-        Ok(self.serve_conn(stream, peer))
+    /// Writes all of `bytes` (a control line).
+    fn write_all(&mut self, mut bytes: &[u8]) -> Result<(), Outcome> {
+        while !bytes.is_empty() {
+            match self.stream.write(bytes) {
+                Ok(0) => return Err(Outcome::Aborted("the connection accepts no data".into())),
+                Ok(n) => {
+                    self.idle_since = None;
+                    bytes = &bytes[n..];
+                }
+                Err(e) => self.waited(e)?,
+            }
+        }
+        Ok(())
     }
 
-    fn serve_conn(&mut self, mut stream: TcpStream, peer: SocketAddr) -> ConnReport {
-        let cpu0 = getrusage(Who::Thread);
-        let mut t0 = Instant::now();
-        let mut result = SinkResult::default();
-        let _ = stream.set_read_timeout(Some(self.cfg.idle_timeout));
-        let _ = stream.set_write_timeout(Some(self.cfg.idle_timeout));
-
-        // Sniff: a socklab client sends one control line and waits for READY.
+    /// Reads the first bytes: a socklab request line, or the start of a raw stream. `Err`
+    /// carries the outcome, and whether the client spoke socklab (to answer it `ERROR`).
+    fn sniff(&mut self, result: &mut SinkResult) -> Result<Request, (Outcome, bool)> {
         let mut head = Vec::with_capacity(64);
         let mut byte_buf = [0u8; MAX_LINE];
-        let mut mode = Mode::Raw;
-        let mut hello = None;
-        let sniff = loop {
-            match stream.read(&mut byte_buf[..MAX_LINE - head.len()]) {
-                Ok(0) => break Ok(()),
-                Ok(n) => {
-                    result.reads += 1;
-                    head.extend_from_slice(&byte_buf[..n]);
-                    let k = head.len().min(MAGIC.len());
-                    if head[..k] != MAGIC.as_bytes()[..k] {
-                        break Ok(()); // raw stream
-                    }
-                    if let Some(nl) = head.iter().position(|&b| b == b'\n') {
-                        let line = String::from_utf8_lossy(&head[..nl]).into_owned();
-                        if nl + 1 != head.len() {
-                            break Err("data before READY".to_string());
-                        }
-                        match Hello::parse(&line) {
-                            Ok(h) => {
-                                mode = Mode::Socklab;
-                                hello = Some(h);
-                                break Ok(());
-                            }
-                            Err(e) => break Err(e),
-                        }
-                    }
-                    if head.len() >= MAX_LINE {
-                        break Err(format!("control line longer than {MAX_LINE} bytes"));
-                    }
-                }
-                Err(e) => {
-                    return self.finish(stream, peer, mode, result, cpu0, t0, conn_error(&e), None);
-                }
+        loop {
+            let n = self
+                .read(&mut byte_buf[..MAX_LINE - head.len()])
+                .map_err(|o| (o, false))?;
+            if n == 0 {
+                return Ok(Request::Raw(head));
             }
-        };
-        if let Err(reason) = sniff {
-            let _ = stream.write_all(format!("ERROR {reason}\n").as_bytes());
-            return self.finish(
-                stream,
-                peer,
-                Mode::Socklab,
-                result,
-                cpu0,
-                t0,
-                Outcome::Refused(reason),
-                None,
-            );
-        }
-
-        let (read_size, mut hasher) = match &hello {
-            Some(h) => {
-                result.reads = 0;
-                let rcvbuf = SockRef::from(&stream).recv_buffer_size().unwrap_or(0);
-                let ready = Ready {
-                    read_size: h.read_size,
-                    rcvbuf,
+            result.reads += 1;
+            head.extend_from_slice(&byte_buf[..n]);
+            let k = head.len().min(MAGIC.len());
+            if head[..k] != MAGIC.as_bytes()[..k] {
+                return Ok(Request::Raw(head));
+            }
+            if let Some(nl) = head.iter().position(|&b| b == b'\n') {
+                if nl + 1 != head.len() {
+                    return Err((Outcome::Refused("data before READY".into()), true));
+                }
+                let line = String::from_utf8_lossy(&head[..nl]).into_owned();
+                return match Hello::parse(&line) {
+                    Ok(h) => Ok(Request::Bulk(h)),
+                    Err(e) => Err((Outcome::Refused(e), true)),
                 };
-                if let Err(e) = stream.write_all(ready.emit().as_bytes()) {
-                    return self.finish(stream, peer, mode, result, cpu0, t0, conn_error(&e), None);
-                }
-                t0 = Instant::now();
-                (h.read_size, h.verify.then(blake3::Hasher::new))
             }
-            None => {
-                result.bytes = head.len() as u64;
-                if head.is_empty() {
-                    // Connected and closed without a byte.
-                    return self.finish(
-                        stream,
-                        peer,
-                        mode,
-                        result,
-                        cpu0,
-                        t0,
-                        Outcome::Complete,
-                        None,
-                    );
-                }
-                (self.cfg.read_size, None)
+            if head.len() >= MAX_LINE {
+                return Err((
+                    Outcome::Refused(format!("control line longer than {MAX_LINE} bytes")),
+                    true,
+                ));
             }
-        };
-
-        if self.buf.len() != read_size {
-            self.buf = AlignedBuf::zeroed(read_size);
         }
-        let outcome = loop {
-            match stream.read(self.buf.as_mut_slice()) {
-                Ok(0) => break Outcome::Complete,
+    }
+
+    /// Reads to end of stream into `buf`, counting (and hashing).
+    fn receive(
+        &mut self,
+        buf: &mut AlignedBuf,
+        result: &mut SinkResult,
+        hasher: &mut Option<blake3::Hasher>,
+    ) -> Outcome {
+        loop {
+            match self.read(buf.as_mut_slice()) {
+                Ok(0) => return Outcome::Complete,
                 Ok(n) => {
                     result.reads += 1;
                     result.bytes += n as u64;
                     if let Some(h) = hasher.as_mut() {
-                        h.update(&self.buf.as_slice()[..n]);
+                        h.update(&buf.as_slice()[..n]);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break conn_error(&e),
+                Err(o) => return o,
             }
-        };
-        self.finish(stream, peer, mode, result, cpu0, t0, outcome, hasher)
+        }
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &self,
-        mut stream: TcpStream,
-        peer: SocketAddr,
-        mode: Mode,
-        mut result: SinkResult,
-        cpu0: socklab_sys::usage::Usage,
-        t0: Instant,
-        outcome: Outcome,
-        hasher: Option<blake3::Hasher>,
-    ) -> ConnReport {
-        result.elapsed_ns = t0.elapsed().as_nanos() as u64;
-        let cpu = getrusage(Who::Thread).since(&cpu0);
-        result.user_us = cpu.user.as_micros() as u64;
-        result.sys_us = cpu.sys.as_micros() as u64;
-        result.hash = hasher.map(|h| h.finalize().to_hex().to_string());
-        if mode == Mode::Socklab && outcome == Outcome::Complete {
-            // Best effort: a client that already left gets EPIPE, which we ignore.
-            let _ = stream.write_all(result.emit().as_bytes());
+/// Serves one connection (on its own thread) and reports it. Its clock and CPU count from
+/// here, when it is served, never while it waited for another connection.
+fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
+    let cpu0 = getrusage(Who::Thread);
+    let t0 = Instant::now();
+    let mut result = SinkResult::default();
+    let _ = stream.set_read_timeout(Some(TICK));
+    let _ = stream.set_write_timeout(Some(TICK));
+    let mut c = Conn {
+        stream,
+        sh,
+        idle_since: None,
+    };
+    let done =
+        |result: SinkResult, mode, outcome| finish(peer, mode, result, cpu0, t0, outcome, None);
+    let request = match c.sniff(&mut result) {
+        Ok(r) => r,
+        Err((outcome, socklab)) => {
+            let mode = if socklab { Mode::Socklab } else { Mode::Raw };
+            if let Outcome::Refused(why) = &outcome {
+                let _ = c.write_all(format!("ERROR {why}\n").as_bytes());
+            }
+            return done(result, mode, outcome);
         }
-        ConnReport {
-            peer,
-            mode,
-            result,
-            outcome,
+    };
+    match request {
+        Request::Raw(head) => {
+            result.bytes = head.len() as u64;
+            if head.is_empty() {
+                // Connected and closed without a byte.
+                return done(result, Mode::Raw, Outcome::Complete);
+            }
+            let mut buf = match sh.buffers.take(sh.cfg.read_size) {
+                Ok(b) => b,
+                Err(used) => return done(result, Mode::Raw, busy(sh, used)),
+            };
+            let outcome = c.receive(&mut buf, &mut result, &mut None);
+            sh.buffers.give(buf);
+            done(result, Mode::Raw, outcome)
         }
+        Request::Bulk(h) => {
+            result.reads = 0;
+            let mut buf = match sh.buffers.take(h.read_size) {
+                Ok(b) => b,
+                Err(used) => {
+                    let outcome = busy(sh, used);
+                    if let Outcome::Refused(why) = &outcome {
+                        let _ = c.write_all(format!("ERROR {why}\n").as_bytes());
+                    }
+                    return done(result, Mode::Socklab, outcome);
+                }
+            };
+            let rcvbuf = SockRef::from(&c.stream).recv_buffer_size().unwrap_or(0);
+            let ready = Ready {
+                read_size: h.read_size,
+                rcvbuf,
+            };
+            if let Err(outcome) = c.write_all(ready.emit().as_bytes()) {
+                sh.buffers.give(buf);
+                return done(result, Mode::Socklab, outcome);
+            }
+            // The test's clock starts when READY is sent.
+            let t0 = Instant::now();
+            let mut hasher = h.verify.then(blake3::Hasher::new);
+            let outcome = c.receive(&mut buf, &mut result, &mut hasher);
+            sh.buffers.give(buf);
+            let r = finish(peer, Mode::Socklab, result, cpu0, t0, outcome, hasher);
+            if r.outcome == Outcome::Complete {
+                // Best effort: a client that already left gets EPIPE, which we ignore.
+                let _ = c.write_all(r.result.emit().as_bytes());
+            }
+            r
+        }
+    }
+}
+
+/// The refusal of a request whose read buffer would exceed the budget.
+fn busy(sh: &Shared, used: usize) -> Outcome {
+    Outcome::Refused(format!(
+        "sink busy: its connections hold {} MiB of read buffers of {} MiB allowed; try again later or with a smaller read_size",
+        used >> 20,
+        sh.buffers.budget >> 20
+    ))
+}
+
+/// The connection's report: elapsed since `t0`, the thread's CPU since `cpu0`, the hash.
+fn finish(
+    peer: SocketAddr,
+    mode: Mode,
+    mut result: SinkResult,
+    cpu0: Usage,
+    t0: Instant,
+    outcome: Outcome,
+    hasher: Option<blake3::Hasher>,
+) -> ConnReport {
+    result.elapsed_ns = t0.elapsed().as_nanos() as u64;
+    let cpu = getrusage(Who::Thread).since(&cpu0);
+    result.user_us = cpu.user.as_micros() as u64;
+    result.sys_us = cpu.sys.as_micros() as u64;
+    result.hash = hasher.map(|h| h.finalize().to_hex().to_string());
+    ConnReport {
+        peer,
+        mode,
+        result,
+        outcome,
     }
 }
 

@@ -24,6 +24,7 @@ impl TestSink {
             bind: "127.0.0.1:0".parse().unwrap(),
             read_size: 64 * 1024,
             idle_timeout: Duration::from_secs(5),
+            ..SinkConfig::default()
         };
         let mut sink = Sink::bind(cfg).unwrap();
         let addr = sink.local_addr().unwrap();
@@ -80,6 +81,8 @@ fn cfg(
         verify: true,
         seed: 42,
         connect_timeout: Duration::from_secs(5),
+        timeout: None,
+        grace: bulk::GRACE,
     }
 }
 

@@ -42,7 +42,7 @@ pub enum Command {
         "  socklab sink --port 5001\n",
         "  socklab sink --port 5001 --read-size 1500   # count reads as seed 003's did\n",
         "\n",
-        "Raw clients (any program that connects and writes) are counted too. Protocol: a socklab client sends one request line, the sink answers READY, the client streams and shuts down its write half, the sink answers RESULT with bytes, reads, CPU time and (on request) the stream's BLAKE3 hash. See docs/sink-protocol.md."
+        "Raw clients (any program that connects and writes) are counted too. Protocol: a socklab client sends one request line, the sink answers READY, the client streams and shuts down its write half, the sink answers RESULT with bytes, reads, CPU time and (on request) the stream's BLAKE3 hash. Clients are served at once, each on its own thread (--max-conns); an idle or stalled client costs only its own connection (--idle-timeout). Ctrl-C or SIGTERM (repeated too) stops it within about 200 ms; a third one exits at once. See docs/sink-protocol.md."
     )
     )]
     Sink(SinkArgs),
@@ -58,7 +58,7 @@ pub enum Command {
         "  socklab bulk --strategy single,sendfile,splice,zerocopy --bufsize 128K \\\n",
         "      --duration 5s --reference             # over 2 min\n",
         "\n",
-        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )
     )]
     Bulk(Box<BulkArgs>),
@@ -299,6 +299,10 @@ pub struct SinkArgs {
     /// Drop a connection silent for this long.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub idle_timeout: String,
+    /// Connections served at once (each on its own thread); one more is refused with
+    /// `ERROR sink busy`.
+    #[arg(long, default_value_t = socklab_net::sink::DEFAULT_MAX_CONNS, value_name = "N")]
+    pub max_conns: usize,
     /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner).
     #[arg(long)]
     pub announce: bool,
@@ -339,6 +343,11 @@ pub struct BulkArgs {
     /// Bytes per repetition (rounded up to whole rounds), K/M/G suffixes.
     #[arg(long)]
     pub bytes: Option<String>,
+    /// A repetition not done this long after the sink's READY is stored failed (auto: the
+    /// duration + 10s + twice the link's round trip; with --iterations/--bytes no bound, but a
+    /// sink that accepts nothing for 30s fails the repetition).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
     /// Measured repetitions per configuration.
     #[arg(long, short, default_value_t = 5)]
     pub reps: usize,

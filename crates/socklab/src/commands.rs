@@ -174,6 +174,8 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
         bind: SocketAddr::new(ip, a.port),
         read_size,
         idle_timeout,
+        max_conns: a.max_conns,
+        ..SinkConfig::default()
     };
     if dry {
         return dryrun::print_checked(&format!(
@@ -310,6 +312,9 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     }
     if let Some(b) = &a.bytes {
         fixed.set("bytes", b.clone());
+    }
+    if let Some(t) = &a.timeout {
+        fixed.set("timeout", t.clone());
     }
     fixed.set("cc", a.cc.clone());
     fixed.set("nodelay", a.nodelay.to_string());

@@ -11,7 +11,7 @@ use socklab_net::link::ns::{self, Side};
 use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport};
 use socklab_net::{LinkKeyError, NetError};
 use socklab_sys::process::{
-    child_dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
+    child_dies_with_parent, dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
 };
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
@@ -290,6 +290,10 @@ fn run_across(
     }
     let mut c = link.namespaces()?.command(Side::Client, &cmd[0]);
     c.args(&cmd[1..]);
+    // CMD dies with us, even by SIGKILL: `ip netns exec` execs CMD in place, which keeps the
+    // parent-death signal. It stays in our process group, so a terminal's Ctrl-C reaches it
+    // as before.
+    dies_with_parent(&mut c);
     let before = link.report();
     let mut child = c
         .spawn()

@@ -93,7 +93,23 @@ pub const KEYS: &[Key] = &[
         "BLAKE3-hash the stream on both sides and compare",
     ),
     Key::new("seed", "1", "seed of the payload pattern"),
+    TIMEOUT,
 ];
+
+/// `timeout`.
+pub const TIMEOUT: Key = Key::new(
+    "timeout",
+    "auto",
+    "a repetition not done this long after the sink's READY is stored failed; auto: duration + 10s + twice the link's round trip (iterations, bytes: no bound, but a sink that accepts nothing for 30s fails it)",
+);
+
+/// A `timeout` value: `auto` (None) or a duration.
+fn parse_timeout(s: &str) -> Result<Option<Duration>, String> {
+    match s.trim() {
+        "auto" => Ok(None),
+        v => parse_duration(v).map(Some),
+    }
+}
 
 /// `gbps`.
 pub const GBPS: Metric = m(
@@ -278,6 +294,10 @@ impl Spec for BulkSpec {
         };
         let link = link::parse(p)?;
         let connect_timeout = link::connect_timeout(p, &link, Duration::from_secs(5))?;
+        let timeout = p.value(&TIMEOUT, parse_timeout)?;
+        // Without a timeout, a duration-limited test may run past its duration by a grace
+        // that covers the link's round trips (the sink still reads what the buffers hold).
+        let grace = link::connect_timeout(p, &link, socklab_net::bulk::GRACE)?;
         let spec = BulkSpec {
             link,
             to: p.value(&TO, parse_target)?,
@@ -294,6 +314,8 @@ impl Spec for BulkSpec {
                 verify: p.value_in(KEYS, "verify", parse_bool)?,
                 seed: p.value_in(KEYS, "seed", parse_count)?,
                 connect_timeout,
+                timeout,
+                grace,
             },
         };
         // Check the combination now, before anything runs.
@@ -324,6 +346,10 @@ impl Spec for BulkSpec {
         p.set("read_size", format_size(b.read_size as u64));
         p.set("verify", b.verify.to_string());
         p.set("seed", b.seed.to_string());
+        // Printed only when given, so plans stored before the key existed keep their text.
+        if let Some(t) = b.timeout {
+            p.set("timeout", format_duration(t));
+        }
         p
     }
 
@@ -482,6 +508,47 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown workload 'bulkk'"));
+    }
+
+    #[test]
+    fn timeout_is_auto_by_default_and_printed_only_when_given() {
+        let spec = |p: Params| BulkSpec::parse(&p);
+        let auto = spec(Params::new()).unwrap();
+        assert_eq!(auto.cfg.timeout, None);
+        assert_eq!(auto.cfg.grace, socklab_net::bulk::GRACE);
+        assert_eq!(
+            auto.cfg.deadline(),
+            Some(Duration::from_secs(2) + socklab_net::bulk::GRACE)
+        );
+        assert_eq!(
+            auto.params().get("timeout"),
+            None,
+            "old plans keep their text"
+        );
+        // Over a link the grace covers its round trips too.
+        let linked = spec(Params::new().with("link", "delay 50ms")).unwrap();
+        assert_eq!(
+            linked.cfg.grace,
+            socklab_net::bulk::GRACE + Duration::from_millis(200)
+        );
+        let given = spec(Params::new().with("timeout", "5s")).unwrap();
+        assert_eq!(given.cfg.deadline(), Some(Duration::from_secs(5)));
+        assert_eq!(given.params().get("timeout"), Some("5s"));
+        assert_eq!(BulkSpec::parse(&given.params()).unwrap(), given);
+        // A count-limited test has no deadline unless one is given.
+        let counted = spec(Params::new().with("iterations", "10")).unwrap();
+        assert_eq!(counted.cfg.deadline(), None);
+        let e = spec(Params::new().with("duration", "3s").with("timeout", "2s"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--timeout 2s is not longer than --duration 3s"),
+            "{e}"
+        );
+        let e = spec(Params::new().with("timeout", "soon"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("timeout = 'soon'"), "{e}");
     }
 
     #[test]

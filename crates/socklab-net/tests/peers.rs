@@ -1,0 +1,308 @@
+//! What hostile or dead peers can do to the sink and to the bulk sender (issue 16, items 7 and
+//! 9): a real sink on 127.0.0.1 in a thread, real sockets, every wait bounded.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socklab_net::bulk::{self, BulkConfig, Limit};
+use socklab_net::sink::{ConnReport, Mode, Outcome, Sink, SinkConfig};
+use socklab_net::{NetError, Strategy};
+
+struct TestSink {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    reports: mpsc::Receiver<ConnReport>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl TestSink {
+    fn start(cfg: SinkConfig) -> TestSink {
+        let mut sink = Sink::bind(cfg).unwrap();
+        let addr = sink.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, reports) = mpsc::channel();
+        let s2 = stop.clone();
+        let handle = std::thread::spawn(move || {
+            sink.serve(&|| s2.load(Ordering::SeqCst), &mut |r| {
+                let _ = tx.send(r.clone());
+            })
+            .unwrap();
+        });
+        TestSink {
+            addr,
+            stop,
+            reports,
+            handle: Some(handle),
+        }
+    }
+
+    fn report_within(&self, limit: Duration) -> ConnReport {
+        self.reports
+            .recv_timeout(limit)
+            .unwrap_or_else(|_| panic!("no connection report within {limit:?}"))
+    }
+}
+
+impl Drop for TestSink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A sink whose idle timeout (20 s) is far beyond every bound the tests assert.
+fn patient() -> SinkConfig {
+    SinkConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        idle_timeout: Duration::from_secs(20),
+        ..SinkConfig::default()
+    }
+}
+
+fn bulk_cfg(to: SocketAddr, limit: Limit) -> BulkConfig {
+    BulkConfig {
+        to,
+        strategy: Strategy::Single,
+        nbufs: 1,
+        bufsize: 64 * 1024,
+        limit,
+        cc: "cubic".into(),
+        nodelay: false,
+        sndbuf: None,
+        read_size: 64 * 1024,
+        verify: true,
+        seed: 7,
+        connect_timeout: Duration::from_secs(5),
+        timeout: None,
+        grace: bulk::GRACE,
+    }
+}
+
+/// Runs `f` on a thread and waits at most `limit` for it: a hang fails the test instead of
+/// hanging it.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("did not return within {limit:?}"))
+}
+
+/// Item 7: one idle client (an `nc` left open) blocked every socklab client for the idle
+/// timeout. Now a test runs at once beside it, and its figures are its own.
+#[test]
+fn an_idle_client_delays_no_other_client() {
+    let sink = TestSink::start(patient());
+    let idle = TcpStream::connect(sink.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let to = sink.addr;
+    let t0 = Instant::now();
+    let r = within(Duration::from_secs(8), move || {
+        bulk::run(&bulk_cfg(to, Limit::Iterations(100)), &|| false)
+    })
+    .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(r.verified, Some(true));
+    // The sink's clock for that test ran only while it was served.
+    assert!(
+        r.sink.elapsed_ns < 5_000_000_000,
+        "{} ns",
+        r.sink.elapsed_ns
+    );
+    let rep = sink.report_within(Duration::from_secs(2));
+    assert_eq!(
+        (rep.mode, &rep.outcome),
+        (Mode::Socklab, &Outcome::Complete)
+    );
+    drop(idle);
+}
+
+/// Item 7: per-connection figures exclude time queued. A raw client that connects behind an
+/// idle one is served (and timed) at once.
+#[test]
+fn a_raw_client_behind_an_idle_one_is_served_and_timed_at_once() {
+    let sink = TestSink::start(patient());
+    let _idle = TcpStream::connect(sink.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    {
+        let mut s = TcpStream::connect(sink.addr).unwrap();
+        s.write_all(&vec![9u8; 100_000]).unwrap();
+    }
+    let rep = sink.report_within(Duration::from_secs(5));
+    assert_eq!(rep.mode, Mode::Raw);
+    assert_eq!(rep.result.bytes, 100_000);
+    assert_eq!(rep.outcome, Outcome::Complete);
+    assert!(
+        rep.result.elapsed_ns < 2_000_000_000,
+        "{} ns",
+        rep.result.elapsed_ns
+    );
+}
+
+/// Item 7: stopping the sink does not wait for open connections to end by themselves.
+#[test]
+fn the_sink_stops_within_a_fraction_of_a_second_with_idle_clients_open() {
+    let sink = TestSink::start(patient());
+    let idle: Vec<TcpStream> = (0..3)
+        .map(|_| TcpStream::connect(sink.addr).unwrap())
+        .collect();
+    // One mid-stream socklab client too.
+    let mut mid = TcpStream::connect(sink.addr).unwrap();
+    mid.write_all(b"SOCKLAB BULK/1 read_size=1000 verify=0\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(&mid).read_line(&mut line).unwrap();
+    assert!(line.starts_with("READY"), "{line}");
+    mid.write_all(&[1u8; 10_000]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    within(Duration::from_secs(5), move || drop(sink));
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(1), "stop took {took:?}");
+    drop(idle);
+}
+
+/// Item 7: the sink serves a bounded number of clients at once; one more is told so in one
+/// line, and the sink serves again once a place is free.
+#[test]
+fn beyond_max_conns_a_client_is_refused_in_one_line() {
+    let sink = TestSink::start(SinkConfig {
+        max_conns: 2,
+        ..patient()
+    });
+    let a = TcpStream::connect(sink.addr).unwrap();
+    let b = TcpStream::connect(sink.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let to = sink.addr;
+    let e = within(Duration::from_secs(5), move || {
+        bulk::run(&bulk_cfg(to, Limit::Iterations(10)), &|| false)
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("sink busy") && e.contains("--max-conns"), "{e}");
+    let rep = sink.report_within(Duration::from_secs(2));
+    assert!(
+        matches!(&rep.outcome, Outcome::Refused(w) if w.contains("sink busy")),
+        "{rep:?}"
+    );
+    drop((a, b));
+    // The two idle connections end (EOF): places are free again.
+    for _ in 0..2 {
+        sink.report_within(Duration::from_secs(2));
+    }
+    let r = within(Duration::from_secs(5), move || {
+        bulk::run(&bulk_cfg(to, Limit::Iterations(10)), &|| false)
+    })
+    .unwrap();
+    assert_eq!(r.verified, Some(true));
+}
+
+/// Item 7: read buffers are bounded in all: a request for more than the budget is refused.
+#[test]
+fn read_buffers_are_bounded_in_all() {
+    let sink = TestSink::start(SinkConfig {
+        buffer_budget: 1 << 20,
+        ..patient()
+    });
+    let mut c = bulk_cfg(sink.addr, Limit::Iterations(10));
+    c.read_size = 2 << 20;
+    let e = bulk::run(&c, &|| false).unwrap_err().to_string();
+    assert!(e.contains("sink busy") && e.contains("read buffers"), "{e}");
+    c.read_size = 512 << 10;
+    assert_eq!(bulk::run(&c, &|| false).unwrap().verified, Some(true));
+}
+
+/// A "sink" that answers READY and then never reads: the socket buffers fill and every write
+/// blocks. Returns its address; it holds its connections until the test process ends.
+fn sink_that_never_reads() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut line = [0u8; 512];
+            let _ = s.read(&mut line);
+            let _ = s.write_all(b"READY read_size=65536 rcvbuf=0\n");
+            held.push(s);
+        }
+    });
+    addr
+}
+
+/// Item 9: a test against a sink that stops reading ended only when somebody killed it
+/// (blocked in `write()`). Now it fails at its deadline, `--duration` + grace, saying why.
+#[test]
+fn a_sink_that_never_reads_fails_the_test_at_its_deadline() {
+    let to = sink_that_never_reads();
+    let mut c = bulk_cfg(to, Limit::Duration(Duration::from_millis(500)));
+    c.timeout = Some(Duration::from_secs(2));
+    let t0 = Instant::now();
+    let e = within(Duration::from_secs(10), move || bulk::run(&c, &|| false)).unwrap_err();
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    let NetError::Timeout(m) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        m.contains("did not end within 2s (--timeout 2s)") && m.contains("stopped reading"),
+        "{m}"
+    );
+}
+
+/// Item 9: a count-limited test has no deadline, but a sink that accepts nothing for
+/// [`bulk::STALL`] fails it; Ctrl-C ends it long before, within a tick.
+#[test]
+fn stop_ends_a_test_blocked_in_write_within_a_tick() {
+    let to = sink_that_never_reads();
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = flag.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let c = bulk_cfg(to, Limit::Iterations(1_000_000));
+        let _ = tx.send(bulk::run(&c, &|| f2.load(Ordering::SeqCst)));
+    });
+    // Long enough for the socket buffers to fill and the write to block.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(rx.try_recv().is_err(), "the test ended by itself");
+    let t0 = Instant::now();
+    flag.store(true, Ordering::SeqCst);
+    let r = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("stop ignored");
+    let took = t0.elapsed();
+    assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
+    assert!(took < Duration::from_millis(500), "{took:?}");
+}
+
+/// Item 9: a listener that accepts and says nothing: no READY within its wait is a clear
+/// error, and Ctrl-C ends that wait too.
+#[test]
+fn a_silent_listener_is_a_clear_error_and_stop_ends_the_wait() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = l.local_addr().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = flag.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let c = bulk_cfg(to, Limit::Iterations(1));
+        let _ = tx.send(bulk::run(&c, &|| f2.load(Ordering::SeqCst)));
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    flag.store(true, Ordering::SeqCst);
+    let r = rx
+        .recv_timeout(Duration::from_secs(2))
+        .expect("stop ignored");
+    assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
+    drop(l);
+}
