@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::{Counts, Interval, Owd, RecvStats};
+use super::stats::{Arrival, Counts, Interval, Owd, RecvStats};
 use super::wire::{Fin, Header};
 
 /// Most tests open at once; datagrams of further tests are refused (counted).
@@ -52,6 +52,9 @@ pub struct TestReport {
     pub last_arrival_ns: u64,
     /// The FIN's content, if a FIN arrived.
     pub total: Option<u64>,
+    /// Bytes of the distinct FIN datagrams that arrived (in `counts.bytes` too): the data
+    /// received is `counts.bytes − fin_bytes`.
+    pub fin_bytes: u64,
     /// See [`Fin::drain_ms`].
     pub drain_ms: Option<u32>,
     /// Why it ended.
@@ -84,6 +87,7 @@ struct Open {
     fin: Option<Fin>,
     /// Receiver time of the first FIN.
     fin_at: Option<u64>,
+    fin_bytes: u64,
     /// Receiver time of the last datagram.
     last_at: u64,
     malformed_at_start: u64,
@@ -155,6 +159,7 @@ impl Collector {
                     stats: RecvStats::new().with_intervals(self.interval_ns),
                     fin: None,
                     fin_at: None,
+                    fin_bytes: 0,
                     last_at: now,
                     malformed_at_start: self.malformed,
                 });
@@ -163,10 +168,14 @@ impl Collector {
             }
         };
         let o = &mut self.open[i];
-        o.stats
+        let a = o
+            .stats
             .on_arrival(h.seq, datagram.len(), h.send_ns, arrival_ns);
         o.last_at = o.last_at.max(now);
         if let Some(f) = h.fin {
+            if matches!(a, Arrival::InOrder | Arrival::Reordered) {
+                o.fin_bytes += datagram.len() as u64;
+            }
             o.fin.get_or_insert(f);
             o.fin_at.get_or_insert(now);
         }
@@ -228,6 +237,7 @@ impl Collector {
             first_arrival_ns: first,
             last_arrival_ns: last,
             total: o.fin.map(|f| f.total),
+            fin_bytes: o.fin_bytes,
             drain_ms: o.fin.map(|f| f.drain_ms),
             ended,
             malformed: self.malformed - o.malformed_at_start,
@@ -289,6 +299,11 @@ mod tests {
             (7, End::Drain, Some(5), Some(50))
         );
         assert_eq!((r.counts.unique, r.counts.reordered), (5, 1));
+        assert_eq!(
+            (r.counts.bytes, r.fin_bytes),
+            (500, 200),
+            "two FINs of 100 bytes"
+        );
         assert_eq!(r.lost(5), 0);
         assert_eq!((r.first_arrival_ns, r.last_arrival_ns), (10, 14));
         assert_eq!(c.on_datagram(70 * MS, 15, &dgram(7, 1, None)), Taken::Late);
