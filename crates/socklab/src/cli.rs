@@ -35,7 +35,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a TCP server that reads and counts bytes and read() calls.
+    /// Run a TCP server that reads and counts bytes and read() calls (--udp: the receiver of
+    /// `socklab bulk --udp`).
     #[command(
         after_help = concat!(
         "Examples:\n",
