@@ -273,11 +273,20 @@ pub fn send(cfg: &SendConfig, stop: &dyn Fn() -> bool) -> Result<SendResult, Net
                 pacer.sent(n as u64);
                 last_send = Instant::now();
             }
-            // A path without checksum offload (the TUN link) refuses GSO with EIO.
+            // A device without checksum offload on the path makes the kernel refuse GSO (EIO).
             Err(e) if gso && cfg.gso == Gso::Auto && e.raw_os_error() == Some(errno::EIO) => {
                 gso = false;
                 gso_note = Some(format!("the kernel refused a GSO send ({e}): sendmmsg"));
                 let _ = set(sock.as_fd(), IntOpt::UdpSegment, 0);
+            }
+            Err(e) if gso && e.raw_os_error() == Some(errno::EIO) => {
+                return Err(NetError::SockOpt {
+                    option: "gso",
+                    value: "on".into(),
+                    source: e,
+                    hint: " (a device on the path has no checksum offload: use gso = auto or off)"
+                        .into(),
+                })
             }
             Err(e) if is_transient(&e) => errors += 1,
             Err(e) => return Err(NetError::io(format!("send to {}", cfg.to), e)),
