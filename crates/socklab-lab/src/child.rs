@@ -179,11 +179,13 @@ impl ServerChild {
     }
 
     /// Waits up to `wait` for a `REPORT` line that `pick` accepts and takes it; `None` when
-    /// none came in time, or the child ended without one.
+    /// none came in time, the child ended without one, or `stop()` turned true (checked every
+    /// 100 ms).
     pub fn wait_report(
         &self,
         wait: Duration,
         pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
     ) -> Option<serde_json::Value> {
         let (lock, cv) = &*self.printed;
         let deadline = Instant::now() + wait;
@@ -193,10 +195,11 @@ impl ServerChild {
                 return Some(p.reports.remove(i));
             }
             let now = Instant::now();
-            if p.closed || now >= deadline {
+            if p.closed || now >= deadline || stop() {
                 return None;
             }
-            p = cv.wait_timeout(p, deadline - now).ok()?.0;
+            let slice = (deadline - now).min(Duration::from_millis(100));
+            p = cv.wait_timeout(p, slice).ok()?.0;
         }
     }
 
@@ -278,6 +281,34 @@ impl Drop for ServerChild {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_are_waited_for_picked_by_content_and_the_wait_is_bounded() {
+        let script = r#"echo LISTENING 127.0.0.1:9; echo 'REPORT {"test_id":5}'; echo 'REPORT {"test_id":6}'; sleep 1"#;
+        let child = ServerChild::spawn(Path::new("/bin/sh"), &["-c", script], None).unwrap();
+        assert_eq!(child.addr().port(), 9);
+        let id = |n: u64| move |v: &serde_json::Value| v["test_id"] == n;
+        let never = || false;
+        let six = child.wait_report(Duration::from_secs(5), &id(6), &never);
+        assert_eq!(six, Some(serde_json::json!({"test_id": 6})));
+        assert!(child
+            .wait_report(Duration::from_secs(5), &id(5), &never)
+            .is_some());
+        assert!(
+            child
+                .wait_report(Duration::from_secs(5), &id(5), &never)
+                .is_none(),
+            "taken once; the child ended"
+        );
+        let t0 = Instant::now();
+        assert!(child
+            .wait_report(Duration::from_secs(30), &id(7), &|| true)
+            .is_none());
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "stop() ends the wait"
+        );
+    }
 
     #[test]
     fn an_exit_becomes_the_facts_the_store_keeps() {

@@ -199,15 +199,17 @@ impl Resources {
     }
 
     /// Waits up to `wait` for a `REPORT` line of the kept server `key` that `pick` accepts
-    /// (see [`ServerChild::wait_report`]); `None` when none came, or the server is not running.
+    /// (see [`ServerChild::wait_report`]); `None` when none came, the server is not running,
+    /// or `stop()` turned true.
     pub fn server_report(
         &self,
         key: &ServerKey,
         wait: Duration,
         pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
     ) -> Option<serde_json::Value> {
         let (_, c) = self.servers.iter().find(|(k, _)| k == key)?;
-        c.wait_report(wait, pick)
+        c.wait_report(wait, pick, stop)
     }
 
     /// Starts a server for one repetition (`exe <args>`), in the link's server namespace when

@@ -528,15 +528,21 @@ impl UdpSpec {
         let send = socklab_net::udpbulk::send(&cfg, stop)?;
         let id = send.test_id;
         let report = res
-            .server_report(key, report_wait(cfg.drain), &|v| {
-                v.get("test_id").and_then(serde_json::Value::as_u64) == Some(id)
-            })
+            .server_report(
+                key,
+                report_wait(cfg.drain),
+                &|v| v.get("test_id").and_then(serde_json::Value::as_u64) == Some(id),
+                stop,
+            )
             .map(serde_json::from_value::<TestReport>)
             .transpose()
             .map_err(|e| socklab_net::NetError::Protocol {
                 peer: "the UDP receiver".into(),
                 detail: format!("its REPORT line does not parse: {e}"),
             })?;
+        if report.is_none() && stop() {
+            return Err(socklab_net::NetError::Interrupted);
+        }
         if report.is_none() {
             eprintln!(
                 "socklab: warning: no report from the UDP receiver for test {id:016x}: nothing of it arrived (counted as all lost), or the receiver failed"
