@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use socklab_net::childline::{effective_text, ChildLine};
@@ -23,7 +23,17 @@ use crate::LabError;
 struct Printed {
     effective: Option<Vec<(String, String)>>,
     stats: Option<ServeReport>,
+    /// `REPORT` lines not yet taken by [`ServerChild::wait_report`].
+    reports: Vec<serde_json::Value>,
+    /// Its stdout closed (it ended).
+    closed: bool,
 }
+
+/// [`Printed`] with a condition variable that wakes whoever waits for a report.
+type Shared = Arc<(Mutex<Printed>, Condvar)>;
+
+/// Most `REPORT` lines kept for [`ServerChild::wait_report`] (the oldest go first).
+const MAX_REPORTS: usize = 1024;
 
 /// How a server child ended: status, CPU accounting (itself and the children it reaped, from
 /// `wait4`), and what it reported.
@@ -74,7 +84,7 @@ impl ServerExit {
 pub struct ServerChild {
     child: Option<Child>,
     addr: SocketAddr,
-    printed: Arc<Mutex<Printed>>,
+    printed: Shared,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -115,7 +125,7 @@ impl ServerChild {
             .take()
             .ok_or_else(|| LabError::Child("server child has no stdout".into()))?;
         let (tx, rx) = mpsc::channel();
-        let printed = Arc::new(Mutex::new(Printed::default()));
+        let printed: Shared = Arc::new((Mutex::new(Printed::default()), Condvar::new()));
         let slot = printed.clone();
         let reader = std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
@@ -123,13 +133,24 @@ impl ServerChild {
             let _ = tx.send(first);
             // Later lines until the child exits.
             for l in lines.map_while(Result::ok) {
-                let Ok(mut p) = slot.lock() else { break };
+                let Ok(mut p) = slot.0.lock() else { break };
                 match ChildLine::parse(&l) {
                     Some(ChildLine::Effective(kv)) => p.effective = Some(kv),
                     Some(ChildLine::Stats(r)) => p.stats = Some(*r),
+                    Some(ChildLine::Report(v)) => {
+                        if p.reports.len() == MAX_REPORTS {
+                            p.reports.remove(0);
+                        }
+                        p.reports.push(v);
+                        slot.1.notify_all();
+                    }
                     _ => {}
                 }
             }
+            if let Ok(mut p) = slot.0.lock() {
+                p.closed = true;
+            }
+            slot.1.notify_all();
         });
         let mut me = ServerChild {
             child: Some(child),
@@ -155,6 +176,31 @@ impl ServerChild {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Waits up to `wait` for a `REPORT` line that `pick` accepts and takes it; `None` when
+    /// none came in time, the child ended without one, or `stop()` turned true (checked every
+    /// 100 ms).
+    pub fn wait_report(
+        &self,
+        wait: Duration,
+        pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<serde_json::Value> {
+        let (lock, cv) = &*self.printed;
+        let deadline = Instant::now() + wait;
+        let mut p = lock.lock().ok()?;
+        loop {
+            if let Some(i) = p.reports.iter().position(pick) {
+                return Some(p.reports.remove(i));
+            }
+            let now = Instant::now();
+            if p.closed || now >= deadline || stop() {
+                return None;
+            }
+            let slice = (deadline - now).min(Duration::from_millis(100));
+            p = cv.wait_timeout(p, slice).ok()?.0;
+        }
     }
 
     /// Stops it (SIGTERM): an error if it had already ended by itself.
@@ -199,7 +245,7 @@ impl ServerChild {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
-        let printed = match self.printed.lock() {
+        let printed = match self.printed.0.lock() {
             Ok(mut p) => std::mem::take(&mut *p),
             Err(_) => Printed::default(),
         };
@@ -235,6 +281,34 @@ impl Drop for ServerChild {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_are_waited_for_picked_by_content_and_the_wait_is_bounded() {
+        let script = r#"echo LISTENING 127.0.0.1:9; echo 'REPORT {"test_id":5}'; echo 'REPORT {"test_id":6}'; sleep 1"#;
+        let child = ServerChild::spawn(Path::new("/bin/sh"), &["-c", script], None).unwrap();
+        assert_eq!(child.addr().port(), 9);
+        let id = |n: u64| move |v: &serde_json::Value| v["test_id"] == n;
+        let never = || false;
+        let six = child.wait_report(Duration::from_secs(5), &id(6), &never);
+        assert_eq!(six, Some(serde_json::json!({"test_id": 6})));
+        assert!(child
+            .wait_report(Duration::from_secs(5), &id(5), &never)
+            .is_some());
+        assert!(
+            child
+                .wait_report(Duration::from_secs(5), &id(5), &never)
+                .is_none(),
+            "taken once; the child ended"
+        );
+        let t0 = Instant::now();
+        assert!(child
+            .wait_report(Duration::from_secs(30), &id(7), &|| true)
+            .is_none());
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "stop() ends the wait"
+        );
+    }
 
     #[test]
     fn an_exit_becomes_the_facts_the_store_keeps() {

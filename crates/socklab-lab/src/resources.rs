@@ -27,6 +27,11 @@ pub enum ServerRole {
         /// Server-side options (`--opts` text).
         opts: String,
     },
+    /// `socklab sink --udp`, the UDP bulk receiver: one `REPORT` line per test.
+    UdpSink {
+        /// Its receive buffer (`--rcvbuf` text).
+        rcvbuf: String,
+    },
 }
 
 /// Which kept server: its role, and whether it runs inside the emulated link.
@@ -50,6 +55,14 @@ impl ServerKey {
                 }
                 a
             }
+            ServerRole::UdpSink { rcvbuf } => {
+                vec![
+                    "sink".into(),
+                    "--udp".into(),
+                    "--rcvbuf".into(),
+                    rcvbuf.clone(),
+                ]
+            }
         }
     }
 
@@ -62,6 +75,10 @@ impl ServerKey {
                 "echo[{}{}{opts}]_",
                 if self.in_link { "link " } else { "" },
                 if *udp { "udp " } else { "" }
+            ),
+            ServerRole::UdpSink { rcvbuf } => format!(
+                "udpsink[{}rcvbuf {rcvbuf}]_",
+                if self.in_link { "link " } else { "" }
             ),
         }
     }
@@ -179,6 +196,20 @@ impl Resources {
         let addr = child.addr();
         self.servers.push((key, child));
         Ok(addr)
+    }
+
+    /// Waits up to `wait` for a `REPORT` line of the kept server `key` that `pick` accepts
+    /// (see [`ServerChild::wait_report`]); `None` when none came, the server is not running,
+    /// or `stop()` turned true.
+    pub fn server_report(
+        &self,
+        key: &ServerKey,
+        wait: Duration,
+        pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<serde_json::Value> {
+        let (_, c) = self.servers.iter().find(|(k, _)| k == key)?;
+        c.wait_report(wait, pick, stop)
     }
 
     /// Starts a server for one repetition (`exe <args>`), in the link's server namespace when
@@ -426,6 +457,14 @@ mod tests {
         };
         assert_eq!(echo.args(), ["echo", "--opts", "nodelay", "--udp"]);
         assert_eq!(echo.fact_prefix(), "echo[link udp nodelay]_");
+        let udp = ServerKey {
+            role: ServerRole::UdpSink {
+                rcvbuf: "4M".into(),
+            },
+            in_link: false,
+        };
+        assert_eq!(udp.args(), ["sink", "--udp", "--rcvbuf", "4M"]);
+        assert_eq!(udp.fact_prefix(), "udpsink[rcvbuf 4M]_");
     }
 
     #[test]

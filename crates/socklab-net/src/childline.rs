@@ -7,6 +7,7 @@
 //! | `LISTENING <addr>` | first, once the server listens |
 //! | `EFFECTIVE k=v k=v …` | once, the server-side socket options as the kernel reported them |
 //! | `STATS {json}` | at exit, `socklab serve`'s [`ServeReport`] |
+//! | `REPORT {json}` | per test a server measured (`socklab sink --udp`: a [`crate::udpbulk::TestReport`]) |
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -19,6 +20,8 @@ pub const LISTENING: &str = "LISTENING ";
 pub const EFFECTIVE: &str = "EFFECTIVE ";
 /// Prefix of the serve report line.
 pub use crate::server::report::STATS_PREFIX as STATS;
+/// Prefix of a per-test report line.
+pub const REPORT: &str = "REPORT ";
 
 /// One line of the protocol.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +32,8 @@ pub enum ChildLine {
     Effective(Vec<(String, String)>),
     /// `STATS {json}`.
     Stats(Box<ServeReport>),
+    /// `REPORT {json}`: one test's report, as JSON (the workload that asked reads its type).
+    Report(serde_json::Value),
 }
 
 impl ChildLine {
@@ -48,6 +53,9 @@ impl ChildLine {
                 })
                 .collect();
             return Some(ChildLine::Effective(pairs));
+        }
+        if let Some(j) = line.strip_prefix(REPORT) {
+            return serde_json::from_str(j).ok().map(ChildLine::Report);
         }
         if let Some(j) = line.strip_prefix(STATS) {
             return serde_json::from_str(j)
@@ -73,6 +81,7 @@ impl fmt::Display for ChildLine {
                 Ok(())
             }
             ChildLine::Stats(r) => f.write_str(&r.stats_line()),
+            ChildLine::Report(v) => write!(f, "{REPORT}{v}"),
         }
     }
 }
@@ -124,5 +133,9 @@ mod tests {
         assert_eq!(ChildLine::parse("socklab sink listening"), None);
         assert_eq!(ChildLine::parse("LISTENING nowhere"), None);
         assert_eq!(ChildLine::parse("STATS {broken"), None);
+        assert_eq!(ChildLine::parse("REPORT {broken"), None);
+        let r = ChildLine::Report(serde_json::json!({"test_id": 7u64}));
+        assert_eq!(r.to_string(), r#"REPORT {"test_id":7}"#);
+        assert_eq!(ChildLine::parse(&r.to_string()), Some(r));
     }
 }

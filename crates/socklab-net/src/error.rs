@@ -380,3 +380,28 @@ mod tests {
         assert_eq!(e.to_string(), err::<Driver>("ovs"));
     }
 }
+
+/// Why a datagram is not one of `socklab bulk --udp` ([`crate::udpbulk::wire`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UdpWireError {
+    /// Shorter than the header.
+    #[error("datagram of {0} bytes, shorter than the {len}-byte header", len = crate::udpbulk::wire::HEADER_LEN)]
+    Short(usize),
+    /// Not socklab's magic number.
+    #[error("not a socklab UDP bulk datagram (magic {0:#010x})")]
+    Magic(u32),
+    /// A version this build does not speak.
+    #[error("UDP bulk datagram version {0}, this socklab speaks {v}", v = crate::udpbulk::wire::VERSION)]
+    Version(u8),
+    /// The header checksum does not match (the header was damaged on the way).
+    #[error("UDP bulk datagram header checksum mismatch")]
+    Check,
+    /// Flags or a length that this version does not define.
+    #[error("UDP bulk datagram with unknown flags {flags:#04x} or header length {len}")]
+    Layout {
+        /// The flags byte.
+        flags: u8,
+        /// The header length field.
+        len: u16,
+    },
+}

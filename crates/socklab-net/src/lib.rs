@@ -11,6 +11,7 @@
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
 //! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
 //! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
+//! - [`udpbulk`] — UDP bulk (`socklab bulk --udp`): paced sender, receiver, their statistics;
 //! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp);
 //! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop).
 
@@ -32,10 +33,12 @@ pub mod sockopt;
 pub mod states;
 pub mod strategy;
 pub mod transfer;
+pub mod udpbulk;
 pub mod udpproxy;
 pub mod units;
 
 pub use error::{
     LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, TransferError,
+    UdpWireError,
 };
 pub use strategy::Strategy;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use socklab_impair::{Emulator, LinkSpec, Stats};
 use socklab_sys::io::poll_two_readable;
+use socklab_sys::sockopt::{set, IntOpt};
 
 use crate::link::add_stats;
 use crate::NetError;
@@ -56,6 +57,8 @@ pub struct UdpProxy {
 
 /// Largest datagram relayed.
 const MAX_DATAGRAM: usize = 65535;
+/// Receive buffer of the relay's sockets, bytes.
+const RELAY_BUFFER: i32 = 8 << 20;
 
 impl UdpProxy {
     /// Binds the listening socket and a socket connected to the target.
@@ -77,6 +80,12 @@ impl UdpProxy {
         for s in [&front, &back] {
             s.set_nonblocking(true)
                 .map_err(|e| NetError::io("O_NONBLOCK", e))?;
+            // Room for a burst while the relay thread waits for a CPU: a datagram the kernel
+            // drops in front of the relay never meets the model, and its counts would not be
+            // the link's. SO_RCVBUFFORCE passes net.core.rmem_max as root.
+            if set(s.as_fd(), IntOpt::SoRcvBufForce, RELAY_BUFFER).is_err() {
+                let _ = socket2::SockRef::from(s).set_recv_buffer_size(RELAY_BUFFER as usize);
+            }
         }
         Ok(UdpProxy { front, back, cfg })
     }

@@ -18,6 +18,8 @@
 //! - [`fs`] — free space of a file system (`fstatvfs`);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
+//! - [`mmsg`] — batched UDP: `sendmmsg`, `recvmmsg` with kernel arrival times and the
+//!   socket's drop counter;
 //! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
 //! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
 //!   ring, send from owned buffers;
@@ -28,6 +30,7 @@ pub mod epoll;
 pub mod fs;
 pub mod host;
 pub mod io;
+pub mod mmsg;
 pub mod netns;
 pub mod process;
 pub mod procs;
@@ -60,7 +63,7 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 pub mod errno {
     pub use libc::{
         EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECANCELED, ECONNABORTED, ECONNREFUSED,
-        ECONNRESET, EINPROGRESS, EINTR, EINVAL, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
+        ECONNRESET, EINPROGRESS, EINTR, EINVAL, EIO, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
     };
 }
 

@@ -57,6 +57,12 @@ pub enum IntOpt {
     /// port choice to `connect()`, which picks one unique for the whole 4-tuple (so many
     /// source addresses multiply the ports a client can use).
     IpBindAddressNoPort,
+    /// `SO_TIMESTAMPNS`: every received datagram carries the kernel's arrival time
+    /// (`CLOCK_REALTIME`, ns) as a control message (see [`crate::mmsg::recv_batch`]).
+    SoTimestampNs,
+    /// `SO_RXQ_OVFL`: every received datagram carries the socket's count of datagrams dropped
+    /// because its receive buffer was full (see [`crate::mmsg::recv_batch`]).
+    SoRxqOvfl,
 }
 
 impl IntOpt {
@@ -86,6 +92,8 @@ impl IntOpt {
             UdpGro => (libc::SOL_UDP, crate::udp::UDP_GRO),
             // linux/in.h: IP_BIND_ADDRESS_NO_PORT = 24.
             IpBindAddressNoPort => (libc::IPPROTO_IP, 24),
+            SoTimestampNs => (libc::SOL_SOCKET, crate::mmsg::SO_TIMESTAMPNS),
+            SoRxqOvfl => (libc::SOL_SOCKET, crate::mmsg::SO_RXQ_OVFL),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Command-line definitions (clap derive). Parsing only: checked values go to `socklab-lab`.
 
-use socklab_lab::workload::{bulk, link, pingpong, transfer};
+use socklab_lab::workload::{bulk, link, pingpong, transfer, udp};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -35,18 +35,21 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a TCP server that reads and counts bytes and read() calls.
+    /// Run a TCP server that reads and counts bytes and read() calls (--udp: the receiver of
+    /// `socklab bulk --udp`).
     #[command(
         after_help = concat!(
         "Examples:\n",
         "  socklab sink --port 5001\n",
         "  socklab sink --port 5001 --read-size 1500   # count reads as seed 003's did\n",
+        "  socklab sink --udp --port 5001              # the receiver of bulk --udp\n",
         "\n",
         "Raw clients (any program that connects and writes) are counted too. Protocol: a socklab client sends one request line, the sink answers READY, the client streams and shuts down its write half, the sink answers RESULT with bytes, reads, CPU time and (on request) the stream's BLAKE3 hash. Clients are served at once, each on its own thread (--max-conns); an idle or stalled client costs only its own connection (--idle-timeout). Ctrl-C or SIGTERM (repeated too) stops it within about 200 ms; a third one exits at once. See docs/sink-protocol.md."
     )
     )]
     Sink(SinkArgs),
-    /// Measure bulk TCP throughput by write strategy and buffer size.
+    /// Measure bulk throughput: TCP by write strategy and buffer size, or UDP at a paced rate
+    /// (--udp: loss, reordering, jitter, one-way delay).
     #[command(
         after_help = concat!(
         "Examples:\n",
@@ -57,8 +60,11 @@ pub enum Command {
         "  socklab bulk --sweep bufsize=1K..512K --reps 10 --json   # about 4 min\n",
         "  socklab bulk --strategy single,sendfile,splice,zerocopy --bufsize 128K \\\n",
         "      --duration 5s --reference             # over 2 min\n",
+        "  socklab bulk --udp --rate 1G --size 1472 --link \"loss 2% delay 10ms 2ms\" \\\n",
+        "      --driver udp-proxy      # loss, jitter, reordering, one-way delay\n",
+        "  socklab bulk --udp --rate max              # the highest rate without loss\n",
         "\n",
-        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )
     )]
     Bulk(Box<BulkArgs>),
@@ -303,10 +309,21 @@ pub struct SinkArgs {
     /// `ERROR sink busy`.
     #[arg(long, default_value_t = socklab_net::sink::DEFAULT_MAX_CONNS, value_name = "N")]
     pub max_conns: usize,
-    /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner).
+    /// Receive UDP datagrams of `socklab bulk --udp` instead: count each test's arrivals,
+    /// losses, copies, reordering, jitter and one-way delay, and report it.
+    #[arg(long, conflicts_with = "read_size")]
+    pub udp: bool,
+    /// UDP: SO_RCVBUF of the socket (SO_RCVBUFFORCE as root).
+    #[arg(long, value_name = "SIZE", default_value = udp::RCVBUF.default)]
+    pub rcvbuf: String,
+    /// UDP: counts per interval in each test's report (`off`: none).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub interval: String,
+    /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner; with
+    /// --udp also one `REPORT {json}` line per test).
     #[arg(long)]
     pub announce: bool,
-    /// Do not log each connection on stderr.
+    /// Do not log each connection (each test) on stderr.
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -319,6 +336,32 @@ pub struct BulkArgs {
     /// The sink, HOST:PORT. Default: start one on loopback as a child process.
     #[arg(long, value_name = "HOST:PORT")]
     pub to: Option<String>,
+    /// UDP bulk: a paced datagram sender against a UDP receiver socklab starts; counts loss,
+    /// duplicates, reordering (RFC 4737), jitter (RFC 3550) and one-way delay.
+    #[arg(long)]
+    pub udp: bool,
+    /// UDP: offered rate in bits of payload per second (K, M, G: decimal, as iperf3 -b), or
+    /// max: the highest rate without loss, searched by trials (list allowed).
+    #[arg(long, value_delimiter = ',', value_name = "RATE")]
+    pub rate: Vec<String>,
+    /// UDP: bytes of payload per datagram, 48 to 65507 (list allowed; default 1472).
+    #[arg(long, value_delimiter = ',', value_name = "BYTES")]
+    pub size: Vec<String>,
+    /// UDP: GSO at the sender: auto, on, off (list allowed).
+    #[arg(long, value_delimiter = ',')]
+    pub gso: Vec<String>,
+    /// UDP: SO_RCVBUF of the receiver.
+    #[arg(long, value_name = "SIZE")]
+    pub rcvbuf: Option<String>,
+    /// UDP, --rate max: the length of each trial of the search.
+    #[arg(long, value_name = "DURATION")]
+    pub trial: Option<String>,
+    /// UDP, --rate max: most trials of the search (default 14).
+    #[arg(long, value_name = "N")]
+    pub trials: Option<String>,
+    /// UDP, --rate max: the lost share a passing trial may have (default 0%).
+    #[arg(long, value_name = "SHARE")]
+    pub max_loss: Option<String>,
     /// Write strategies: write, writev, single, sendmsg, sendfile, splice, zerocopy.
     #[arg(long, short, value_delimiter = ',', default_value = bulk::STRATEGY.default)]
     pub strategy: Vec<String>,

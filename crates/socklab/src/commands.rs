@@ -126,7 +126,7 @@ pub(crate) fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Fai
 }
 
 /// The classic servers' last words: the process's CPU time.
-fn print_server_cpu() {
+pub(crate) fn print_server_cpu() {
     let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
     eprintln!(
         "user time = {:.6}, sys time = {:.6}",
@@ -158,6 +158,9 @@ fn parse_idle_timeout(text: &str) -> Result<std::time::Duration, Failure> {
 }
 
 pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
+    if a.udp {
+        return crate::udp::sink(a, dry);
+    }
     let ip = parse_bind(&a.bind)?;
     let read_size = match parse_size(&a.read_size).map_err(|e| usage(format!("--read-size {e}")))? {
         n @ 1.. if n <= socklab_net::protocol::MAX_READ_SIZE as u64 => n as usize,
@@ -218,7 +221,7 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
 const SIZE_KEYS: &[&str] = &["bufsize", "sndbuf", "read_size", "size", "bytes"];
 
 /// Expands `KEY=FROM..TO[:xF|:+S]` into values.
-fn sweep_values(spec: &str) -> Result<(String, Vec<String>), Failure> {
+pub(crate) fn sweep_values(spec: &str) -> Result<(String, Vec<String>), Failure> {
     let bad = |why: &str| {
         usage(format!(
             "--sweep '{spec}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10"
@@ -440,7 +443,12 @@ pub(crate) fn run_observed(
 }
 
 pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
-    let plan = bulk_plan(&a)?;
+    let plan = if a.udp {
+        crate::udp::plan(&a)?
+    } else {
+        crate::udp::check_tcp(&a)?;
+        bulk_plan(&a)?
+    };
     if dry {
         return dryrun::print_plan(&plan);
     }

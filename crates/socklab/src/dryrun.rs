@@ -47,6 +47,13 @@ pub fn estimate(plan: &Plan) -> Estimate {
         let load_counted = counted("requests") || counted("conn_requests") || counted("loops");
         let (duration, bound) = match cell.workload.kind() {
             "bulk" => (get("duration"), get("duration")),
+            "udp" => match &cell.workload {
+                socklab_lab::workload::Workload::Udp(u) => {
+                    let (lo, hi) = u.time_bounds();
+                    (Some(lo), Some(hi))
+                }
+                _ => (None, None),
+            },
             "load" if load_counted => (None, get("duration")),
             "load" => (get("duration"), get("duration")),
             "transfer" => {

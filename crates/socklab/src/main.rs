@@ -8,6 +8,7 @@ mod netem;
 mod progress;
 mod serve;
 mod transfer;
+mod udp;
 
 use std::process::ExitCode;
 
@@ -16,12 +17,34 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::commands::Failure;
 
+/// clap's error in one line (bad input is a one-line error): its message and tips, the usage
+/// line, and where the help is.
+fn one_line(rendered: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if l.starts_with("For more information") {
+            continue;
+        }
+        let l = l.strip_prefix("error: ").unwrap_or(l);
+        match l.strip_prefix("Usage: ") {
+            Some(u) => parts.push(format!("usage: {u} (see --help)")),
+            None => parts.push(l.to_string()),
+        }
+    }
+    parts.join("; ")
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = e.exit_code();
-            let _ = e.print();
+            if e.use_stderr() {
+                eprintln!("socklab: error: {}", one_line(&e.render().to_string()));
+            } else {
+                // --help, --version.
+                let _ = e.print();
+            }
             return ExitCode::from(code as u8);
         }
     };

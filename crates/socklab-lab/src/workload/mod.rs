@@ -15,6 +15,7 @@
 //! | `pipe`, `memcpy` | [`reference`] | [`reference::KEYS`] |
 //! | `transfer` | [`transfer`] | [`transfer::KEYS`] and the link keys |
 //! | `load` | [`load`] | [`load::KEYS`] |
+//! | `udp` | [`udp`] | [`udp::KEYS`] and the link keys |
 
 pub mod bulk;
 pub mod judge;
@@ -25,6 +26,7 @@ pub mod pingpong;
 pub mod reference;
 pub mod states;
 pub mod transfer;
+pub mod udp;
 
 pub use key::{parse_target, Target};
 pub use transfer::{check_tcp_cc, Proto};
@@ -265,6 +267,7 @@ macro_rules! workloads {
 
 workloads! {
     Bulk => bulk::BulkSpec,
+    Udp => udp::UdpSpec,
     PingPong => pingpong::PingSpec,
     States => states::StatesSpec,
     Pipe => reference::PipeSpec,

@@ -7,7 +7,7 @@ fn every_kind_is_registered_once() {
     let k = kinds();
     assert_eq!(
         k,
-        ["bulk", "pingpong", "states", "pipe", "memcpy", "transfer", "load"]
+        ["bulk", "udp", "pingpong", "states", "pipe", "memcpy", "transfer", "load"]
     );
     let mut sorted = k.clone();
     sorted.sort();

@@ -1,0 +1,367 @@
+//! The receiver's bookkeeping across tests, sans-IO: datagrams in (bytes, the receiver's
+//! monotonic time, the arrival time), finished tests out as [`TestReport`]s.
+//!
+//! A test starts with its first datagram (a new test id) and ends:
+//! - **drain**: `drain_ms` (from the FIN datagrams) after the first FIN arrived: stragglers
+//!   still on the way (delayed, reordered, duplicated) are counted, the FINs lost are not
+//!   waited for;
+//! - **idle**: nothing of it arrived for the idle time (every FIN lost, or a sender that died);
+//! - **stop**: the receiver is stopped.
+//!
+//! A datagram of a test that already ended is counted as `late` and otherwise ignored, so a
+//! straggler never opens a new test.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{Arrival, Counts, Interval, Owd, RecvStats};
+use super::wire::{Fin, Header};
+
+/// Most tests open at once; datagrams of further tests are refused (counted).
+pub const MAX_OPEN: usize = 16;
+/// Test ids remembered after they ended, to recognise their stragglers.
+const REMEMBER_ENDED: usize = 256;
+
+/// Why a test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum End {
+    /// The drain time after the first FIN passed.
+    Drain,
+    /// Nothing arrived for the idle time.
+    Idle,
+    /// The receiver was stopped.
+    Stop,
+}
+
+/// The receiver's account of one test (printed by `socklab sink --udp` as a `REPORT` line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestReport {
+    /// The sender's test id.
+    pub test_id: u64,
+    /// What arrived.
+    pub counts: Counts,
+    /// RFC 3550 interarrival jitter at the end, ns.
+    pub jitter_ns: f64,
+    /// One-way delay of the first arrivals (meaningful with a shared clock only).
+    pub owd: Option<Owd>,
+    /// First and last arrival, ns since the epoch (receiver's clock).
+    pub first_arrival_ns: u64,
+    /// See `first_arrival_ns`.
+    pub last_arrival_ns: u64,
+    /// The FIN's content, if a FIN arrived.
+    pub total: Option<u64>,
+    /// Bytes of the distinct FIN datagrams that arrived (in `counts.bytes` too): the data
+    /// received is `counts.bytes − fin_bytes`.
+    pub fin_bytes: u64,
+    /// See [`Fin::drain_ms`].
+    pub drain_ms: Option<u32>,
+    /// Why it ended.
+    pub ended: End,
+    /// Datagrams that did not parse while it ran (any test's).
+    pub malformed: u64,
+    /// Datagrams the kernel dropped at the receiving socket while it ran (`SO_RXQ_OVFL`, as
+    /// far as later arrivals told; filled in by the live receiver).
+    pub kernel_drops: u64,
+    /// The receiver's CPU time while it ran, µs (filled in by the live receiver).
+    pub user_us: u64,
+    /// See `user_us`.
+    pub sys_us: u64,
+    /// Counts per interval, when the receiver keeps a time series.
+    pub intervals: Vec<Interval>,
+}
+
+impl TestReport {
+    /// Datagrams of the test that never arrived, given how many were sent (the sender's count,
+    /// or the FIN's total when the sender's is not at hand).
+    pub fn lost(&self, sent: u64) -> u64 {
+        sent.saturating_sub(self.counts.unique)
+    }
+}
+
+#[derive(Debug)]
+struct Open {
+    id: u64,
+    stats: RecvStats,
+    fin: Option<Fin>,
+    /// Receiver time of the first FIN.
+    fin_at: Option<u64>,
+    fin_bytes: u64,
+    /// Receiver time of the last datagram.
+    last_at: u64,
+    malformed_at_start: u64,
+}
+
+/// What a datagram was to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Counted in the open test.
+    Counted,
+    /// The first datagram of a new test (now open): the live receiver notes its baselines.
+    Opened(u64),
+    /// A straggler of a test that ended.
+    Late,
+    /// A new test while [`MAX_OPEN`] are open.
+    Refused,
+    /// Not a datagram of ours.
+    Malformed,
+}
+
+/// The receiver's open tests.
+#[derive(Debug)]
+pub struct Collector {
+    open: Vec<Open>,
+    ended: VecDeque<u64>,
+    idle_ns: u64,
+    interval_ns: u64,
+    malformed: u64,
+    late: u64,
+    refused: u64,
+}
+
+impl Collector {
+    /// Tests end after `idle_ns` without a datagram; with `interval_ns` > 0 each keeps counts
+    /// per interval.
+    pub fn new(idle_ns: u64, interval_ns: u64) -> Collector {
+        Collector {
+            open: Vec::new(),
+            ended: VecDeque::new(),
+            idle_ns: idle_ns.max(1),
+            interval_ns,
+            malformed: 0,
+            late: 0,
+            refused: 0,
+        }
+    }
+
+    /// A datagram arrived: `now` on the receiver's monotonic clock, `arrival_ns` on the clock
+    /// the send times are compared with.
+    pub fn on_datagram(&mut self, now: u64, arrival_ns: u64, datagram: &[u8]) -> Taken {
+        let Ok(h) = Header::parse(datagram) else {
+            self.malformed += 1;
+            return Taken::Malformed;
+        };
+        let mut taken = Taken::Counted;
+        let i = match self.open.iter().position(|o| o.id == h.test_id) {
+            Some(i) => i,
+            None if self.ended.contains(&h.test_id) => {
+                self.late += 1;
+                return Taken::Late;
+            }
+            None if self.open.len() >= MAX_OPEN => {
+                self.refused += 1;
+                return Taken::Refused;
+            }
+            None => {
+                self.open.push(Open {
+                    id: h.test_id,
+                    stats: RecvStats::new().with_intervals(self.interval_ns),
+                    fin: None,
+                    fin_at: None,
+                    fin_bytes: 0,
+                    last_at: now,
+                    malformed_at_start: self.malformed,
+                });
+                taken = Taken::Opened(h.test_id);
+                self.open.len() - 1
+            }
+        };
+        let o = &mut self.open[i];
+        let a = o
+            .stats
+            .on_arrival(h.seq, datagram.len(), h.send_ns, arrival_ns);
+        o.last_at = o.last_at.max(now);
+        if let Some(f) = h.fin {
+            if matches!(a, Arrival::InOrder | Arrival::Reordered) {
+                o.fin_bytes += datagram.len() as u64;
+            }
+            o.fin.get_or_insert(f);
+            o.fin_at.get_or_insert(now);
+        }
+        taken
+    }
+
+    fn deadline(&self, o: &Open) -> u64 {
+        let idle = o.last_at.saturating_add(self.idle_ns);
+        match (o.fin, o.fin_at) {
+            (Some(f), Some(at)) => at
+                .saturating_add(u64::from(f.drain_ms) * 1_000_000)
+                .min(idle),
+            _ => idle,
+        }
+    }
+
+    /// When the next open test ends if nothing more arrives (receiver time).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.open.iter().map(|o| self.deadline(o)).min()
+    }
+
+    /// The tests that have ended by `now`, in the order they opened.
+    pub fn poll(&mut self, now: u64) -> Vec<TestReport> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < self.open.len() {
+            let o = &self.open[i];
+            let d = self.deadline(o);
+            if d <= now {
+                let drained = o.fin_at.zip(o.fin).is_some_and(|(at, f)| {
+                    at.saturating_add(u64::from(f.drain_ms) * 1_000_000) == d
+                });
+                let o = self.open.remove(i);
+                out.push(self.close(o, if drained { End::Drain } else { End::Idle }));
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// Ends every open test (the receiver stops).
+    pub fn stop(&mut self) -> Vec<TestReport> {
+        let open = std::mem::take(&mut self.open);
+        open.into_iter().map(|o| self.close(o, End::Stop)).collect()
+    }
+
+    fn close(&mut self, o: Open, ended: End) -> TestReport {
+        if self.ended.len() == REMEMBER_ENDED {
+            self.ended.pop_front();
+        }
+        self.ended.push_back(o.id);
+        let (first, last) = o.stats.arrival_span().unwrap_or_default();
+        TestReport {
+            test_id: o.id,
+            counts: *o.stats.counts(),
+            jitter_ns: o.stats.jitter_ns(),
+            owd: o.stats.owd(),
+            first_arrival_ns: first,
+            last_arrival_ns: last,
+            total: o.fin.map(|f| f.total),
+            fin_bytes: o.fin_bytes,
+            drain_ms: o.fin.map(|f| f.drain_ms),
+            ended,
+            malformed: self.malformed - o.malformed_at_start,
+            kernel_drops: 0,
+            user_us: 0,
+            sys_us: 0,
+            intervals: o.stats.intervals(),
+        }
+    }
+
+    /// Tests open now.
+    pub fn open(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Datagrams that were not ours, stragglers of ended tests, and datagrams of tests refused
+    /// because [`MAX_OPEN`] were open, since the start.
+    pub fn strays(&self) -> (u64, u64, u64) {
+        (self.malformed, self.late, self.refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn dgram(test_id: u64, seq: u64, fin: Option<(u64, u32)>) -> Vec<u8> {
+        let mut b = vec![0u8; 100];
+        Header {
+            test_id,
+            seq,
+            send_ns: 0,
+            fin: fin.map(|(total, drain_ms)| Fin { total, drain_ms }),
+        }
+        .emit(&mut b)
+        .unwrap();
+        b
+    }
+
+    #[test]
+    fn a_test_ends_its_drain_after_the_first_fin_and_stragglers_after_are_late() {
+        let mut c = Collector::new(2000 * MS, 0);
+        assert_eq!(c.on_datagram(0, 10, &dgram(7, 0, None)), Taken::Opened(7));
+        assert_eq!(c.on_datagram(1, 11, &dgram(7, 2, None)), Taken::Counted);
+        // FIN 3 of a test of 5 (seqs 0..=2 data, 3 and 4 FIN), drain 50 ms.
+        c.on_datagram(10 * MS, 12, &dgram(7, 3, Some((5, 50))));
+        assert_eq!(c.next_deadline(), Some(60 * MS));
+        // A straggler within the drain counts; a second FIN does not move the deadline.
+        c.on_datagram(30 * MS, 13, &dgram(7, 1, None));
+        c.on_datagram(40 * MS, 14, &dgram(7, 4, Some((5, 50))));
+        assert!(c.poll(59 * MS).is_empty());
+        let r = c.poll(60 * MS);
+        assert_eq!(r.len(), 1);
+        let r = &r[0];
+        assert_eq!(
+            (r.test_id, r.ended, r.total, r.drain_ms),
+            (7, End::Drain, Some(5), Some(50))
+        );
+        assert_eq!((r.counts.unique, r.counts.reordered), (5, 1));
+        assert_eq!(
+            (r.counts.bytes, r.fin_bytes),
+            (500, 200),
+            "two FINs of 100 bytes"
+        );
+        assert_eq!(r.lost(5), 0);
+        assert_eq!((r.first_arrival_ns, r.last_arrival_ns), (10, 14));
+        assert_eq!(c.on_datagram(70 * MS, 15, &dgram(7, 1, None)), Taken::Late);
+        assert_eq!(c.open(), 0);
+        assert_eq!(c.strays(), (0, 1, 0));
+    }
+
+    #[test]
+    fn a_test_whose_fins_are_lost_ends_when_idle() {
+        let mut c = Collector::new(500 * MS, 0);
+        c.on_datagram(0, 1, &dgram(1, 0, None));
+        c.on_datagram(100 * MS, 2, &dgram(1, 1, None));
+        assert_eq!(c.next_deadline(), Some(600 * MS));
+        assert!(c.poll(599 * MS).is_empty());
+        let r = c.poll(600 * MS);
+        assert_eq!(
+            (r[0].ended, r[0].total, r[0].counts.unique),
+            (End::Idle, None, 2)
+        );
+        assert_eq!(r[0].lost(10), 8);
+    }
+
+    #[test]
+    fn tests_are_kept_apart_and_foreign_datagrams_counted() {
+        let mut c = Collector::new(500 * MS, 0);
+        c.on_datagram(0, 0, &dgram(1, 0, None));
+        c.on_datagram(0, 0, &dgram(2, 0, None));
+        c.on_datagram(0, 0, &dgram(2, 1, None));
+        assert_eq!(c.on_datagram(0, 0, b"GET / HTTP/1.1\r\n"), Taken::Malformed);
+        let mut bad = dgram(1, 1, None);
+        bad[20] ^= 4;
+        assert_eq!(c.on_datagram(0, 0, &bad), Taken::Malformed);
+        assert_eq!(c.open(), 2);
+        let r = c.stop();
+        assert_eq!(r.iter().map(|r| r.test_id).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(r[0].counts.unique, 1);
+        assert_eq!(r[1].counts.unique, 2);
+        assert_eq!(r[0].ended, End::Stop);
+        assert_eq!(r[0].malformed, 2);
+        for id in 0..MAX_OPEN as u64 {
+            c.on_datagram(0, 0, &dgram(100 + id, 0, None));
+        }
+        assert_eq!(c.on_datagram(0, 0, &dgram(999, 0, None)), Taken::Refused);
+        assert_eq!(c.strays(), (2, 0, 1));
+    }
+
+    #[test]
+    fn reports_travel_as_json_and_come_back_equal() {
+        let mut c = Collector::new(MS, 100 * MS);
+        for seq in [0, 2, 1, 1] {
+            c.on_datagram(0, 1_000 + seq, &dgram(u64::MAX, seq, None));
+        }
+        let r = c.stop().remove(0);
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"ended\":\"stop\""), "{text}");
+        let back: TestReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.test_id, u64::MAX, "u64 ids survive JSON");
+        assert_eq!(back.intervals.len(), 1);
+    }
+}

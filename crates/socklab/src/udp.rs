@@ -1,0 +1,228 @@
+//! `socklab sink --udp` (the UDP bulk receiver) and `socklab bulk --udp` (a plan of the `udp`
+//! workload): argument checks and printing; the work is in `socklab_net::udpbulk` and
+//! `socklab_lab::workload::udp`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use socklab_lab::params::Params;
+use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::workload::bulk;
+use socklab_net::childline::ChildLine;
+use socklab_net::udpbulk::{SinkConfig, TestReport, UdpSink};
+use socklab_net::units::{format_size, parse_duration, parse_size};
+use socklab_sys::process::interrupted;
+
+use crate::cli::{BulkArgs, SinkArgs};
+use crate::commands::{
+    command_line, list_axis, out, parse_bind, parse_order, print_server_cpu, server_started,
+    sweep_values, usage, Failure,
+};
+use crate::dryrun;
+
+/// One line per test for people: what arrived of what the FIN said was sent.
+fn test_line(r: &TestReport) -> String {
+    let c = &r.counts;
+    let sent = match r.total {
+        Some(t) => {
+            let lost = r.lost(t);
+            format!(
+                "{}/{t} datagrams ({lost} lost, {:.3} %)",
+                c.unique,
+                100.0 * lost as f64 / t.max(1) as f64
+            )
+        }
+        None => format!("{} datagrams (no FIN arrived: loss unknown here)", c.unique),
+    };
+    let owd = r
+        .owd
+        .map(|o| {
+            format!(
+                ", one-way delay p50 {:.1} us p99 {:.1} us",
+                o.p50_ns as f64 / 1e3,
+                o.p99_ns as f64 / 1e3
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "test {:016x}: {sent}, {} dup, {} reordered ({} early), jitter {:.1} us{owd}, {} kernel drops, ended by {:?}",
+        r.test_id,
+        c.duplicates,
+        c.reordered,
+        c.early,
+        r.jitter_ns / 1e3,
+        r.kernel_drops,
+        r.ended
+    )
+}
+
+/// `socklab sink --udp`.
+pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
+    let ip = parse_bind(&a.bind)?;
+    let rcvbuf = match parse_size(&a.rcvbuf).map_err(|e| usage(format!("--rcvbuf {e}")))? {
+        n @ 1..=0x4000_0000 => n as usize,
+        _ => {
+            return Err(usage(format!(
+                "--rcvbuf {}: use 1 to 1G bytes, e.g. 4M",
+                a.rcvbuf
+            )))
+        }
+    };
+    let interval = if a.interval.trim() == "off" {
+        None
+    } else {
+        match parse_duration(&a.interval).map_err(|e| usage(format!("--interval {e}")))? {
+            d if d >= Duration::from_millis(10) => Some(d),
+            _ => {
+                return Err(usage(format!(
+                    "--interval {}: use 10ms or more, or off",
+                    a.interval
+                )))
+            }
+        }
+    };
+    let cfg = SinkConfig {
+        bind: SocketAddr::new(ip, a.port),
+        rcvbuf,
+        interval,
+        ..SinkConfig::default()
+    };
+    if dry {
+        return dryrun::print_checked(&format!(
+            "socklab sink --udp would listen on {} (UDP, SO_RCVBUF {})",
+            cfg.bind,
+            format_size(rcvbuf as u64)
+        ));
+    }
+    let sink = UdpSink::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
+    let addr = sink.local_addr()?;
+    server_started(addr, a.announce)?;
+    if !a.quiet {
+        eprintln!(
+            "socklab sink listening on {addr} (UDP, receive buffer {} granted; Ctrl-C stops)",
+            format_size(sink.rcvbuf() as u64)
+        );
+    }
+    let (quiet, announce) = (a.quiet, a.announce);
+    let mut printed = Ok(());
+    let totals = sink
+        .serve(&interrupted, &mut |r| {
+            if !quiet {
+                eprintln!("{}", test_line(&r));
+            }
+            if announce && printed.is_ok() {
+                let line = ChildLine::Report(serde_json::to_value(&r).unwrap_or_default());
+                printed = out(&format!("{line}\n"));
+            }
+        })
+        .map_err(|e| Failure::Run(e.to_string()))?;
+    printed?;
+    if !quiet {
+        print_server_cpu();
+        eprintln!(
+            "tests = {}, not ours = {}, late = {}, refused = {}",
+            totals.tests, totals.malformed, totals.late, totals.refused
+        );
+    }
+    Ok(())
+}
+
+/// The flags of TCP bulk that UDP bulk does not take, when given (compared with their
+/// defaults).
+fn tcp_only(a: &BulkArgs) -> Option<&'static str> {
+    let not_default = |v: &[String], d: &str| v.len() != 1 || v[0] != d;
+    [
+        (
+            not_default(&a.strategy, bulk::STRATEGY.default),
+            "--strategy",
+        ),
+        (not_default(&a.nbufs, bulk::NBUFS.default), "--nbufs"),
+        (not_default(&a.bufsize, bulk::BUFSIZE.default), "--bufsize"),
+        (a.cross, "--cross"),
+        (a.iterations.is_some(), "--iterations"),
+        (a.bytes.is_some(), "--bytes"),
+        (a.cc != bulk::CC.default, "--cc"),
+        (a.nodelay, "--nodelay"),
+        (a.read_size != bulk::READ_SIZE.default, "--read-size"),
+        (a.verify, "--verify"),
+        (a.reference, "--reference"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
+/// The flags of UDP bulk, when given without `--udp`.
+pub fn check_tcp(a: &BulkArgs) -> Result<(), Failure> {
+    let given = [
+        (!a.rate.is_empty(), "--rate"),
+        (!a.size.is_empty(), "--size"),
+        (!a.gso.is_empty(), "--gso"),
+        (a.rcvbuf.is_some(), "--rcvbuf"),
+        (a.trial.is_some(), "--trial"),
+        (a.trials.is_some(), "--trials"),
+        (a.max_loss.is_some(), "--max-loss"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag));
+    match given {
+        Some(flag) => Err(usage(format!(
+            "{flag} is for UDP bulk: add --udp (TCP bulk sends as fast as TCP lets it)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `socklab bulk --udp`: a plan of the `udp` workload.
+pub fn plan(a: &BulkArgs) -> Result<Plan, Failure> {
+    if a.to.is_some() {
+        return Err(usage(
+            "--udp with --to: UDP bulk starts its own receiver (socklab sink --udp) and reads each test's counts from it; omit --to",
+        ));
+    }
+    if let Some(flag) = tcp_only(a) {
+        return Err(usage(format!(
+            "--udp does not take {flag} (TCP bulk's): UDP bulk sends --size-byte datagrams at --rate"
+        )));
+    }
+    let mut fixed = Params::new();
+    if let Some(d) = &a.duration {
+        fixed.set("duration", d.clone());
+    }
+    if let Some(s) = &a.sndbuf {
+        fixed.set("sndbuf", s.clone());
+    }
+    for (key, v) in [
+        ("rcvbuf", &a.rcvbuf),
+        ("trial", &a.trial),
+        ("trials", &a.trials),
+        ("max_loss", &a.max_loss),
+    ] {
+        if let Some(v) = v {
+            fixed.set(key, v.clone());
+        }
+    }
+    let mut axes: Vec<Axis> = Vec::new();
+    for (key, vals) in [("rate", &a.rate), ("size", &a.size), ("gso", &a.gso)] {
+        if !vals.is_empty() {
+            list_axis(key, vals, &mut axes, &mut fixed);
+        }
+    }
+    for s in &a.sweep {
+        let (key, vals) = sweep_values(s)?;
+        fixed.remove(&key);
+        axes.retain(|x| !x.keys.contains(&key));
+        axes.push(Axis::single(&key, vals));
+    }
+    let mut group = Group::new("udp", fixed);
+    group.axes = axes;
+    a.link.add_to(&mut group);
+    Ok(Plan::build(
+        &a.name,
+        "",
+        &[group],
+        a.reps,
+        a.warmup,
+        parse_order(&a.order, a.seed)?,
+        &command_line(),
+    )?)
+}

@@ -1,0 +1,203 @@
+//! `socklab bulk --udp` through the real binary: bad input, the receiver's counts against the
+//! emulator's own over the udp-proxy link (no root) and the tun link (root; skipped with a
+//! message otherwise), and `--rate max`. Counts only; no timing assertions.
+
+mod common;
+
+use common::{assert_usage_error, root_or_skip, run};
+
+#[test]
+fn bad_udp_input_is_a_one_line_error() {
+    assert_usage_error(
+        &["bulk", "--udp", "--rate", "0"],
+        &["rate = '0'", "1K to 1T"],
+    );
+    assert_usage_error(
+        &["bulk", "--udp", "--size", "70000"],
+        &["size = '70000'", "48 to 65507"],
+    );
+    assert_usage_error(&["bulk", "--udp", "--size", "20"], &["48 to 65507"]);
+    assert_usage_error(&["bulk", "--reverse", "--udp"], &["'--reverse'"]);
+    assert_usage_error(
+        &["bulk", "--udp", "--strategy", "writev"],
+        &["--udp does not take --strategy"],
+    );
+    assert_usage_error(
+        &["bulk", "--udp", "--verify"],
+        &["--udp does not take --verify"],
+    );
+    assert_usage_error(&["bulk", "--udp", "--to", "127.0.0.1:9"], &["omit --to"]);
+    assert_usage_error(
+        &["bulk", "--rate", "1G"],
+        &["--rate is for UDP bulk: add --udp"],
+    );
+    assert_usage_error(&["bulk", "--udp", "--gso", "maybe"], &["auto, on or off"]);
+    assert_usage_error(
+        &["bulk", "--udp", "--rate", "max", "--max-loss", "100%"],
+        &["max_loss", "below 100%"],
+    );
+    assert_usage_error(&["sink", "--udp", "--rcvbuf", "0"], &["--rcvbuf 0"]);
+    // TCP bulk over udp-proxy is still refused; UDP bulk takes it.
+    assert_usage_error(
+        &["bulk", "--link", "loss 1%", "--driver", "udp-proxy"],
+        &["UDP only"],
+    );
+    let (code, out, err) = run(&[
+        "--dry-run",
+        "bulk",
+        "--udp",
+        "--link",
+        "loss 1%",
+        "--driver",
+        "udp-proxy",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("cell 1: udp"), "{out}");
+}
+
+/// Runs `socklab bulk --udp` with `args` into a fresh database and returns every repetition
+/// (`results export --format json`).
+fn udp_samples(args: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("u.db");
+    let db = db.to_str().unwrap();
+    let mut all = vec!["bulk", "--udp", "--db", db, "--warmup", "0"];
+    all.extend_from_slice(args);
+    let (code, out, err) = run(&all);
+    assert_eq!(code, 0, "{all:?}\nstdout: {out}\nstderr: {err}");
+    let (code, json, err) = run(&["results", "export", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    match serde_json::from_str(&json).unwrap() {
+        serde_json::Value::Array(v) => v,
+        other => panic!("not an array: {other}"),
+    }
+}
+
+fn metric(s: &serde_json::Value, name: &str) -> f64 {
+    s["metrics"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {name} in {}", s["metrics"]))
+}
+
+/// The receiver's loss, duplicate and reorder counts are exactly the emulator's (forward
+/// direction: only the test's datagrams cross it), cell by cell.
+fn counts_match_the_emulator(samples: &[serde_json::Value]) {
+    assert_eq!(samples.len(), 3);
+    for s in samples {
+        let link = s["config"]["link"].as_str().unwrap().to_string();
+        let m = |n: &str| metric(s, n);
+        assert_eq!(
+            m("link_fwd_in"),
+            m("dgrams_sent"),
+            "{link}: every datagram met the model"
+        );
+        assert_eq!(m("link_fwd_kernel_drops"), 0.0, "{link}");
+        assert_eq!(m("link_fwd_queue_dropped"), 0.0, "{link}");
+        assert_eq!(m("dgrams_lost"), m("link_fwd_dropped"), "{link}: lost");
+        assert_eq!(
+            m("dgrams_dup"),
+            m("link_fwd_duplicated"),
+            "{link}: duplicates"
+        );
+        assert_eq!(
+            m("dgrams_early"),
+            m("link_fwd_reordered"),
+            "{link}: reordered"
+        );
+        let (counted, what) = if link.contains("loss") {
+            (m("dgrams_lost"), "lost")
+        } else if link.contains("duplicate") {
+            (m("dgrams_dup"), "duplicated")
+        } else {
+            // RFC 4737 counts the overtaken: at least one per datagram sent early.
+            assert!(m("dgrams_reordered") >= m("dgrams_early"), "{link}");
+            (m("dgrams_early"), "reordered")
+        };
+        assert!(counted >= 5.0, "{link}: the emulator {what} only {counted}");
+        assert_eq!(s["extra"]["receiver_end"], "drain", "{link}");
+    }
+}
+
+/// 4 Mbit/s of 1000-byte datagrams: one every 2 ms; a 20 ms delay, so each datagram the
+/// emulator sends early (`reorder`) overtakes the ones still in the delay.
+const CELLS: &str = "loss 10%,duplicate 10%,delay 20ms reorder 10% gap 3";
+
+#[test]
+fn over_the_udp_proxy_the_receivers_counts_are_the_emulators() {
+    let s = udp_samples(&[
+        "--rate",
+        "4M",
+        "--size",
+        "1000",
+        "--duration",
+        "1s",
+        "--reps",
+        "1",
+        "--link",
+        CELLS,
+        "--driver",
+        "udp-proxy",
+    ]);
+    counts_match_the_emulator(&s);
+}
+
+#[test]
+fn over_the_tun_link_the_receivers_counts_are_the_emulators() {
+    if !root_or_skip("over_the_tun_link_the_receivers_counts_are_the_emulators") {
+        return;
+    }
+    let s = udp_samples(&[
+        "--rate",
+        "4M",
+        "--size",
+        "1000",
+        "--duration",
+        "1s",
+        "--reps",
+        "1",
+        "--link",
+        CELLS,
+        "--driver",
+        "tun",
+    ]);
+    counts_match_the_emulator(&s);
+    // Through namespaces on one host the clock is shared: the one-way delay is the link's.
+    let owd = metric(&s[2], "owd_min_us");
+    assert!(
+        owd < 20_000.0,
+        "early datagrams skip the 20 ms delay: {owd}"
+    );
+    assert!(metric(&s[2], "owd_p50_us") >= 20_000.0);
+}
+
+#[test]
+fn rate_max_searches_and_states_its_trials() {
+    let s = udp_samples(&[
+        "--rate",
+        "max",
+        "--trial",
+        "100ms",
+        "--trials",
+        "4",
+        "--duration",
+        "200ms",
+        "--reps",
+        "1",
+    ]);
+    let s = &s[0];
+    let trials = s["extra"]["trials"].as_array().unwrap();
+    assert_eq!(metric(s, "trials"), trials.len() as f64);
+    assert!((1..=4).contains(&trials.len()), "{trials:?}");
+    let best = s["extra"]["rate_bps"].as_u64().unwrap();
+    assert_eq!(metric(s, "max_gbps"), best as f64 / 1e9);
+    // The rate found is the highest trial that passed, and passing means no loss.
+    let passed: Vec<u64> = trials
+        .iter()
+        .filter(|t| t["passed"] == true)
+        .map(|t| t["rate_bps"].as_u64().unwrap())
+        .collect();
+    assert_eq!(passed.iter().max(), Some(&best), "{trials:?}");
+    for t in trials.iter().filter(|t| t["passed"] == true) {
+        assert_eq!(t["lost"], 0, "{t}");
+    }
+}
