@@ -7,9 +7,12 @@
 //! | `LISTENING <addr>` | first, once the server listens |
 //! | `EFFECTIVE k=v k=v …` | once, the server-side socket options as the kernel reported them |
 //! | `STATS {json}` | at exit, `socklab serve`'s [`ServeReport`] |
+//! | `USAGE user_us=… sys_us=… nvcsw=… nivcsw=… maxrss_kib=…` | at exit, a role started by a controller on another host (`--until-eof`): its own rusage, itself plus reaped children (where the controller cannot `wait4`) |
 
 use std::fmt;
 use std::net::SocketAddr;
+
+use socklab_sys::usage::Usage;
 
 use crate::server::ServeReport;
 
@@ -17,6 +20,8 @@ use crate::server::ServeReport;
 pub const LISTENING: &str = "LISTENING ";
 /// Prefix of the effective server-side options line.
 pub const EFFECTIVE: &str = "EFFECTIVE ";
+/// Prefix of the rusage line of a remote role.
+pub const USAGE: &str = "USAGE ";
 /// Prefix of the serve report line.
 pub use crate::server::report::STATS_PREFIX as STATS;
 
@@ -29,6 +34,8 @@ pub enum ChildLine {
     Effective(Vec<(String, String)>),
     /// `STATS {json}`.
     Stats(Box<ServeReport>),
+    /// `USAGE user_us=… sys_us=… nvcsw=… nivcsw=… maxrss_kib=…`.
+    Usage(Usage),
 }
 
 impl ChildLine {
@@ -48,6 +55,9 @@ impl ChildLine {
                 })
                 .collect();
             return Some(ChildLine::Effective(pairs));
+        }
+        if let Some(kv) = line.strip_prefix(USAGE) {
+            return parse_usage(kv).map(ChildLine::Usage);
         }
         if let Some(j) = line.strip_prefix(STATS) {
             return serde_json::from_str(j)
@@ -73,7 +83,65 @@ impl fmt::Display for ChildLine {
                 Ok(())
             }
             ChildLine::Stats(r) => f.write_str(&r.stats_line()),
+            ChildLine::Usage(u) => write!(
+                f,
+                "{USAGE}user_us={} sys_us={} nvcsw={} nivcsw={} maxrss_kib={}",
+                u.user.as_micros(),
+                u.sys.as_micros(),
+                u.nvcsw,
+                u.nivcsw,
+                u.maxrss_kib
+            ),
         }
+    }
+}
+
+/// The `k=v …` fields of a `USAGE` line; `None` when one of the five is missing or bad.
+fn parse_usage(kv: &str) -> Option<Usage> {
+    let mut u = Usage::default();
+    let mut seen = 0u8;
+    for t in kv.split_whitespace() {
+        let (k, v) = t.split_once('=')?;
+        let n: u64 = v.parse().ok()?;
+        let bit = match k {
+            "user_us" => {
+                u.user = std::time::Duration::from_micros(n);
+                1
+            }
+            "sys_us" => {
+                u.sys = std::time::Duration::from_micros(n);
+                2
+            }
+            "nvcsw" => {
+                u.nvcsw = n;
+                4
+            }
+            "nivcsw" => {
+                u.nivcsw = n;
+                8
+            }
+            "maxrss_kib" => {
+                u.maxrss_kib = n;
+                16
+            }
+            _ => 0,
+        };
+        seen |= bit;
+    }
+    (seen == 31).then_some(u)
+}
+
+/// The rusage of this process and the children it reaped: what a role reports in its
+/// `USAGE` line (what `wait4` would tell a parent on the same host).
+pub fn own_usage() -> Usage {
+    use socklab_sys::usage::{getrusage, Who};
+    let (me, kids) = (getrusage(Who::Process), getrusage(Who::Children));
+    Usage {
+        user: me.user + kids.user,
+        sys: me.sys + kids.sys,
+        nvcsw: me.nvcsw + kids.nvcsw,
+        nivcsw: me.nivcsw + kids.nivcsw,
+        maxrss_kib: me.maxrss_kib.max(kids.maxrss_kib),
     }
 }
 
@@ -117,6 +185,30 @@ mod tests {
         let s = ChildLine::Stats(Box::new(r.clone()));
         assert_eq!(s.to_string(), r.stats_line());
         assert_eq!(ChildLine::parse(&s.to_string()), Some(s));
+    }
+
+    #[test]
+    fn usage_lines_print_and_parse_back() {
+        let u = Usage {
+            user: std::time::Duration::from_micros(1_500_000),
+            sys: std::time::Duration::from_micros(250),
+            nvcsw: 7,
+            nivcsw: 2,
+            maxrss_kib: 4096,
+        };
+        let l = ChildLine::Usage(u);
+        assert_eq!(
+            l.to_string(),
+            "USAGE user_us=1500000 sys_us=250 nvcsw=7 nivcsw=2 maxrss_kib=4096"
+        );
+        assert_eq!(ChildLine::parse(&l.to_string()), Some(l));
+        assert_eq!(ChildLine::parse("USAGE user_us=1 sys_us=2"), None);
+        assert_eq!(
+            ChildLine::parse("USAGE user_us=x sys_us=2 nvcsw=1 nivcsw=1 maxrss_kib=1"),
+            None
+        );
+        let own = own_usage();
+        assert!(own.maxrss_kib > 0, "{own:?}");
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct Cli {
     /// anything. It does not check the machine (root, a server at --to, the database).
     #[arg(long, global = true)]
     pub dry_run: bool,
+    /// (internal) A role started by a controller on another host: stop as on SIGTERM when
+    /// stdin ends (the SSH session closed), and print the process's rusage (`USAGE`) at exit.
+    #[arg(long, global = true, hide = true)]
+    pub until_eof: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -169,6 +173,9 @@ pub enum Command {
     /// Load-test a server (wrk2/ab-class): stevens, echo or HTTP; closed or open loop.
     #[command(after_help = crate::load::AFTER_HELP)]
     Load(Box<crate::load::LoadArgs>),
+    /// Hosts reached over OpenSSH: check them (version, facts, clock offset), install socklab.
+    #[command(subcommand)]
+    Hosts(crate::hosts::HostsCommand),
 }
 
 /// The emulated link shared by `netem` and the measuring commands.

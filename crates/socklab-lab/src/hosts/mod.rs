@@ -1,0 +1,185 @@
+//! Beyond one machine: hosts reached over OpenSSH, and the roles the controller starts there.
+//!
+//! - [`transport`]: the [`Transport`] trait, [`Local`] (this machine) and the quoting of
+//!   remote command lines;
+//! - [`ssh`]: the SSH transport (the system's `ssh`, one multiplexed master per host);
+//! - [`probe`]: `hosts check` — version, facts, clock offset, path RTT and MTU;
+//! - [`install`]: `hosts install` — this binary copied to a host of the same architecture.
+//!
+//! [`HostPlan`] says which host runs which role of an experiment; [`Hosts`] holds the
+//! connections of a running plan (made on first use, each host checked once, a lost host
+//! connected again) and gives back their facts for the store.
+
+pub mod install;
+pub mod probe;
+pub mod ssh;
+pub mod transport;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use probe::{HostReport, VERSION};
+pub use ssh::{Ssh, SshOptions};
+pub use transport::{Local, Stop, Transport};
+
+use crate::LabError;
+
+/// The name of this machine where a host is expected.
+pub const LOCAL: &str = "local";
+
+/// Which host runs which role of an experiment (`--server-host`, `--client-host`, `[hosts]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostPlan {
+    /// The host of the server role (`None` or `local`: this machine).
+    pub server: Option<String>,
+    /// The address the clients reach the server at, when the SSH name resolves to another
+    /// interface (`--server-addr`).
+    pub server_addr: Option<IpAddr>,
+    /// How to reach the hosts.
+    pub ssh: SshOptions,
+}
+
+impl HostPlan {
+    /// Whether the server runs on another host.
+    pub fn remote_server(&self) -> Option<&str> {
+        self.server.as_deref().filter(|h| *h != LOCAL)
+    }
+
+    /// Whether every role runs here.
+    pub fn is_local(&self) -> bool {
+        self.remote_server().is_none()
+    }
+
+    /// Checks the plan's values (host names, an address without a host).
+    pub fn check(&self) -> Result<(), LabError> {
+        if self.server_addr.is_some() && self.remote_server().is_none() {
+            return Err(LabError::Plan(
+                "--server-addr applies to a server on another host: give --server-host too".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A remote server's host: its transport and the address its roles bind and clients reach.
+pub type RemoteServer = (Arc<dyn Transport>, IpAddr);
+
+/// One connected host and what its check found.
+#[derive(Debug)]
+struct Connected {
+    role: &'static str,
+    transport: Arc<dyn Transport>,
+    report: HostReport,
+}
+
+/// The hosts of a running plan.
+#[derive(Debug)]
+pub struct Hosts {
+    plan: HostPlan,
+    exe: PathBuf,
+    connected: Vec<Connected>,
+}
+
+impl Hosts {
+    /// The hosts of `plan`; `exe` is this socklab binary (the local host's role).
+    pub fn new(plan: HostPlan, exe: PathBuf) -> Hosts {
+        Hosts {
+            plan,
+            exe,
+            connected: Vec::new(),
+        }
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &HostPlan {
+        &self.plan
+    }
+
+    /// The transport of `role`'s host `name`, connected and checked on first use (checked
+    /// again after it was lost). The local host is checked too, for its facts.
+    fn host(
+        &mut self,
+        role: &'static str,
+        name: &str,
+        addr: Option<IpAddr>,
+    ) -> Result<(Arc<dyn Transport>, &HostReport), LabError> {
+        let i = match self.connected.iter().position(|c| c.role == role) {
+            Some(i) => {
+                let up = match self.connected[i].transport.stop() {
+                    Stop::Signal => true,
+                    // A lost master is connected again by the transport itself; a transport
+                    // that cannot is checked anew below.
+                    Stop::CloseStdin => self.connected[i].transport.shell("true").is_ok(),
+                };
+                if up {
+                    i
+                } else {
+                    self.connected.remove(i);
+                    self.connect(role, name, addr)?
+                }
+            }
+            None => self.connect(role, name, addr)?,
+        };
+        let c = &self.connected[i];
+        Ok((c.transport.clone(), &c.report))
+    }
+
+    fn connect(
+        &mut self,
+        role: &'static str,
+        name: &str,
+        addr: Option<IpAddr>,
+    ) -> Result<usize, LabError> {
+        let transport: Arc<dyn Transport> = if name == LOCAL {
+            Arc::new(Local::new(self.exe.clone()))
+        } else {
+            Arc::new(Ssh::connect(name, &self.plan.ssh)?)
+        };
+        let report = probe::check(transport.as_ref(), addr)?;
+        self.connected.push(Connected {
+            role,
+            transport,
+            report,
+        });
+        Ok(self.connected.len() - 1)
+    }
+
+    /// The server's host and the address it binds and the clients reach, when it is another
+    /// host; `None` when the server runs here.
+    pub fn server(&mut self) -> Result<Option<RemoteServer>, LabError> {
+        let Some(name) = self.plan.remote_server().map(String::from) else {
+            return Ok(None);
+        };
+        let addr = self.plan.server_addr;
+        let (t, report) = self.host("server", &name, addr)?;
+        let ip = report.addr.ok_or_else(|| LabError::Host {
+            host: name.clone(),
+            reason: "no address to reach it at (SSH did not say which address it reached): give --server-addr".into(),
+        })?;
+        // The client's end: this machine, checked once for the report's facts.
+        if !self.connected.iter().any(|c| c.role == "client") {
+            self.host("client", LOCAL, None)?;
+        }
+        Ok(Some((t, ip)))
+    }
+
+    /// Which host ran which role (for every sample), `None` when every role ran here.
+    pub fn roles(&self) -> Option<serde_json::Value> {
+        let server = self.plan.remote_server()?;
+        Some(serde_json::json!({ "server": server, "client": LOCAL }))
+    }
+
+    /// The facts of every host that took part, `host[ROLE NAME]_…`.
+    pub fn facts(&self) -> Vec<(String, String)> {
+        self.connected
+            .iter()
+            .flat_map(|c| c.report.facts(c.role))
+            .collect()
+    }
+
+    /// Closes every connection (its roles end with it).
+    pub fn close(&mut self) {
+        self.connected.clear();
+    }
+}
