@@ -252,11 +252,20 @@ impl ServerChild {
         }
     }
 
-    /// Whether the role still runs (a role whose host or session was lost has ended).
-    pub fn alive(&self) -> bool {
-        self.child
-            .as_ref()
-            .is_some_and(|c| matches!(try_wait4(c.id()), Ok(None)))
+    /// The host it runs on, when that is another host.
+    pub fn host(&self) -> Option<&str> {
+        self.remote.as_ref().map(|r| r.host.as_str())
+    }
+
+    /// Whether the role still runs (a role whose host or session was lost has ended; it is
+    /// reaped here).
+    pub fn alive(&mut self) -> bool {
+        let Some(c) = &self.child else { return false };
+        if matches!(try_wait4(c.id()), Ok(None)) {
+            return true;
+        }
+        self.child = None;
+        false
     }
 
     /// Where it listens.

@@ -390,6 +390,9 @@ pub struct BulkArgs {
     pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -441,6 +444,9 @@ pub struct TransferArgs {
     pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -650,6 +656,9 @@ pub struct PingArgs {
     pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -675,6 +684,9 @@ pub struct RunArgs {
     pub noise_cv: f64,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -716,6 +728,9 @@ pub struct LabArgs {
     /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
     #[arg(long)]
     pub keep_invalid: bool,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }

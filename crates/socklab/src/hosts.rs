@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use socklab_lab::hosts::{install, probe, HostReport, Local, Ssh, SshOptions, Transport, LOCAL};
+use socklab_lab::hosts::{
+    install, probe, HostPlan, HostReport, Local, Ssh, SshOptions, Transport, LOCAL,
+};
 use socklab_lab::table::Table;
 use socklab_sys::process::{kill, Signal};
 
@@ -216,28 +218,104 @@ fn check_table(reports: &[HostReport]) -> Table {
 
 /// `--until-eof`: when stdin ends (the controller closed it, or the SSH session carrying it
 /// died), the role stops as on SIGTERM; a role that does not stop is signalled again (the
-/// third signal exits at once) and finally killed.
+/// third signal exits at once) and finally killed. The watching is done by a forked process,
+/// not a thread, so the role stays single-threaded (the fork and prefork designs fork their
+/// workers later, which a second thread would forbid); it dies with the role.
 pub fn stop_at_end_of_stdin() {
-    let spawned = std::thread::Builder::new()
-        .name("until-eof".into())
-        .spawn(|| {
-            let mut buf = [0u8; 512];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-            let me = std::process::id();
-            for wait in [5, 2, 2] {
-                let _ = kill(me, Signal::Term);
-                std::thread::sleep(Duration::from_secs(wait));
+    use socklab_sys::procs::{die_with_parent, exit_now, fork, Forked};
+    let role = std::process::id();
+    match fork() {
+        Ok(Forked::Parent(_)) => {}
+        Ok(Forked::Child) => {
+            if die_with_parent(role).is_err() {
+                exit_now(0);
             }
-            let _ = kill(me, Signal::Kill);
-        });
-    if let Err(e) = spawned {
-        eprintln!("socklab: warning: cannot watch stdin ({e}): this role will not stop with its SSH session");
+            watch_stdin(role);
+            // Killed with the role (PR_SET_PDEATHSIG); never exits before it.
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        Err(_) => {
+            let spawned = std::thread::Builder::new()
+                .name("until-eof".into())
+                .spawn(move || watch_stdin(role));
+            if let Err(e) = spawned {
+                eprintln!("socklab: warning: cannot watch stdin ({e}): this role will not stop with its SSH session");
+            }
+        }
     }
+}
+
+/// Reads stdin to its end, then signals `role`: SIGTERM, again, a third time (which exits at
+/// once), then SIGKILL.
+fn watch_stdin(role: u32) {
+    let mut buf = [0u8; 512];
+    let mut stdin = std::io::stdin();
+    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+    for wait in [5, 2, 2] {
+        let _ = kill(role, Signal::Term);
+        std::thread::sleep(Duration::from_secs(wait));
+    }
+    let _ = kill(role, Signal::Kill);
 }
 
 /// The role's last line for its controller: its rusage, itself and reaped children.
 pub fn report_usage() {
     let line = socklab_net::childline::ChildLine::Usage(socklab_net::childline::own_usage());
     let _ = out(&format!("{line}\n"));
+}
+
+/// Where the roles of a measuring command run: on every command that takes hosts.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HostArgs {
+    /// Run the server role on this host over SSH (`local`: here), fresh where the workload
+    /// starts one per repetition; the measurement traffic goes straight to it, not through SSH.
+    #[arg(long, value_name = "HOST")]
+    pub server_host: Option<String>,
+    /// The address clients reach the server host at, when its SSH name resolves to another
+    /// interface (the server binds it there).
+    #[arg(long, value_name = "IP", requires = "server_host")]
+    pub server_addr: Option<String>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+}
+
+impl HostArgs {
+    /// The checked host plan.
+    pub fn plan(&self) -> Result<HostPlan, Failure> {
+        let server_addr = match &self.server_addr {
+            Some(a) => Some(a.trim_matches(|c| c == '[' || c == ']').parse().map_err(|_| {
+                usage(format!(
+                    "--server-addr '{a}' is not an IP address: give the address the clients reach the server host at, e.g. 192.0.2.10"
+                ))
+            })?),
+            None => None,
+        };
+        let plan = HostPlan {
+            server: self.server_host.clone(),
+            server_addr,
+            ssh: self.ssh.options(),
+        };
+        plan.check()?;
+        if let Some(f) = &plan.ssh.config {
+            if !f.is_file() {
+                return Err(usage(format!(
+                    "--ssh-config '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
+                    f.display()
+                )));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Refuses a server host beside a server somebody else started (`--to`).
+    pub fn check_to(&self, to: Option<&str>) -> Result<(), Failure> {
+        match (&self.server_host, to) {
+            (Some(h), Some(t)) if h != LOCAL => Err(usage(format!(
+                "--server-host {h} starts the server there, --to {t} names one already running: give one of them"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }

@@ -313,6 +313,7 @@ fn ensure_descriptors(connections: usize) -> Result<(), Failure> {
 
 pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     let params = workload_params(&a)?;
+    let hosts = socklab_lab::hosts::HostPlan::default();
     let plan = plan(&a, params)?;
     if dry {
         return crate::dryrun::print_plan(&plan);
@@ -326,11 +327,16 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
             csv: a.csv,
             keep_invalid: a.keep_invalid,
         };
-        return run_and_print(&plan, &mut store, &format).map(|_| ());
+        return run_and_print(&plan, &mut store, &hosts, &format).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
-    let id =
-        run_observed(&plan, &mut store, &mut OneRun::new(!a.json && !a.csv)).map_err(|(_, f)| f)?;
+    let id = run_observed(
+        &plan,
+        &mut store,
+        &hosts,
+        &mut OneRun::new(!a.json && !a.csv),
+    )
+    .map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&r).map_err(|e| Failure::Run(e.to_string()))?;

@@ -515,13 +515,14 @@ fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
 }
 
 fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
+    let hosts = a.hosts.plan()?;
     let plan = transfer_plan(&a)?;
     if dry {
         return crate::dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    let id = run_and_print(&plan, &mut store, &a.format)?;
+    let id = run_and_print(&plan, &mut store, &hosts, &a.format)?;
     failed_repetitions(&store, id)
 }
 

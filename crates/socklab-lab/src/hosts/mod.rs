@@ -106,18 +106,11 @@ impl Hosts {
     ) -> Result<(Arc<dyn Transport>, &HostReport), LabError> {
         let i = match self.connected.iter().position(|c| c.role == role) {
             Some(i) => {
-                let up = match self.connected[i].transport.stop() {
-                    Stop::Signal => true,
-                    // A lost master is connected again by the transport itself; a transport
-                    // that cannot is checked anew below.
-                    Stop::CloseStdin => self.connected[i].transport.shell("true").is_ok(),
-                };
-                if up {
-                    i
-                } else {
-                    self.connected.remove(i);
-                    self.connect(role, name, addr)?
+                // A lost master connection is made again here (or the error says why not).
+                if self.connected[i].transport.stop() == Stop::CloseStdin {
+                    self.connected[i].transport.shell("true")?;
                 }
+                i
             }
             None => self.connect(role, name, addr)?,
         };
