@@ -223,6 +223,11 @@ impl Resources {
         })
     }
 
+    /// Whether the server role runs on another host (connecting to it on first use).
+    pub fn remote_server(&mut self) -> Result<bool, LabError> {
+        Ok(self.hosts.server()?.is_some())
+    }
+
     /// Which host ran which role, when a role ran on another host.
     pub fn host_roles(&self) -> Option<serde_json::Value> {
         self.hosts.roles()

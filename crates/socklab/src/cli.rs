@@ -519,6 +519,10 @@ pub struct TransferServeArgs {
     /// Do not print the listening and session lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// (internal) Remove --dir and what it holds at exit (a receiving directory the controller
+    /// made up on another host).
+    #[arg(long, hide = true)]
+    pub remove_dir_at_exit: bool,
 }
 
 #[derive(Debug, Args)]

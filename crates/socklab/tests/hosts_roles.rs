@@ -343,3 +343,63 @@ fn the_roles_die_with_a_killed_controller_and_stop_on_ctrl_c() {
         }
     }
 }
+
+#[test]
+fn transfers_land_on_the_server_host_and_its_directory_goes() {
+    let Some(lab) = Lab::new(
+        "transfers_land_on_the_server_host_and_its_directory_goes",
+        1,
+    ) else {
+        return;
+    };
+    let db = lab.dir.path().join("r.db");
+    let db = db.to_str().unwrap().to_string();
+    let child = lab
+        .socklab(&[
+            "transfer",
+            "--proto",
+            "tcp,rudp",
+            "--workload",
+            "custom",
+            "--file-sizes",
+            "300K,10K",
+            "--server-host",
+            "h1",
+            "--reps",
+            "2",
+            "--warmup",
+            "0",
+            "--db",
+            &db,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let (_, rows) = stored(&lab, &db);
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(r["extra"]["hosts"]["server"], "h1");
+        assert_eq!(r["metrics"]["failed"], 0.0, "{r}");
+        assert!(r["metrics"]["goodput_mbps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(
+            r["extra"]["to"].as_str().unwrap().starts_with("10.80.0.2:"),
+            "{r}"
+        );
+    }
+    // The receiving directories the roles made on the host are gone.
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("socklab-rx-{pid}-"))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
