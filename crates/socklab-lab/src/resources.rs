@@ -228,6 +228,11 @@ impl Resources {
         Ok(self.hosts.server()?.is_some())
     }
 
+    /// The load generators' hosts and clock offsets (empty: the generator runs here).
+    pub fn generators(&mut self) -> Result<Vec<crate::hosts::Generator>, LabError> {
+        self.hosts.generators()
+    }
+
     /// Which host ran which role, when a role ran on another host.
     pub fn host_roles(&self) -> Option<serde_json::Value> {
         self.hosts.roles()

@@ -54,6 +54,16 @@ pub enum HostsCommand {
         #[arg(long, default_value = install::DEFAULT_DIR, value_name = "DIR")]
         dir: String,
     },
+    /// (internal) A load generator role: its share of the load, from an agreed start.
+    #[command(hide = true)]
+    Generate {
+        /// Its share of the load (a LoadConfig, JSON).
+        #[arg(long)]
+        config: String,
+        /// When to start, nanoseconds since the epoch by this host's clock.
+        #[arg(long, allow_hyphen_values = true)]
+        start_at: i128,
+    },
     /// (internal) The probe role `hosts check` starts on a host.
     #[command(hide = true)]
     Probe {
@@ -174,6 +184,17 @@ pub fn hosts(c: HostsCommand, dry: bool) -> Result<(), Failure> {
                 ))),
             }
         }
+        HostsCommand::Generate { config, start_at } => {
+            let cfg: socklab_net::load::LoadConfig = serde_json::from_str(&config)
+                .map_err(|e| usage(format!("--config: not a load configuration: {e}")))?;
+            socklab_sys::process::install_interrupt_flag()?;
+            socklab_lab::hosts::generators::serve_generator(
+                &cfg,
+                start_at,
+                socklab_sys::process::interrupt_flag(),
+            )
+            .map_err(Failure::Run)
+        }
         HostsCommand::Probe { bind } => {
             let ip = crate::commands::parse_bind(&bind)?;
             probe::serve_probe(ip).map_err(|e| Failure::Run(format!("hosts probe: {e}")))
@@ -277,6 +298,11 @@ pub struct HostArgs {
     /// interface (the server binds it there).
     #[arg(long, value_name = "IP", requires = "server_host")]
     pub server_addr: Option<String>,
+    /// Load generators on these hosts (`local`: here), comma-separated: the connections (and
+    /// the open-loop rate) are split over them, they start together, and their HDR histograms
+    /// are merged exactly.
+    #[arg(long, value_delimiter = ',', value_name = "HOST,…")]
+    pub generators: Vec<String>,
     #[command(flatten)]
     pub ssh: SshArgs,
 }
@@ -295,6 +321,11 @@ impl HostArgs {
         let plan = HostPlan {
             server: self.server_host.clone(),
             server_addr,
+            generators: self
+                .generators
+                .iter()
+                .map(|g| g.trim().to_string())
+                .collect(),
             ssh: self.ssh.options(),
         };
         plan.check()?;

@@ -403,3 +403,101 @@ fn transfers_land_on_the_server_host_and_its_directory_goes() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn load_from_two_generators_merges_their_histograms_and_keeps_each() {
+    let Some(lab) = Lab::new(
+        "load_from_two_generators_merges_their_histograms_and_keeps_each",
+        2,
+    ) else {
+        return;
+    };
+    // A server somebody started on h1 (the test), two generators: h2 and the controller.
+    let mut server = std::process::Command::new("ip")
+        .args(["netns", "exec", &lab.hosts[0].ns])
+        .arg(&lab.bin)
+        .args([
+            "serve",
+            "--design",
+            "epoll",
+            "--handler",
+            "http",
+            "--bind",
+            "10.80.0.2",
+            "--port",
+            "8080",
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let db = lab.dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let (code, out, err) = lab.run(&[
+        "load",
+        "--to",
+        "10.80.0.2:8080",
+        "--generators",
+        "h2,local",
+        "--connections",
+        "6",
+        "--rate",
+        "400",
+        "--duration",
+        "1s",
+        "--json",
+        "--db",
+        db,
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(code, 0, "{out}\n{err}");
+    let merged: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (show, rows) = stored(&lab, db);
+    assert_eq!(rows.len(), 1);
+    let gens = rows[0]["extra"]["generators"].as_array().unwrap().clone();
+    assert_eq!(gens.len(), 2, "{gens:?}");
+    assert_eq!(gens[0]["host"], "h2");
+    assert_eq!(gens[1]["host"], "local");
+    assert_eq!(gens[0]["connections"], 3);
+    assert_eq!(gens[0]["rate"], 200.0);
+    // Counts are summed; each generator did its share.
+    let sum: u64 = gens.iter().map(|g| g["completed"].as_u64().unwrap()).sum();
+    assert_eq!(merged["completed"].as_u64().unwrap(), sum, "{merged}");
+    assert!(
+        gens.iter().all(|g| g["completed"].as_u64().unwrap() > 100),
+        "{gens:?}"
+    );
+    // The merged percentiles lie within the generators' (a merge of the histograms, not
+    // an average of percentiles, which this cannot tell apart; the unit tests do).
+    let p99 = merged["response_corrected"]["percentiles"]["p99_us"]
+        .as_f64()
+        .unwrap();
+    let lo = gens
+        .iter()
+        .map(|g| g["lat_p99_us"].as_f64().unwrap())
+        .fold(f64::MAX, f64::min);
+    let hi = gens
+        .iter()
+        .map(|g| g["lat_p99_us"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        p99 >= lo * 0.99 && p99 <= hi * 1.01,
+        "{p99} not in {lo}..{hi}"
+    );
+    assert_eq!(
+        rows[0]["extra"]["hosts"]["generators"],
+        serde_json::json!(["h2", "local"])
+    );
+    assert!(
+        fact(&show, "host[generator h2]_clock_offset_s").is_some(),
+        "{show}"
+    );
+    assert!(
+        fact(&show, "host[generator local]_kernel").is_some(),
+        "{show}"
+    );
+    assert!(no_roles_left(&lab, 1, Duration::from_secs(2)).is_empty());
+}

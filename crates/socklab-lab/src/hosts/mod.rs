@@ -10,6 +10,7 @@
 //! connections of a running plan (made on first use, each host checked once, a lost host
 //! connected again) and gives back their facts for the store.
 
+pub mod generators;
 pub mod install;
 pub mod probe;
 pub mod ssh;
@@ -36,6 +37,9 @@ pub struct HostPlan {
     /// The address the clients reach the server at, when the SSH name resolves to another
     /// interface (`--server-addr`).
     pub server_addr: Option<IpAddr>,
+    /// The hosts of the load generators (`--generators`; `local` is this machine); empty: the
+    /// one generator runs here, in the controller.
+    pub generators: Vec<String>,
     /// How to reach the hosts.
     pub ssh: SshOptions,
 }
@@ -48,7 +52,7 @@ impl HostPlan {
 
     /// Whether every role runs here.
     pub fn is_local(&self) -> bool {
-        self.remote_server().is_none()
+        self.remote_server().is_none() && self.generators.is_empty()
     }
 
     /// Checks the plan's values (host names, an address without a host).
@@ -58,12 +62,29 @@ impl HostPlan {
                 "--server-addr applies to a server on another host: give --server-host too".into(),
             ));
         }
+        let mut seen = Vec::new();
+        for g in &self.generators {
+            if g.trim().is_empty() {
+                return Err(LabError::Plan(
+                    "--generators has an empty name: give hosts separated by commas, e.g. lab1,lab3,local".into(),
+                ));
+            }
+            if seen.contains(&g) {
+                return Err(LabError::Plan(format!(
+                    "--generators names {g} twice: one generator per host (it runs as many connections and threads as its share needs)"
+                )));
+            }
+            seen.push(g);
+        }
         Ok(())
     }
 }
 
 /// A remote server's host: its transport and the address its roles bind and clients reach.
 pub type RemoteServer = (Arc<dyn Transport>, IpAddr);
+
+/// A generator's host and its clock offset (host minus controller, nanoseconds).
+pub type Generator = (Arc<dyn Transport>, i64);
 
 /// One connected host and what its check found.
 #[derive(Debug)]
@@ -104,7 +125,11 @@ impl Hosts {
         name: &str,
         addr: Option<IpAddr>,
     ) -> Result<(Arc<dyn Transport>, &HostReport), LabError> {
-        let i = match self.connected.iter().position(|c| c.role == role) {
+        let i = match self
+            .connected
+            .iter()
+            .position(|c| c.role == role && c.report.name == name)
+        {
             Some(i) => {
                 // A lost master connection is made again here (or the error says why not).
                 if self.connected[i].transport.stop() == Stop::CloseStdin {
@@ -151,16 +176,37 @@ impl Hosts {
             reason: "no address to reach it at (SSH did not say which address it reached): give --server-addr".into(),
         })?;
         // The client's end: this machine, checked once for the report's facts.
-        if !self.connected.iter().any(|c| c.role == "client") {
+        if self.plan.generators.is_empty() && !self.connected.iter().any(|c| c.role == "client") {
             self.host("client", LOCAL, None)?;
         }
         Ok(Some((t, ip)))
     }
 
+    /// The generators' hosts with their clock offsets (host minus controller, ns), connected
+    /// and checked on first use; empty when the generator runs in the controller.
+    pub fn generators(&mut self) -> Result<Vec<Generator>, LabError> {
+        let names = self.plan.generators.clone();
+        let mut out = Vec::with_capacity(names.len());
+        for n in &names {
+            let (t, r) = self.host("generator", n, None)?;
+            out.push((t, r.clock.map_or(0, |c| c.offset_ns)));
+        }
+        Ok(out)
+    }
+
     /// Which host ran which role (for every sample), `None` when every role ran here.
     pub fn roles(&self) -> Option<serde_json::Value> {
-        let server = self.plan.remote_server()?;
-        Some(serde_json::json!({ "server": server, "client": LOCAL }))
+        if self.plan.is_local() {
+            return None;
+        }
+        let server = self.plan.remote_server().unwrap_or(LOCAL);
+        let mut v = serde_json::json!({ "server": server });
+        if self.plan.generators.is_empty() {
+            v["client"] = LOCAL.into();
+        } else {
+            v["generators"] = self.plan.generators.clone().into();
+        }
+        Some(v)
     }
 
     /// The facts of every host that took part, `host[ROLE NAME]_…`.
