@@ -228,6 +228,40 @@ impl Resources {
         Ok(self.hosts.server()?.is_some())
     }
 
+    /// The client's host, when that is another host.
+    pub fn client_host(&self) -> Option<&str> {
+        self.hosts.plan().remote_client()
+    }
+
+    /// Runs the client side of a repetition on the client host, when that is another host:
+    /// the workload `kind` with `params` (whose `to` is the server's address) runs there and
+    /// its sample comes back; `None` when the client runs here.
+    pub fn remote_client(
+        &mut self,
+        kind: &str,
+        params: &crate::params::Params,
+        in_link: bool,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<crate::sample::Sample>, LabError> {
+        let Some(t) = self.hosts.client()? else {
+            return Ok(None);
+        };
+        if in_link {
+            return Err(LabError::Plan(
+                "an emulated link (--link) runs between two namespaces of this machine: it does not reach a --client-host; drop one of them".into(),
+            ));
+        }
+        if let Some(to) = params.get("to") {
+            if to.starts_with("127.") || to.starts_with("[::1]") {
+                return Err(LabError::Plan(format!(
+                    "the server listens on {to} (loopback of this machine): the client host cannot reach it; give --server-host too"
+                )));
+            }
+        }
+        crate::hosts::client::run_rep(t.as_ref(), kind, params, label, stop).map(Some)
+    }
+
     /// The load generators' hosts and clock offsets (empty: the generator runs here).
     pub fn generators(&mut self) -> Result<Vec<crate::hosts::Generator>, LabError> {
         self.hosts.generators()

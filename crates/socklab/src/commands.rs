@@ -732,7 +732,8 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| usage(format!("cannot read experiment file '{origin}': {e}")))?;
     let file = socklab_lab::file::parse(&text, &origin)?;
-    let hosts = a.hosts.plan()?;
+    let hosts = file.hosts.overridden_by(&a.hosts.plan()?);
+    hosts.check()?;
     let mut plan = file.plan(a.quick, &command_line())?;
     plan.set_counts(a.reps, a.warmup)?;
     if !(a.noise_cv > 0.0 && a.noise_cv.is_finite()) {

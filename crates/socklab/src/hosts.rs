@@ -54,6 +54,19 @@ pub enum HostsCommand {
         #[arg(long, default_value = install::DEFAULT_DIR, value_name = "DIR")]
         dir: String,
     },
+    /// (internal) The client role: one repetition of a workload against a server's address.
+    #[command(hide = true)]
+    Rep {
+        /// The workload.
+        #[arg(long)]
+        kind: String,
+        /// Its parameters (JSON object of key = text).
+        #[arg(long)]
+        params: String,
+        /// The cell's label (for errors).
+        #[arg(long, default_value = "")]
+        label: String,
+    },
     /// (internal) A load generator role: its share of the load, from an agreed start.
     #[command(hide = true)]
     Generate {
@@ -184,6 +197,23 @@ pub fn hosts(c: HostsCommand, dry: bool) -> Result<(), Failure> {
                 ))),
             }
         }
+        HostsCommand::Rep {
+            kind,
+            params,
+            label,
+        } => {
+            let p: socklab_lab::params::Params = serde_json::from_str(&params)
+                .map_err(|e| usage(format!("--params: not a parameter object: {e}")))?;
+            socklab_sys::process::install_interrupt_flag()?;
+            socklab_lab::hosts::client::serve_rep(
+                exe()?,
+                &kind,
+                &p,
+                &label,
+                &socklab_sys::process::interrupted,
+            )
+            .map_err(Failure::from)
+        }
         HostsCommand::Generate { config, start_at } => {
             let cfg: socklab_net::load::LoadConfig = serde_json::from_str(&config)
                 .map_err(|e| usage(format!("--config: not a load configuration: {e}")))?;
@@ -298,6 +328,10 @@ pub struct HostArgs {
     /// interface (the server binds it there).
     #[arg(long, value_name = "IP", requires = "server_host")]
     pub server_addr: Option<String>,
+    /// Run the client role on this host over SSH (bulk, pingpong; the one load generator of
+    /// load): the controller can be a third machine.
+    #[arg(long, value_name = "HOST")]
+    pub client_host: Option<String>,
     /// Load generators on these hosts (`local`: here), comma-separated: the connections (and
     /// the open-loop rate) are split over them, they start together, and their HDR histograms
     /// are merged exactly.
@@ -321,6 +355,7 @@ impl HostArgs {
         let plan = HostPlan {
             server: self.server_host.clone(),
             server_addr,
+            client: self.client_host.clone(),
             generators: self
                 .generators
                 .iter()

@@ -501,3 +501,94 @@ fn load_from_two_generators_merges_their_histograms_and_keeps_each() {
     );
     assert!(no_roles_left(&lab, 1, Duration::from_secs(2)).is_empty());
 }
+
+#[test]
+fn the_controller_can_be_a_third_machine_and_files_name_their_hosts() {
+    let Some(lab) = Lab::new(
+        "the_controller_can_be_a_third_machine_and_files_name_their_hosts",
+        2,
+    ) else {
+        return;
+    };
+    let db = lab.dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    // The server on h1, the client on h2, the controller on neither.
+    let (code, out, err) = lab.run(&[
+        "pingpong",
+        "--server-host",
+        "h1",
+        "--client-host",
+        "h2",
+        "--opts",
+        "baseline,nodelay",
+        "--count",
+        "50",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--db",
+        db,
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (show, rows) = stored(&lab, db);
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(r["extra"]["hosts"]["server"], "h1", "{r}");
+        assert_eq!(r["extra"]["hosts"]["client"], "h2", "{r}");
+        assert!(
+            r["extra"]["to"].as_str().unwrap().starts_with("10.80.0.2:"),
+            "{r}"
+        );
+        assert!(r["metrics"]["rtt_p50_us"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(fact(&show, "host[server h1]_kernel").is_some(), "{show}");
+    assert_eq!(
+        fact(&show, "host[client h2]_addr"),
+        Some("10.80.0.3"),
+        "{show}"
+    );
+    assert!(fact(&show, "host[client local]_kernel").is_none(), "{show}");
+    // The report shows both ends' facts.
+    let report = lab.dir.path().join("report");
+    let o = lab
+        .in_ctl(&lab.bin)
+        .args(["report", "--db", db, "--out", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("host (server h1): kernel"), "{md}");
+    assert!(md.contains("host (client h2): kernel"), "{md}");
+    assert!(no_roles_left(&lab, 1, Duration::from_secs(2)).is_empty());
+
+    // An experiment file with [hosts]: the designs' load from two generators.
+    let file = lab.dir.path().join("designs.toml");
+    std::fs::write(
+        &file,
+        "name = \"remote-designs\"\nworkload = \"load\"\nreps = 2\nwarmup = 0\n\n[hosts]\nserver = \"h1\"\ngenerators = [\"h2\", \"local\"]\n\n[fixed]\nhandler = \"http\"\nconnections = 4\nduration = \"1s\"\n\n[matrix]\ndesign = [\"epoll\", \"thread\"]\n",
+    )
+    .unwrap();
+    let (code, out, err) = lab.run(&["run", file.to_str().unwrap(), "--db", db]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (show, rows) = stored(&lab, db);
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(r["extra"]["hosts"]["server"], "h1");
+        assert_eq!(r["extra"]["generators"].as_array().unwrap().len(), 2, "{r}");
+        assert!(r["metrics"]["srv_cpu_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(fact(&show, "host[generator h2]_kernel").is_some(), "{show}");
+    // A bad [hosts] is an error at its line.
+    std::fs::write(
+        &file,
+        "name = \"x\"\nworkload = \"bulk\"\n[hosts]\nserverr = \"h1\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = lab.run(&["run", file.to_str().unwrap(), "--db", db]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(":4: unknown key 'serverr' in [hosts]"),
+        "{err}"
+    );
+}

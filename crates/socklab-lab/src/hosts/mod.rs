@@ -10,6 +10,7 @@
 //! connections of a running plan (made on first use, each host checked once, a lost host
 //! connected again) and gives back their facts for the store.
 
+pub mod client;
 pub mod generators;
 pub mod install;
 pub mod probe;
@@ -37,6 +38,8 @@ pub struct HostPlan {
     /// The address the clients reach the server at, when the SSH name resolves to another
     /// interface (`--server-addr`).
     pub server_addr: Option<IpAddr>,
+    /// The host of the client role (bulk, pingpong, transfer; `None` or `local`: here).
+    pub client: Option<String>,
     /// The hosts of the load generators (`--generators`; `local` is this machine); empty: the
     /// one generator runs here, in the controller.
     pub generators: Vec<String>,
@@ -50,13 +53,48 @@ impl HostPlan {
         self.server.as_deref().filter(|h| *h != LOCAL)
     }
 
+    /// Whether the client runs on another host.
+    pub fn remote_client(&self) -> Option<&str> {
+        self.client.as_deref().filter(|h| *h != LOCAL)
+    }
+
     /// Whether every role runs here.
     pub fn is_local(&self) -> bool {
-        self.remote_server().is_none() && self.generators.is_empty()
+        self.remote_server().is_none()
+            && self.remote_client().is_none()
+            && self.generators.is_empty()
+    }
+
+    /// `self`, with every value `over` sets taken from it (the command line over the file).
+    pub fn overridden_by(&self, over: &HostPlan) -> HostPlan {
+        HostPlan {
+            server: over.server.clone().or_else(|| self.server.clone()),
+            server_addr: over.server_addr.or(self.server_addr),
+            client: over.client.clone().or_else(|| self.client.clone()),
+            generators: if over.generators.is_empty() {
+                self.generators.clone()
+            } else {
+                over.generators.clone()
+            },
+            ssh: SshOptions {
+                config: over.ssh.config.clone().or_else(|| self.ssh.config.clone()),
+                remote_socklab: over
+                    .ssh
+                    .remote_socklab
+                    .clone()
+                    .or_else(|| self.ssh.remote_socklab.clone()),
+                no_multiplex: over.ssh.no_multiplex || self.ssh.no_multiplex,
+            },
+        }
     }
 
     /// Checks the plan's values (host names, an address without a host).
     pub fn check(&self) -> Result<(), LabError> {
+        if self.remote_client().is_some() && !self.generators.is_empty() {
+            return Err(LabError::Plan(
+                "give a client host or generators, not both: the load workload's clients are its generators (--generators)".into(),
+            ));
+        }
         if self.server_addr.is_some() && self.remote_server().is_none() {
             return Err(LabError::Plan(
                 "--server-addr applies to a server on another host: give --server-host too".into(),
@@ -176,16 +214,31 @@ impl Hosts {
             reason: "no address to reach it at (SSH did not say which address it reached): give --server-addr".into(),
         })?;
         // The client's end: this machine, checked once for the report's facts.
-        if self.plan.generators.is_empty() && !self.connected.iter().any(|c| c.role == "client") {
+        if self.plan.generators.is_empty()
+            && self.plan.remote_client().is_none()
+            && !self.connected.iter().any(|c| c.role == "client")
+        {
             self.host("client", LOCAL, None)?;
         }
         Ok(Some((t, ip)))
     }
 
+    /// The client's host when it is another host (connected and checked on first use).
+    pub fn client(&mut self) -> Result<Option<Arc<dyn Transport>>, LabError> {
+        let Some(name) = self.plan.remote_client().map(String::from) else {
+            return Ok(None);
+        };
+        Ok(Some(self.host("client", &name, None)?.0))
+    }
+
     /// The generators' hosts with their clock offsets (host minus controller, ns), connected
     /// and checked on first use; empty when the generator runs in the controller.
     pub fn generators(&mut self) -> Result<Vec<Generator>, LabError> {
-        let names = self.plan.generators.clone();
+        // The load workload's client is its generator: a client host alone is one generator.
+        let names = match (self.plan.generators.is_empty(), self.plan.remote_client()) {
+            (true, Some(c)) => vec![c.to_string()],
+            _ => self.plan.generators.clone(),
+        };
         let mut out = Vec::with_capacity(names.len());
         for n in &names {
             let (t, r) = self.host("generator", n, None)?;
@@ -202,7 +255,7 @@ impl Hosts {
         let server = self.plan.remote_server().unwrap_or(LOCAL);
         let mut v = serde_json::json!({ "server": server });
         if self.plan.generators.is_empty() {
-            v["client"] = LOCAL.into();
+            v["client"] = self.plan.remote_client().unwrap_or(LOCAL).into();
         } else {
             v["generators"] = self.plan.generators.clone().into();
         }

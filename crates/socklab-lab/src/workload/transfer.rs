@@ -297,6 +297,11 @@ impl Spec for TransferSpec {
         if stop() {
             return Err(LabError::run(label, socklab_net::NetError::Interrupted));
         }
+        if res.client_host().is_some() {
+            return Err(LabError::Plan(
+                "transfer runs its client here: --client-host is not supported for transfer yet (--server-host is)".into(),
+            ));
+        }
         let (set, seed) = (self.files.clone(), self.seed);
         let files = res.files(&format!("{set:?} seed {seed}"), |dir| {
             workfiles::write_files(dir, &set.entries(), seed)
