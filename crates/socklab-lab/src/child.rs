@@ -185,9 +185,20 @@ impl ServerChild {
         let (tx, rx) = mpsc::channel();
         let printed = Arc::new(Mutex::new(Printed::default()));
         let slot = printed.clone();
+        // A login shell on another host may print before the role does (a chatty ~/.bashrc):
+        // there the first line of the protocol is looked for, not the first line.
+        let skip_chatter = remote.is_some();
         let reader = std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
-            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let first = if skip_chatter {
+                lines
+                    .by_ref()
+                    .map_while(Result::ok)
+                    .find(|l| l.starts_with(socklab_net::childline::LISTENING))
+                    .unwrap_or_default()
+            } else {
+                lines.next().and_then(Result::ok).unwrap_or_default()
+            };
             let _ = tx.send(first);
             // Later lines until the child exits.
             for l in lines.map_while(Result::ok) {

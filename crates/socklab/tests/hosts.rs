@@ -156,3 +156,54 @@ fn install_copies_this_binary_and_the_host_then_checks() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A login shell that prints before the role (a chatty ~/.bashrc, here a wrapper script) does
+/// not break the line protocol: the protocol's lines are looked for.
+#[test]
+fn a_chatty_login_shell_does_not_confuse_the_roles() {
+    let Some(lab) = Lab::new("a_chatty_login_shell_does_not_confuse_the_roles", 1) else {
+        return;
+    };
+    let chatty = lab.dir.path().join("chatty-socklab");
+    std::fs::write(
+        &chatty,
+        format!(
+            "#!/bin/sh\necho 'Welcome to lab1: socklab 0.0.0 is not this'\nexec {} \"$@\"\n",
+            lab.bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&chatty, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let db = lab.dir.path().join("r.db");
+    for args in [
+        vec!["hosts", "check", "h1"],
+        vec![
+            "bulk",
+            "--server-host",
+            "h1",
+            "--duration",
+            "200ms",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    ] {
+        let o = lab
+            .in_ctl(&lab.bin)
+            .args(&args)
+            .arg("--ssh-config")
+            .arg(&lab.config)
+            .arg("--remote-socklab")
+            .arg(&chatty)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -304,9 +304,10 @@ pub fn check_version(t: &dyn Transport) -> Result<(), LabError> {
         ));
     }
     let theirs = text
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("(no version)")
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("socklab "))
+        .map_or("(no version)", str::trim)
         .to_string();
     if theirs != VERSION {
         return Err(host_err(
@@ -367,12 +368,16 @@ fn exchange(
             ),
         )
     };
-    let facts: Facts = match lines.next(wait) {
-        Some(l) => l
-            .strip_prefix(FACTS)
-            .and_then(|j| serde_json::from_str(j).ok())
-            .ok_or_else(|| host_err(t, format!("the probe said '{l}', not its facts")))?,
-        None => return Err(died("its facts")),
+    // A chatty login shell may print first: the facts line is looked for.
+    let facts: Facts = loop {
+        match lines.next(wait) {
+            Some(l) if l.starts_with(FACTS) => {
+                break serde_json::from_str(&l[FACTS.len()..])
+                    .map_err(|e| host_err(t, format!("the probe's facts do not parse: {e}")))?
+            }
+            Some(_) => {}
+            None => return Err(died("its facts")),
+        }
     };
     let port = match lines
         .next(wait)
