@@ -63,9 +63,10 @@ impl Ssh {
         let control = if opts.no_multiplex {
             None
         } else {
+            remove_stale_control_dirs();
             Some(
                 tempfile::Builder::new()
-                    .prefix("socklab-ssh-")
+                    .prefix(&format!("{CONTROL_PREFIX}{}-", std::process::id()))
                     .tempdir()
                     .map_err(|e| {
                         LabError::Child(format!(
@@ -252,6 +253,31 @@ impl Drop for Ssh {
                 let _ = c.kill();
                 let _ = c.wait();
             }
+        }
+    }
+}
+
+/// The control socket directories are `socklab-ssh-<pid>-…` in the temporary directory.
+const CONTROL_PREFIX: &str = "socklab-ssh-";
+
+/// Removes the control socket directories of controllers that are gone (killed before they
+/// could remove their own): only names of socklab's form whose process no longer exists.
+fn remove_stale_control_dirs() {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(CONTROL_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }
