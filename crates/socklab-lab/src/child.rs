@@ -1,12 +1,14 @@
 //! Server children: a re-exec of the socklab binary as a server (`sink`, `echo`, `serve`,
 //! `transfer serve`), on an ephemeral loopback port or inside an emulated link's server
-//! namespace. Its stdout speaks [`socklab_net::childline`]; when it ends, its exit status,
-//! `wait4` accounting and what it printed come back as one typed [`ServerExit`].
+//! namespace, or the same role on another host through a [`Transport`]. Its stdout speaks
+//! [`socklab_net::childline`]; when it ends, its exit status, accounting (`wait4` here, the
+//! role's own `USAGE` line on another host) and what it printed come back as one typed
+//! [`ServerExit`].
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,7 @@ use socklab_net::server::ServeReport;
 use socklab_sys::process::{child_dies_with_parent, kill, Signal};
 use socklab_sys::usage::{try_wait4, wait4, ExitStatus, Usage};
 
+use crate::hosts::transport::{Stop, Transport};
 use crate::LabError;
 
 /// What a server child printed after its first line, kept by its stdout reader.
@@ -27,6 +30,16 @@ struct Printed {
     reports: Vec<serde_json::Value>,
     /// Its stdout closed (it ended).
     closed: bool,
+    usage: Option<Usage>,
+}
+
+/// A role on another host: its name, and the stdin whose closing stops it.
+#[derive(Debug)]
+struct Remote {
+    host: String,
+    stdin: Option<ChildStdin>,
+    /// The last line it printed on stderr (its error, when it failed).
+    last_err: Arc<Mutex<String>>,
 }
 
 /// [`Printed`] with a condition variable that wakes whoever waits for a report.
@@ -86,6 +99,7 @@ pub struct ServerChild {
     addr: SocketAddr,
     printed: Shared,
     reader: Option<std::thread::JoinHandle<()>>,
+    remote: Option<Remote>,
 }
 
 impl ServerChild {
@@ -110,26 +124,91 @@ impl ServerChild {
                 "--quiet",
             ])
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        let what = format!("'{} {}'", exe.display(), args.join(" "));
+        Self::start(cmd, &what, None)
+    }
+
+    /// Starts the role `socklab <args>` on the host of `t`, listening on `bind` (an address of
+    /// that host the clients reach), and waits (at most 10 s plus the connection) for the
+    /// address it announces. On another host the role runs with `--until-eof`: closing its
+    /// stdin (or its SSH session ending) stops it, and it reports its own rusage.
+    pub fn spawn_on(t: &dyn Transport, args: &[&str], bind: IpAddr) -> Result<Self, LabError> {
+        let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        full.extend(
+            [
+                "--bind",
+                &bind.to_string(),
+                "--port",
+                "0",
+                "--announce",
+                "--quiet",
+            ]
+            .map(String::from),
+        );
+        let remote = t.stop() == Stop::CloseStdin;
+        if remote {
+            full.push("--until-eof".into());
+        }
+        let mut cmd = t.socklab(&full)?;
+        let what = format!("'socklab {}' on {}", args.join(" "), t.name());
+        if !remote {
+            cmd.stdin(Stdio::null()).stderr(Stdio::inherit());
+            return Self::start(cmd, &what, None);
+        }
+        cmd.stdin(Stdio::piped()).stderr(Stdio::piped());
+        Self::start(cmd, &what, Some(t.name()))
+    }
+
+    fn start(mut cmd: Command, what: &str, host: Option<&str>) -> Result<Self, LabError> {
+        cmd.stdout(Stdio::piped());
         child_dies_with_parent(&mut cmd);
-        let mut child = cmd.spawn().map_err(|e| {
-            LabError::Child(format!(
-                "cannot start the server '{} {}': {e}",
-                exe.display(),
-                args.join(" ")
-            ))
-        })?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| LabError::Child(format!("cannot start the server {what}: {e}")))?;
         let stdout = child
             .stdout
             .take()
             .ok_or_else(|| LabError::Child("server child has no stdout".into()))?;
+        let remote = host.map(|h| {
+            let last_err = Arc::new(Mutex::new(String::new()));
+            if let Some(err) = child.stderr.take() {
+                let (slot, name) = (last_err.clone(), h.to_string());
+                std::thread::spawn(move || {
+                    for l in BufReader::new(err).lines().map_while(Result::ok) {
+                        if l.trim().is_empty() {
+                            continue;
+                        }
+                        eprintln!("[{name}] {l}");
+                        if let Ok(mut s) = slot.lock() {
+                            *s = l;
+                        }
+                    }
+                });
+            }
+            Remote {
+                host: h.to_string(),
+                stdin: child.stdin.take(),
+                last_err,
+            }
+        });
         let (tx, rx) = mpsc::channel();
         let printed: Shared = Arc::new((Mutex::new(Printed::default()), Condvar::new()));
         let slot = printed.clone();
+        // A login shell on another host may print before the role does (a chatty ~/.bashrc):
+        // there the first line of the protocol is looked for, not the first line.
+        let skip_chatter = remote.is_some();
         let reader = std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
-            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let first = if skip_chatter {
+                lines
+                    .by_ref()
+                    .map_while(Result::ok)
+                    .find(|l| l.starts_with(socklab_net::childline::LISTENING))
+                    .unwrap_or_default()
+            } else {
+                lines.next().and_then(Result::ok).unwrap_or_default()
+            };
             let _ = tx.send(first);
             // Later lines until the child exits.
             for l in lines.map_while(Result::ok) {
@@ -144,6 +223,7 @@ impl ServerChild {
                         p.reports.push(v);
                         slot.1.notify_all();
                     }
+                    Some(ChildLine::Usage(u)) => p.usage = Some(u),
                     _ => {}
                 }
             }
@@ -157,12 +237,24 @@ impl ServerChild {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             printed,
             reader: Some(reader),
+            remote,
         };
-        let line = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
-            LabError::Child("the server child did not announce its port within 10 s".into())
-        })?;
+        // Over SSH the channel opens first (a master connection makes that quick).
+        let wait = Duration::from_secs(if me.remote.is_some() { 20 } else { 10 });
+        let line = match rx.recv_timeout(wait) {
+            Ok(l) => l,
+            Err(_) => {
+                return Err(me.fault(&format!(
+                    "the server {what} did not announce its port within {} s",
+                    wait.as_secs()
+                )))
+            }
+        };
         me.addr = match ChildLine::parse(&line) {
             Some(ChildLine::Listening(a)) => a,
+            _ if line.is_empty() => {
+                return Err(me.fault(&format!("the server {what} ended before it listened")))
+            }
             _ => {
                 return Err(LabError::Child(format!(
                     "the sink child announced '{}', not an address",
@@ -171,6 +263,41 @@ impl ServerChild {
             }
         };
         Ok(me)
+    }
+
+    /// An error of a role that failed: on another host, a host fault with the role's last
+    /// words on stderr (its own one-line error).
+    fn fault(&mut self, what: &str) -> LabError {
+        let Some(r) = &self.remote else {
+            return LabError::Child(what.to_string());
+        };
+        // Its stderr reader may still be delivering the last line.
+        std::thread::sleep(Duration::from_millis(100));
+        let last = r.last_err.lock().map(|s| s.clone()).unwrap_or_default();
+        LabError::Host {
+            host: r.host.clone(),
+            reason: if last.is_empty() {
+                what.to_string()
+            } else {
+                format!("{what}: {}", last.trim_start_matches("socklab: error: "))
+            },
+        }
+    }
+
+    /// The host it runs on, when that is another host.
+    pub fn host(&self) -> Option<&str> {
+        self.remote.as_ref().map(|r| r.host.as_str())
+    }
+
+    /// Whether the role still runs (a role whose host or session was lost has ended; it is
+    /// reaped here).
+    pub fn alive(&mut self) -> bool {
+        let Some(c) = &self.child else { return false };
+        if matches!(try_wait4(c.id()), Ok(None)) {
+            return true;
+        }
+        self.child = None;
+        false
     }
 
     /// Where it listens.
@@ -203,16 +330,21 @@ impl ServerChild {
         }
     }
 
-    /// Stops it (SIGTERM): an error if it had already ended by itself.
+    /// Stops it (SIGTERM here, its stdin closed on another host): an error if it had already
+    /// ended by itself.
     pub fn stop(mut self) -> Result<ServerExit, LabError> {
         let pid = self.take_pid()?;
         if let Ok(Some((st, _))) = try_wait4(pid) {
-            return Err(LabError::Child(format!(
-                "the server child ended early ({st:?})"
-            )));
+            return Err(match &self.remote {
+                Some(r) => LabError::Host {
+                    host: r.host.clone(),
+                    reason: format!("the server role ended early ({st:?}): its SSH session or the host was lost"),
+                },
+                None => LabError::Child(format!("the server child ended early ({st:?})")),
+            });
         }
-        let (status, usage) = terminate(pid)?;
-        Ok(self.reaped(status, usage))
+        let (status, usage) = self.terminate(pid)?;
+        self.reaped(status, usage)
     }
 
     /// Waits up to `grace` for a server that ends by itself (`--once`), then stops it
@@ -225,11 +357,32 @@ impl ServerChild {
                 break r;
             }
             if t0.elapsed() >= grace {
-                break terminate(pid)?;
+                break self.terminate(pid)?;
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        Ok(self.reaped(status, usage))
+        self.reaped(status, usage)
+    }
+
+    /// Stops the role: SIGTERM and `wait4` here; on another host its stdin closes (the role
+    /// takes the SIGTERM path itself) and the SSH client is reaped when the role has ended
+    /// (killed after 10 s, which closes the session: the role then dies with it).
+    fn terminate(&mut self, pid: u32) -> Result<(ExitStatus, Usage), LabError> {
+        let Some(r) = &mut self.remote else {
+            return terminate(pid);
+        };
+        drop(r.stdin.take());
+        let t0 = Instant::now();
+        loop {
+            if let Some(done) = try_wait4(pid).map_err(wait4_error)? {
+                return Ok(done);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = kill(pid, Signal::Kill);
+                return wait4(pid).map_err(wait4_error);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// The child's pid, taken: from here on the caller reaps it.
@@ -240,8 +393,9 @@ impl ServerChild {
             .ok_or_else(|| LabError::Child("server child already stopped".into()))
     }
 
-    /// The exit of a reaped child (its stdout reader has every line by now).
-    fn reaped(&mut self, status: ExitStatus, usage: Usage) -> ServerExit {
+    /// The exit of a reaped child (its stdout reader has every line by now). A role on
+    /// another host must have reported its rusage (`USAGE`).
+    fn reaped(&mut self, status: ExitStatus, usage: Usage) -> Result<ServerExit, LabError> {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
@@ -249,12 +403,24 @@ impl ServerChild {
             Ok(mut p) => std::mem::take(&mut *p),
             Err(_) => Printed::default(),
         };
-        ServerExit {
+        let usage = match (&self.remote, printed.usage) {
+            (None, _) => usage,
+            (Some(_), Some(u)) => u,
+            (Some(r), None) => {
+                return Err(LabError::Host {
+                    host: r.host.clone(),
+                    reason: format!(
+                        "the server role ended ({status:?}) without reporting its CPU time (USAGE): its SSH session or the host was lost"
+                    ),
+                })
+            }
+        };
+        Ok(ServerExit {
             status,
             usage,
             effective: printed.effective,
             stats: printed.stats,
-        }
+        })
     }
 }
 

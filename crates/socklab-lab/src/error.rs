@@ -59,6 +59,15 @@ pub enum LabError {
     /// The server child process could not be managed.
     #[error("{0}")]
     Child(String),
+    /// A host of the experiment could not be reached or used (SSH failed, the host was lost, a
+    /// version mismatch, a role that could not start there).
+    #[error("host {host}: {reason}")]
+    Host {
+        /// The host as the user named it.
+        host: String,
+        /// What went wrong and the fix.
+        reason: String,
+    },
     /// Some repetitions failed; each is stored with `failed = 1` and its reason, and every
     /// other repetition ran.
     #[error("{failed} repetition(s) of experiment {experiment} failed and are stored with failed = 1 (the others ran); the first: {first}")]

@@ -40,6 +40,22 @@ const MEANINGS: &[(&str, &str)] = &[
     ("link_driver", "link emulator"),
     ("link_sysctls", "sysctls set in the link's namespaces"),
     ("link_emulator_cpu_s", "CPU time of the link emulator"),
+    // The hosts of an experiment whose roles ran on several machines (`host[ROLE NAME]_…`).
+    ("hostname", "host name"),
+    ("kernel", "kernel"),
+    ("cpu_model", "CPU"),
+    ("cores", "cores"),
+    ("mem_mib", "memory (MiB)"),
+    ("cc_default", "default congestion control"),
+    ("cc_available", "available congestion controls"),
+    ("tcp_wmem", "net.ipv4.tcp_wmem"),
+    ("tcp_rmem", "net.ipv4.tcp_rmem"),
+    ("socklab_version", "socklab version"),
+    ("addr", "address the measurement traffic went to"),
+    ("clock_offset_s", "clock offset to the controller"),
+    ("clock_error_s", "clock offset error (±)"),
+    ("path_rtt_s", "path RTT (fastest TCP connect)"),
+    ("path_mtu_bytes", "path MTU"),
 ];
 
 /// Names of the common Linux signals.
@@ -223,6 +239,17 @@ mod tests {
         assert_eq!(
             read("plan_fingerprint", "ab12"),
             pair("plan fingerprint (what --resume matches)", "ab12")
+        );
+        assert_eq!(
+            read("host[server lab2]_kernel", "Linux 6.1 x86_64"),
+            pair("host (server lab2): kernel", "Linux 6.1 x86_64")
+        );
+        assert_eq!(
+            read("host[generator local]_clock_offset_s", "-0.000013"),
+            pair(
+                "host (generator local): clock offset to the controller",
+                "-13 µs"
+            )
         );
         // Unknown facts keep their name; booleans and byte counts still read.
         assert_eq!(read("tfo_ok", "true"), pair("tfo_ok", "yes"));

@@ -75,6 +75,8 @@ pub struct ExperimentFile {
     pub quick_warmup: Option<usize>,
     /// `description` under `--quick`.
     pub quick_description: Option<String>,
+    /// `[hosts]`: where the roles run (the command line's `--server-host` & co. win).
+    pub hosts: crate::hosts::HostPlan,
 }
 
 struct Ctx<'a> {
@@ -346,6 +348,7 @@ const TOP_KEYS: &[&str] = &[
     "matrix",
     "quick",
     "group",
+    "hosts",
 ];
 const GROUP_KEYS: &[&str] = &["workload", "fixed", "matrix", "quick"];
 
@@ -355,6 +358,59 @@ fn quick_keys(top: bool) -> &'static str {
     } else {
         "fixed, matrix"
     }
+}
+
+const HOSTS_KEYS: &[&str] = &[
+    "server",
+    "client",
+    "server_addr",
+    "generators",
+    "ssh_config",
+    "remote_socklab",
+];
+
+/// `[hosts]`: which host runs which role.
+fn hosts(ctx: &Ctx<'_>, v: &Spanned<DeValue<'_>>) -> Result<crate::hosts::HostPlan, LabError> {
+    let mut h = crate::hosts::HostPlan::default();
+    for (k, v) in entries(table(ctx, "hosts", v)?) {
+        let at = v.span().start;
+        match k.get_ref().as_ref() {
+            "server" => h.server = Some(string(ctx, "hosts.server", v)?),
+            "client" => h.client = Some(string(ctx, "hosts.client", v)?),
+            "server_addr" => {
+                let a = string(ctx, "hosts.server_addr", v)?;
+                h.server_addr = Some(a.parse().map_err(|_| {
+                    ctx.err(at, format!("server_addr = '{a}' is not an IP address: give the address the clients reach the server host at"))
+                })?);
+            }
+            "generators" => {
+                let DeValue::Array(items) = v.get_ref() else {
+                    return Err(ctx.err(at, "generators takes a list, e.g. generators = [\"lab1\", \"lab3\", \"local\"]"));
+                };
+                for i in items.iter() {
+                    h.generators.push(string(ctx, "hosts.generators", i)?);
+                }
+            }
+            "ssh_config" => {
+                h.ssh.config = Some(string(ctx, "hosts.ssh_config", v)?.into());
+            }
+            "remote_socklab" => {
+                h.ssh.remote_socklab = Some(string(ctx, "hosts.remote_socklab", v)?);
+            }
+            other => {
+                return Err(ctx.err(
+                    k.span().start,
+                    format!(
+                        "unknown key '{other}' in [hosts]: valid keys are {}",
+                        HOSTS_KEYS.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+    h.check()
+        .map_err(|e| ctx.err(v.span().start, format!("[hosts]: {e}")))?;
+    Ok(h)
 }
 
 /// Parses an experiment file; `origin` names it in errors (a path, or `suite writev`).
@@ -504,6 +560,10 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
             "no cells: add workload = \"bulk\" (and [fixed], [matrix]) or a [[group]]",
         ));
     }
+    let hosts = match get("hosts") {
+        Some(h) => hosts(&ctx, h)?,
+        None => crate::hosts::HostPlan::default(),
+    };
     let file = ExperimentFile {
         name,
         description,
@@ -514,6 +574,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
         quick_reps,
         quick_warmup,
         quick_description,
+        hosts,
     };
     // Combinations (e.g. nbufs beyond IOV_MAX with writev) surface now, not mid-run; so do
     // placeholders of the description that a variant's plan cannot fill.
@@ -703,7 +764,7 @@ quick = { fixed = { bytes = "64K" } }
 
     #[test]
     fn mistakes_name_the_file_line_key_and_choices() {
-        assert_eq!(err("name = \"a\"\nreeps = 3\n"), "x.toml:2: unknown key 'reeps': valid keys are name, description, workload, reps, warmup, order, seed, fixed, matrix, quick, group");
+        assert_eq!(err("name = \"a\"\nreeps = 3\n"), "x.toml:2: unknown key 'reeps': valid keys are name, description, workload, reps, warmup, order, seed, fixed, matrix, quick, group, hosts");
         let e = err("name = \"a\"\nworkload = \"bulk\"\n[fixed]\nnbuf = 3\n");
         assert!(e.starts_with("x.toml:4: unknown parameter 'nbuf' for workload bulk: valid keys are to, strategy, nbufs"), "{e}");
         let e = err(

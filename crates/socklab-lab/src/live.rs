@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::hosts::HostPlan;
 use crate::plan::Cell;
 use crate::resources::Resources;
 use crate::runner::{Executor, Sample};
@@ -21,6 +22,13 @@ impl LiveExecutor {
     pub fn new(exe: PathBuf) -> LiveExecutor {
         LiveExecutor {
             res: Resources::new(exe),
+        }
+    }
+
+    /// A live executor whose roles run on the hosts of `hosts`.
+    pub fn with_hosts(exe: PathBuf, hosts: HostPlan) -> LiveExecutor {
+        LiveExecutor {
+            res: Resources::with_hosts(exe, hosts),
         }
     }
 }
@@ -40,7 +48,31 @@ impl Executor for LiveExecutor {
         stop: &dyn Fn() -> bool,
     ) -> Result<Sample, LabError> {
         self.res.begin(cell.index, rep, warmup);
-        let mut s = cell.workload.run(&mut self.res, &cell.label, stop)?;
+        let ran = cell
+            .workload
+            .run(&mut self.res, &cell.label, stop)
+            .and_then(|s| match self.res.lost_server() {
+                Some(e) => Err(e),
+                None => Ok(s),
+            });
+        let mut s = match ran {
+            Ok(s) => s,
+            // A host that cannot be reached, is lost or cannot run the role fails this
+            // repetition (stored with the reason); the next one tries the host again.
+            Err(LabError::Host { host, reason }) => {
+                return Err(LabError::run(
+                    &cell.label,
+                    socklab_net::NetError::Invalid(format!("host {host}: {reason}")),
+                ))
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(roles) = self.res.host_roles() {
+            if !s.extra.is_object() {
+                s.extra = serde_json::json!({});
+            }
+            s.extra["hosts"] = roles;
+        }
         if let Some(seed) = self.res.take_run_seed() {
             if !s.extra.is_object() {
                 s.extra = serde_json::json!({});

@@ -13,6 +13,7 @@ use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces
 use socklab_net::transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
+use crate::hosts::{HostPlan, Hosts};
 use crate::LabError;
 
 /// A server kept for the whole plan.
@@ -110,6 +111,8 @@ impl LinkRun {
 #[derive(Debug)]
 pub struct Resources {
     exe: PathBuf,
+    /// The hosts of the plan (the server on another host, over SSH).
+    hosts: Hosts,
     servers: Vec<(ServerKey, ServerChild)>,
     /// The emulated link, kept across cells; rebuilt when the driver or
     /// MTU changes, re-specified when only the impairments change.
@@ -144,7 +147,13 @@ pub fn run_seed(link_seed: u64, cell: usize, rep: usize, warmup: bool) -> u64 {
 impl Resources {
     /// `exe` is the socklab binary to re-exec for servers (normally `std::env::current_exe()`).
     pub fn new(exe: PathBuf) -> Resources {
+        Resources::with_hosts(exe, HostPlan::default())
+    }
+
+    /// Resources whose server role runs where `hosts` says.
+    pub fn with_hosts(exe: PathBuf, hosts: HostPlan) -> Resources {
         Resources {
+            hosts: Hosts::new(hosts, exe.clone()),
             exe,
             servers: Vec::new(),
             link: None,
@@ -185,14 +194,18 @@ impl Resources {
         }
     }
 
-    /// The address of the kept server `key`, started on first use.
+    /// The address of the kept server `key`, started on first use (and again when the one
+    /// started before has ended: its host or SSH session was lost).
     pub fn server(&mut self, key: ServerKey) -> Result<SocketAddr, LabError> {
-        if let Some((_, c)) = self.servers.iter().find(|(k, _)| *k == key) {
-            return Ok(c.addr());
+        if let Some(i) = self.servers.iter().position(|(k, _)| *k == key) {
+            if self.servers[i].1.alive() {
+                return Ok(self.servers[i].1.addr());
+            }
+            self.servers.remove(i);
         }
         let args = key.args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let child = ServerChild::spawn(&self.exe, &args, self.ns(key.in_link))?;
+        let child = self.spawn(&args, key.in_link)?;
         let addr = child.addr();
         self.servers.push((key, child));
         Ok(addr)
@@ -212,10 +225,82 @@ impl Resources {
         c.wait_report(wait, pick, stop)
     }
 
-    /// Starts a server for one repetition (`exe <args>`), in the link's server namespace when
-    /// `in_link`; the caller stops it.
-    pub fn spawn(&self, args: &[&str], in_link: bool) -> Result<ServerChild, LabError> {
-        ServerChild::spawn(&self.exe, args, self.ns(in_link))
+    /// Starts a server for one repetition (`socklab <args>`): on the server host, or here (in
+    /// the link's server namespace when `in_link`); the caller stops it.
+    pub fn spawn(&mut self, args: &[&str], in_link: bool) -> Result<ServerChild, LabError> {
+        match self.hosts.server()? {
+            Some(_) if in_link => Err(LabError::Plan(
+                "an emulated link (--link) runs between two namespaces of this machine: it does not reach a --server-host; drop one of them".into(),
+            )),
+            Some((t, bind)) => ServerChild::spawn_on(t.as_ref(), args, bind),
+            None => ServerChild::spawn(&self.exe, args, self.ns(in_link)),
+        }
+    }
+
+    /// A kept server on another host that ended during the repetition (its SSH session or host
+    /// was lost): forgotten (the next repetition starts another), and the repetition fails.
+    pub fn lost_server(&mut self) -> Option<LabError> {
+        let i = self
+            .servers
+            .iter_mut()
+            .position(|(_, c)| c.host().is_some() && !c.alive())?;
+        let (key, c) = self.servers.remove(i);
+        Some(LabError::Host {
+            host: c.host().unwrap_or_default().to_string(),
+            reason: format!(
+                "the {} role ended during this repetition: its SSH session or the host was lost",
+                key.args().first().map_or("server", String::as_str)
+            ),
+        })
+    }
+
+    /// Whether the server role runs on another host (connecting to it on first use).
+    pub fn remote_server(&mut self) -> Result<bool, LabError> {
+        Ok(self.hosts.server()?.is_some())
+    }
+
+    /// The client's host, when that is another host.
+    pub fn client_host(&self) -> Option<&str> {
+        self.hosts.plan().remote_client()
+    }
+
+    /// Runs the client side of a repetition on the client host, when that is another host:
+    /// the workload `kind` with `params` (whose `to` is the server's address) runs there and
+    /// its sample comes back; `None` when the client runs here.
+    pub fn remote_client(
+        &mut self,
+        kind: &str,
+        params: &crate::params::Params,
+        in_link: bool,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<crate::sample::Sample>, LabError> {
+        let Some(t) = self.hosts.client()? else {
+            return Ok(None);
+        };
+        if in_link {
+            return Err(LabError::Plan(
+                "an emulated link (--link) runs between two namespaces of this machine: it does not reach a --client-host; drop one of them".into(),
+            ));
+        }
+        if let Some(to) = params.get("to") {
+            if to.starts_with("127.") || to.starts_with("[::1]") {
+                return Err(LabError::Plan(format!(
+                    "the server listens on {to} (loopback of this machine): the client host cannot reach it; give --server-host too"
+                )));
+            }
+        }
+        crate::hosts::client::run_rep(t.as_ref(), kind, params, label, stop).map(Some)
+    }
+
+    /// The load generators' hosts and clock offsets (empty: the generator runs here).
+    pub fn generators(&mut self) -> Result<Vec<crate::hosts::Generator>, LabError> {
+        self.hosts.generators()
+    }
+
+    /// Which host ran which role, when a role ran on another host.
+    pub fn host_roles(&self) -> Option<serde_json::Value> {
+        self.hosts.roles()
     }
 
     /// Makes the namespace link match `cfg` (start, rebuild or re-specify it). Servers inside
@@ -336,6 +421,8 @@ impl Resources {
         }
         self.stop_link()?;
         facts.append(&mut self.link_facts);
+        facts.extend(self.hosts.facts());
+        self.hosts.close();
         self.files.clear();
         if let Some(d) = self.temp.take() {
             let path = d.path().display().to_string();

@@ -8,9 +8,12 @@
 //! | `EFFECTIVE k=v k=v …` | once, the server-side socket options as the kernel reported them |
 //! | `STATS {json}` | at exit, `socklab serve`'s [`ServeReport`] |
 //! | `REPORT {json}` | per test a server measured (`socklab sink --udp`: a [`crate::udpbulk::TestReport`]) |
+//! | `USAGE user_us=… sys_us=… nvcsw=… nivcsw=… maxrss_kib=…` | at exit, a role started by a controller on another host (`--until-eof`): its own rusage, itself plus reaped children (where the controller cannot `wait4`) |
 
 use std::fmt;
 use std::net::SocketAddr;
+
+use socklab_sys::usage::Usage;
 
 use crate::server::ServeReport;
 
@@ -18,6 +21,8 @@ use crate::server::ServeReport;
 pub const LISTENING: &str = "LISTENING ";
 /// Prefix of the effective server-side options line.
 pub const EFFECTIVE: &str = "EFFECTIVE ";
+/// Prefix of the rusage line of a remote role.
+pub const USAGE: &str = "USAGE ";
 /// Prefix of the serve report line.
 pub use crate::server::report::STATS_PREFIX as STATS;
 /// Prefix of a per-test report line.
@@ -34,6 +39,8 @@ pub enum ChildLine {
     Stats(Box<ServeReport>),
     /// `REPORT {json}`: one test's report, as JSON (the workload that asked reads its type).
     Report(serde_json::Value),
+    /// `USAGE user_us=… sys_us=… nvcsw=… nivcsw=… maxrss_kib=…`.
+    Usage(Usage),
 }
 
 impl ChildLine {
@@ -56,6 +63,9 @@ impl ChildLine {
         }
         if let Some(j) = line.strip_prefix(REPORT) {
             return serde_json::from_str(j).ok().map(ChildLine::Report);
+        }
+        if let Some(kv) = line.strip_prefix(USAGE) {
+            return parse_usage(kv).map(ChildLine::Usage);
         }
         if let Some(j) = line.strip_prefix(STATS) {
             return serde_json::from_str(j)
@@ -82,7 +92,65 @@ impl fmt::Display for ChildLine {
             }
             ChildLine::Stats(r) => f.write_str(&r.stats_line()),
             ChildLine::Report(v) => write!(f, "{REPORT}{v}"),
+            ChildLine::Usage(u) => write!(
+                f,
+                "{USAGE}user_us={} sys_us={} nvcsw={} nivcsw={} maxrss_kib={}",
+                u.user.as_micros(),
+                u.sys.as_micros(),
+                u.nvcsw,
+                u.nivcsw,
+                u.maxrss_kib
+            ),
         }
+    }
+}
+
+/// The `k=v …` fields of a `USAGE` line; `None` when one of the five is missing or bad.
+fn parse_usage(kv: &str) -> Option<Usage> {
+    let mut u = Usage::default();
+    let mut seen = 0u8;
+    for t in kv.split_whitespace() {
+        let (k, v) = t.split_once('=')?;
+        let n: u64 = v.parse().ok()?;
+        let bit = match k {
+            "user_us" => {
+                u.user = std::time::Duration::from_micros(n);
+                1
+            }
+            "sys_us" => {
+                u.sys = std::time::Duration::from_micros(n);
+                2
+            }
+            "nvcsw" => {
+                u.nvcsw = n;
+                4
+            }
+            "nivcsw" => {
+                u.nivcsw = n;
+                8
+            }
+            "maxrss_kib" => {
+                u.maxrss_kib = n;
+                16
+            }
+            _ => 0,
+        };
+        seen |= bit;
+    }
+    (seen == 31).then_some(u)
+}
+
+/// The rusage of this process and the children it reaped: what a role reports in its
+/// `USAGE` line (what `wait4` would tell a parent on the same host).
+pub fn own_usage() -> Usage {
+    use socklab_sys::usage::{getrusage, Who};
+    let (me, kids) = (getrusage(Who::Process), getrusage(Who::Children));
+    Usage {
+        user: me.user + kids.user,
+        sys: me.sys + kids.sys,
+        nvcsw: me.nvcsw + kids.nvcsw,
+        nivcsw: me.nivcsw + kids.nivcsw,
+        maxrss_kib: me.maxrss_kib.max(kids.maxrss_kib),
     }
 }
 
@@ -126,6 +194,30 @@ mod tests {
         let s = ChildLine::Stats(Box::new(r.clone()));
         assert_eq!(s.to_string(), r.stats_line());
         assert_eq!(ChildLine::parse(&s.to_string()), Some(s));
+    }
+
+    #[test]
+    fn usage_lines_print_and_parse_back() {
+        let u = Usage {
+            user: std::time::Duration::from_micros(1_500_000),
+            sys: std::time::Duration::from_micros(250),
+            nvcsw: 7,
+            nivcsw: 2,
+            maxrss_kib: 4096,
+        };
+        let l = ChildLine::Usage(u);
+        assert_eq!(
+            l.to_string(),
+            "USAGE user_us=1500000 sys_us=250 nvcsw=7 nivcsw=2 maxrss_kib=4096"
+        );
+        assert_eq!(ChildLine::parse(&l.to_string()), Some(l));
+        assert_eq!(ChildLine::parse("USAGE user_us=1 sys_us=2"), None);
+        assert_eq!(
+            ChildLine::parse("USAGE user_us=x sys_us=2 nvcsw=1 nivcsw=1 maxrss_kib=1"),
+            None
+        );
+        let own = own_usage();
+        assert!(own.maxrss_kib > 0, "{own:?}");
     }
 
     #[test]

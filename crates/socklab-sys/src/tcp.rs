@@ -28,6 +28,8 @@ pub struct TcpInfo {
     pub pacing_rate: u64,
     /// Connection state (`tcpi_state`, e.g. 1 = ESTABLISHED).
     pub state: u8,
+    /// Path MTU the connection uses (`tcpi_pmtu`).
+    pub pmtu: u32,
 }
 
 /// Reads `TCP_INFO` from a TCP socket.
@@ -57,5 +59,6 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         bytes_acked: ti.tcpi_bytes_acked,
         pacing_rate: ti.tcpi_pacing_rate,
         state: ti.tcpi_state,
+        pmtu: ti.tcpi_pmtu,
     })
 }

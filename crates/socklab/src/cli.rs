@@ -29,6 +29,10 @@ pub struct Cli {
     /// anything. It does not check the machine (root, a server at --to, the database).
     #[arg(long, global = true)]
     pub dry_run: bool,
+    /// (internal) A role started by a controller on another host: stop as on SIGTERM when
+    /// stdin ends (the SSH session closed), and print the process's rusage (`USAGE`) at exit.
+    #[arg(long, global = true, hide = true)]
+    pub until_eof: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -175,6 +179,9 @@ pub enum Command {
     /// Load-test a server (wrk2/ab-class): stevens, echo or HTTP; closed or open loop.
     #[command(after_help = crate::load::AFTER_HELP)]
     Load(Box<crate::load::LoadArgs>),
+    /// Hosts reached over OpenSSH: check them (version, facts, clock offset), install socklab.
+    #[command(subcommand)]
+    Hosts(crate::hosts::HostsCommand),
 }
 
 /// The emulated link shared by `netem` and the measuring commands.
@@ -426,6 +433,9 @@ pub struct BulkArgs {
     pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -477,6 +487,9 @@ pub struct TransferArgs {
     pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -549,6 +562,10 @@ pub struct TransferServeArgs {
     /// Do not print the listening and session lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// (internal) Remove --dir and what it holds at exit (a receiving directory the controller
+    /// made up on another host).
+    #[arg(long, hide = true)]
+    pub remove_dir_at_exit: bool,
 }
 
 #[derive(Debug, Args)]
@@ -686,6 +703,9 @@ pub struct PingArgs {
     pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -711,6 +731,9 @@ pub struct RunArgs {
     pub noise_cv: f64,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -752,6 +775,9 @@ pub struct LabArgs {
     /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
     #[arg(long)]
     pub keep_invalid: bool,
+    /// Where the roles run (another host over SSH).
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use socklab_lab::hosts::HostPlan;
 use socklab_lab::live::LiveExecutor;
 use socklab_lab::output;
 use socklab_lab::params::Params;
@@ -413,18 +414,23 @@ fn exe() -> Result<PathBuf, Failure> {
 
 /// Runs one plan with progress and Ctrl-C handling; returns the experiment id, or the failure
 /// (after which the finished repetitions are still in the store).
-fn run_one(plan: &Plan, store: &mut Store) -> Result<i64, (Option<i64>, Failure)> {
-    run_observed(plan, store, &mut Progress::new())
+fn run_one(
+    plan: &Plan,
+    store: &mut Store,
+    hosts: &HostPlan,
+) -> Result<i64, (Option<i64>, Failure)> {
+    run_observed(plan, store, hosts, &mut Progress::new())
 }
 
 /// [`run_one`] with the caller's observer of the progress.
 pub(crate) fn run_observed(
     plan: &Plan,
     store: &mut Store,
+    hosts: &HostPlan,
     progress: &mut dyn Observer,
 ) -> Result<i64, (Option<i64>, Failure)> {
     let host = socklab_sys::host::host_facts();
-    let mut exec = LiveExecutor::new(exe().map_err(|f| (None, f))?);
+    let mut exec = LiveExecutor::with_hosts(exe().map_err(|f| (None, f))?, hosts.clone());
     if let Some(notice) = dryrun::long_run_notice(plan) {
         eprintln!("{notice}");
     }
@@ -443,6 +449,8 @@ pub(crate) fn run_observed(
 }
 
 pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
+    a.hosts.check_to(a.to.as_deref())?;
+    let hosts = a.hosts.plan()?;
     let plan = if a.udp {
         crate::udp::plan(&a)?
     } else {
@@ -454,7 +462,7 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &a.format).map(|_| ())
+    run_and_print(&plan, &mut store, &hosts, &a.format).map(|_| ())
 }
 
 /// Runs a one-off command's plan and prints its statistics; an interrupted run prints what it
@@ -462,9 +470,10 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
 pub(crate) fn run_and_print(
     plan: &Plan,
     store: &mut Store,
+    hosts: &HostPlan,
     format: &SummaryFormat,
 ) -> Result<i64, Failure> {
-    let id = match run_one(plan, store) {
+    let id = match run_one(plan, store, hosts) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
             eprint!(
@@ -658,6 +667,8 @@ pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
 // ------------------------------------------------------------------------------------ pingpong
 
 pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
+    a.hosts.check_to(a.to.as_deref())?;
+    let hosts = a.hosts.plan()?;
     let mut fixed = Params::new();
     if let Some(to) = &a.to {
         fixed.set("to", to.clone());
@@ -695,7 +706,7 @@ pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &a.format).map(|_| ())
+    run_and_print(&plan, &mut store, &hosts, &a.format).map(|_| ())
 }
 
 // ----------------------------------------------------------------------------------------- run
@@ -729,6 +740,8 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| usage(format!("cannot read experiment file '{origin}': {e}")))?;
     let file = socklab_lab::file::parse(&text, &origin)?;
+    let hosts = file.hosts.overridden_by(&a.hosts.plan()?);
+    hosts.check()?;
     let mut plan = file.plan(a.quick, &command_line())?;
     plan.set_counts(a.reps, a.warmup)?;
     if !(a.noise_cv > 0.0 && a.noise_cv.is_finite()) {
@@ -752,7 +765,7 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
     let host = socklab_sys::host::host_facts();
-    let mut exec = LiveExecutor::new(exe()?);
+    let mut exec = LiveExecutor::with_hosts(exe()?, hosts);
     let mut progress = Progress::new();
     let result = if a.resume {
         resume_plan(
@@ -866,6 +879,7 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
             .map(|n| suites::suite(n))
             .collect::<Result<_, _>>()?
     };
+    let hosts = a.hosts.plan()?;
     let mut plans = Vec::new();
     for s in &chosen {
         plans.extend(s.plans(a.quick)?);
@@ -888,7 +902,7 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     let mut ids = Vec::new();
     let mut failure = None;
     for plan in &plans {
-        match run_one(plan, &mut store) {
+        match run_one(plan, &mut store, &hosts) {
             Ok(id) => {
                 ids.push(id);
                 out(&output::human(&experiment_stats_with(

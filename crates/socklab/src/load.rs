@@ -73,6 +73,9 @@ pub struct LoadArgs {
     /// ports for connection-per-request runs.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub source_addrs: u32,
+    /// Where the roles run: load generators on other hosts (--generators), over SSH.
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
     /// Print the report as JSON.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -268,6 +271,44 @@ fn plan(a: &LoadArgs, params: Params) -> Result<Plan, Failure> {
 }
 
 /// The report of the one run of experiment `id`, as the store holds it.
+/// Each generator's own figures (`--generators`), as lines under the merged report.
+fn generator_lines(store: &Store, id: i64) -> Result<String, Failure> {
+    let Some(sample) = store.samples(id)?.into_iter().find(|s| !s.warmup) else {
+        return Ok(String::new());
+    };
+    let Some(gens) = sample.extra["generators"].as_array().cloned() else {
+        return Ok(String::new());
+    };
+    let mut t = socklab_lab::table::Table::new(&[
+        "generator",
+        "connections",
+        "completed",
+        "failed",
+        "req/s",
+        "p50 us",
+        "p99 us",
+        "behind",
+    ]);
+    t.left = vec![true, false, false, false, false, false, false, true];
+    let n = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.0}"));
+    for g in &gens {
+        t.row(vec![
+            g["host"].as_str().unwrap_or("?").to_string(),
+            n(&g["connections"]),
+            n(&g["completed"]),
+            n(&g["failed"]),
+            n(&g["req_per_s"]),
+            n(&g["lat_p50_us"]),
+            n(&g["lat_p99_us"]),
+            g["behind"].as_str().unwrap_or("no").to_string(),
+        ]);
+    }
+    Ok(format!(
+        "\nEach generator (the figures above are their merge: histograms added, counts summed):\n{}\n",
+        t.to_text()
+    ))
+}
+
 fn stored_report(store: &Store, id: i64) -> Result<LoadReport, Failure> {
     let missing = |why: String| {
         Failure::Run(format!(
@@ -313,6 +354,8 @@ fn ensure_descriptors(connections: usize) -> Result<(), Failure> {
 
 pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     let params = workload_params(&a)?;
+    a.hosts.check_to(Some(&a.to))?;
+    let hosts = a.hosts.plan()?;
     let plan = plan(&a, params)?;
     if dry {
         return crate::dryrun::print_plan(&plan);
@@ -326,12 +369,18 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
             csv: a.csv,
             keep_invalid: a.keep_invalid,
         };
-        return run_and_print(&plan, &mut store, &format).map(|_| ());
+        return run_and_print(&plan, &mut store, &hosts, &format).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
-    let id =
-        run_observed(&plan, &mut store, &mut OneRun::new(!a.json && !a.csv)).map_err(|(_, f)| f)?;
+    let id = run_observed(
+        &plan,
+        &mut store,
+        &hosts,
+        &mut OneRun::new(!a.json && !a.csv),
+    )
+    .map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
+    let gens = generator_lines(&store, id)?;
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&r).map_err(|e| Failure::Run(e.to_string()))?;
         s.push('\n');
@@ -340,7 +389,7 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
         csv(&r)
     } else {
         format!(
-            "{}stored as experiment {id} in {}\n",
+            "{}{gens}stored as experiment {id} in {}\n",
             summary(&r),
             store.path().display()
         )

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod dryrun;
+mod hosts;
 mod load;
 mod netem;
 mod progress;
@@ -49,6 +50,9 @@ fn main() -> ExitCode {
         }
     };
     let dry = cli.dry_run;
+    if cli.until_eof {
+        hosts::stop_at_end_of_stdin();
+    }
     let result = match cli.command {
         Command::Sink(a) => commands::sink(a, dry),
         Command::Bulk(a) => commands::bulk(*a, dry),
@@ -62,7 +66,11 @@ fn main() -> ExitCode {
         Command::Netem(a) => netem::netem(*a, dry),
         Command::Serve(a) => serve::serve(*a, dry),
         Command::Load(a) => load::load(*a, dry),
+        Command::Hosts(h) => hosts::hosts(h, dry),
     };
+    if cli.until_eof && result.is_ok() {
+        hosts::report_usage();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::BrokenPipe) => ExitCode::SUCCESS,

@@ -261,6 +261,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         ));
     }
     prepare_dir(&a.dir)?;
+    let _remove = a.remove_dir_at_exit.then(|| RemoveAtExit(a.dir.clone()));
     let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
     if let Some(age) = limits.partial_max_age {
         let r = socklab_net::transfer::reclaim_partials(&a.dir, age).map_err(run)?;
@@ -319,6 +320,15 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     match first_error {
         Some(e) if a.once => Err(Failure::Run(format!("the transfer failed: {e}"))),
         _ => Ok(()),
+    }
+}
+
+/// Removes a receiving directory when dropped (`--remove-dir-at-exit`).
+struct RemoveAtExit(std::path::PathBuf);
+
+impl Drop for RemoveAtExit {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -515,13 +525,14 @@ fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
 }
 
 fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
+    let hosts = a.hosts.plan()?;
     let plan = transfer_plan(&a)?;
     if dry {
         return crate::dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    let id = run_and_print(&plan, &mut store, &a.format)?;
+    let id = run_and_print(&plan, &mut store, &hosts, &a.format)?;
     failed_repetitions(&store, id)
 }
 

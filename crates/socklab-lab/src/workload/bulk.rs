@@ -370,6 +370,12 @@ impl Spec for BulkSpec {
             })?,
             Target::Addr(a) => a,
         };
+        // On a client host of its own, this very repetition runs there against `to`.
+        let mut there = self.params();
+        there.set("to", to.to_string());
+        if let Some(s) = res.remote_client(Self::KIND, &there, in_link, label, stop)? {
+            return Ok(s);
+        }
         let (r, link_run) = res.in_client(in_link, || {
             socklab_net::bulk::run(&self.net_config(to), stop)
         })?;

@@ -339,6 +339,25 @@ impl Spec for PingSpec {
         };
         // The address the client uses: the server's, or a relay's in front of it (udp-proxy).
         cfg.to = res.route(in_link, server)?;
+        // On a client host of its own, this very repetition runs there against `cfg.to`.
+        let mut there = self.params();
+        there.set("to", cfg.to.to_string());
+        // There only the client's side of the options applies (the server here has the rest).
+        let client_side = socklab_net::sockopt::OptSet(
+            cfg.opts
+                .0
+                .iter()
+                .filter(|o| o.side != Side::Server)
+                .map(|o| socklab_net::sockopt::OptSpec {
+                    side: Side::Client,
+                    ..o.clone()
+                })
+                .collect(),
+        );
+        there.set("opts", client_side.to_string());
+        if let Some(s) = res.remote_client(Self::KIND, &there, in_link, label, stop)? {
+            return Ok(s);
+        }
         let tfo0 = socklab_net::sockopt::tfo_counters();
         let (r, link_run) = res.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
         let r = r.map_err(run_err)?;

@@ -297,6 +297,11 @@ impl Spec for TransferSpec {
         if stop() {
             return Err(LabError::run(label, socklab_net::NetError::Interrupted));
         }
+        if res.client_host().is_some() {
+            return Err(LabError::Plan(
+                "transfer runs its client here: --client-host is not supported for transfer yet (--server-host is)".into(),
+            ));
+        }
         let (set, seed) = (self.files.clone(), self.seed);
         let files = res.files(&format!("{set:?} seed {seed}"), |dir| {
             workfiles::write_files(dir, &set.entries(), seed)
@@ -306,11 +311,26 @@ impl Spec for TransferSpec {
         if let Some(l) = &self.link {
             res.link(l)?;
         }
-        let rx = tempfile::Builder::new()
-            .prefix("rx-")
-            .tempdir_in(res.temp_dir()?)
-            .map_err(|e| LabError::Child(format!("cannot create a receiving directory: {e}")))?;
-        let rx_text = rx.path().to_string_lossy().to_string();
+        // The receiving directory: here (the copies are compared with the originals), or one
+        // the role makes up and removes on the server host (the server's own BLAKE3 check of
+        // every file, which the client's report confirms, is the verification there).
+        let remote = res.remote_server()?;
+        let rx = if remote {
+            None
+        } else {
+            Some(
+                tempfile::Builder::new()
+                    .prefix("rx-")
+                    .tempdir_in(res.temp_dir()?)
+                    .map_err(|e| {
+                        LabError::Child(format!("cannot create a receiving directory: {e}"))
+                    })?,
+            )
+        };
+        let rx_text = match &rx {
+            Some(d) => d.path().to_string_lossy().to_string(),
+            None => remote_rx_dir(),
+        };
         let mut args = vec![
             "transfer",
             "serve",
@@ -320,6 +340,9 @@ impl Spec for TransferSpec {
             rx_text.as_str(),
             "--once",
         ];
+        if remote {
+            args.push("--remove-dir-at-exit");
+        }
         if let Some(cc) = &self.tcp_cc {
             args.extend(["--tcp-cc", cc.as_str()]);
         }
@@ -332,7 +355,10 @@ impl Spec for TransferSpec {
         };
         // With --once the server ends after the session; one that does not is stopped.
         let exit = server.finish(Duration::from_secs(2))?;
-        let outcome = r.and_then(|r| workfiles::verify_copies(rx.path(), &files).map(|()| r));
+        let outcome = match &rx {
+            Some(d) => r.and_then(|r| workfiles::verify_copies(d.path(), &files).map(|()| r)),
+            None => r,
+        };
         drop(rx);
         if let Err(why) = &outcome {
             eprintln!(
@@ -361,6 +387,20 @@ impl Spec for TransferSpec {
             .into_iter()
             .collect()
     }
+}
+
+/// A receiving directory on the server host no other run uses: `/tmp/socklab-rx-<pid>-<time>-<n>`
+/// (the role creates it and removes it at its exit).
+fn remote_rx_dir() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "/tmp/socklab-rx-{}-{ns:x}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 /// Runs the client of `spec` against `to` on its own thread ([`on_thread`]): `None` when

@@ -24,9 +24,10 @@ use socklab_sys::sockopt::{self as rawopt, IntOpt};
 use socklab_sys::usage::{getrusage, Who};
 
 use super::http::{self, ReplyParser};
-use super::metrics::{histogram, record, Timing};
+use super::merge::{report, LoadHistograms, Totals};
+use super::metrics::{histogram, record};
 use super::schedule::Schedule;
-use super::{Failures, GeneratorStats, LoadConfig, LoadProtocol, LoadReport};
+use super::{Failures, LoadConfig, LoadProtocol, LoadReport};
 use crate::NetError;
 
 /// Largest echo request.
@@ -169,7 +170,10 @@ pub(super) fn request_bytes(cfg: &LoadConfig) -> Vec<u8> {
     }
 }
 
-pub(super) fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, NetError> {
+pub(super) fn run(
+    cfg: &LoadConfig,
+    stop: &AtomicBool,
+) -> Result<(LoadReport, LoadHistograms), NetError> {
     let threads = cfg.threads.min(cfg.connections).max(1);
     let shared = Shared {
         cfg,
@@ -244,7 +248,7 @@ fn assemble(
     outs: Vec<ThreadOut>,
     wall: Duration,
     aborted: Option<String>,
-) -> LoadReport {
+) -> (LoadReport, LoadHistograms) {
     let mut all = ThreadOut::new();
     let mut util = Vec::with_capacity(outs.len());
     for o in &outs {
@@ -273,8 +277,6 @@ fn assemble(
             0.0
         });
     }
-    let secs = wall.as_secs_f64().max(1e-9);
-    let open = cfg.rate.is_some();
     let mut warnings = Vec::new();
     for (t, u) in util.iter().enumerate() {
         if *u > 0.9 {
@@ -284,47 +286,34 @@ fn assemble(
             ));
         }
     }
-    let timer_lag = Timing::from_ns(&all.timer_lag);
-    if let Some(rate) = cfg.rate {
-        let p99_ms = timer_lag.percentiles.p99_us / 1000.0;
-        if timer_lag.count > 0 && p99_ms > 1.0 {
-            warnings.push(format!(
-                "the generator woke {p99_ms:.1} ms late (p99) for its own send times: it cannot keep the schedule (add --threads, or lower --rate)"
-            ));
-        }
-        let achieved = all.completed as f64 / secs;
-        if all.completed + all.failed.total() > 0 && achieved < 0.9 * rate {
-            warnings.push(format!(
-                "achieved {achieved:.0} of the {rate:.0} requests/s asked for: the server (or the generator) did not keep up; the corrected latency shows the cost"
-            ));
-        }
-    }
-    LoadReport {
-        config: cfg.clone(),
-        duration_s: secs,
+    let totals = Totals {
         completed: all.completed,
         failed: all.failed,
         connections_opened: all.connections_opened,
-        requests_per_s: all.completed as f64 / secs,
-        connections_per_s: all.connections_opened as f64 / secs,
         bytes_written: all.bytes_written,
         bytes_read: all.bytes_read,
-        transfer_bytes_per_s: all.bytes_read as f64 / secs,
-        connect: Timing::from_ns(&all.connect),
-        first_byte: Timing::from_ns(&all.first_byte),
-        response: Timing::from_ns(&all.response),
-        response_corrected: open.then(|| Timing::from_ns(&all.corrected)),
-        generator: GeneratorStats {
-            send_lag: open.then(|| Timing::from_ns(&all.send_lag)),
-            timer_lag: open.then_some(timer_lag),
-            loop_busy: Timing::from_ns(&all.loop_busy),
-            thread_utilisation: util,
-            cpu_user_s: all.cpu_user.as_secs_f64(),
-            cpu_sys_s: all.cpu_sys.as_secs_f64(),
-            warnings,
-        },
+        cpu_user_s: all.cpu_user.as_secs_f64(),
+        cpu_sys_s: all.cpu_sys.as_secs_f64(),
+    };
+    let h = LoadHistograms {
+        connect: all.connect,
+        first_byte: all.first_byte,
+        response: all.response,
+        corrected: all.corrected,
+        send_lag: all.send_lag,
+        timer_lag: all.timer_lag,
+        loop_busy: all.loop_busy,
+    };
+    let r = report(
+        cfg,
+        &totals,
+        &h,
+        util,
+        wall.as_secs_f64(),
         aborted,
-    }
+        warnings,
+    );
+    (r, h)
 }
 
 /// True for the `connect()`/`bind()` errors of an exhausted 4-tuple space.

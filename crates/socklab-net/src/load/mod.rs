@@ -28,10 +28,12 @@ use crate::{NetError, ParseNameError};
 
 mod engine;
 pub mod http;
+pub mod merge;
 pub mod metrics;
 pub mod schedule;
 
 pub use engine::ECHO_MAX;
+pub use merge::{merge, LoadHistograms, Part};
 pub use metrics::{Percentiles, Timing};
 
 /// The application protocol the generator speaks.
@@ -342,6 +344,15 @@ pub struct LoadReport {
 /// exhaustion mid-run is not an error: the run stops and [`LoadReport::aborted`] says why and
 /// what to do.
 pub fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, NetError> {
+    run_with_histograms(cfg, stop).map(|(r, _)| r)
+}
+
+/// [`run`], with the run's HDR histograms (what a generator on another host sends its
+/// controller, which merges several generators' histograms exactly: [`merge`]).
+pub fn run_with_histograms(
+    cfg: &LoadConfig,
+    stop: &AtomicBool,
+) -> Result<(LoadReport, LoadHistograms), NetError> {
     cfg.validate()?;
     engine::run(cfg, stop)
 }

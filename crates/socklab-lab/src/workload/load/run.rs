@@ -115,7 +115,42 @@ pub(super) fn run_load(
     };
     let cfg = load_config(spec, to);
     let keep = spec.options.keep_partial;
-    let Some(r) = generate(cfg, stop, keep) else {
+    let gens = match res.generators() {
+        Ok(g) => g,
+        Err(e) => {
+            if let Some(s) = server {
+                let _ = s.stop();
+            }
+            return Err(e);
+        }
+    };
+    if to.ip().is_loopback() && gens.iter().any(|(t, _)| !t.is_local()) {
+        if let Some(s) = server {
+            let _ = s.stop();
+        }
+        return Err(LabError::Plan(format!(
+            "the server listens on {to} (loopback of this machine): generators on other hosts cannot reach it; give --server-host, or --to an address they reach"
+        )));
+    }
+    let mut parts = None;
+    let generated = if gens.is_empty() {
+        generate(cfg, stop, keep)
+    } else {
+        match crate::hosts::generators::run(&gens, &cfg, stop, keep) {
+            Ok(Some((r, p))) => {
+                parts = Some(p);
+                Some(Ok(r))
+            }
+            Ok(None) => None,
+            Err(e) => {
+                if let Some(s) = server {
+                    let _ = s.stop();
+                }
+                return Err(e);
+            }
+        }
+    };
+    let Some(r) = generated else {
         return Err(run_err(socklab_net::NetError::Interrupted));
     };
     let served = match server {
@@ -132,7 +167,11 @@ pub(super) fn run_load(
             "socklab: warning: the server of '{label}' printed no STATS line; per-worker counts are missing"
         );
     }
-    Ok(sample(&r, to, served.as_ref()))
+    let mut s = sample(&r, to, served.as_ref());
+    if let Some(p) = &parts {
+        s.extra["generators"] = crate::hosts::generators::part_figures(p);
+    }
+    Ok(s)
 }
 
 /// The sample of one load run against `to`, with the self-started server's exit if there was

@@ -1,0 +1,215 @@
+//! The client role on another host (`--client-host`): the controller starts the server where
+//! it runs, then has the client host run the workload's own repetition against that server's
+//! address (`socklab hosts rep --kind K --params JSON`, a workload whose `to` is an address
+//! runs only its client side), and takes back the [`Sample`] it measured (`SAMPLE {json}`:
+//! metrics, facts and histogram buckets, exactly as the store keeps them).
+
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use socklab_sys::process::child_dies_with_parent;
+
+use super::transport::Transport;
+use crate::params::Params;
+use crate::resources::Resources;
+use crate::sample::Sample;
+use crate::workload::Workload;
+use crate::LabError;
+
+/// Prefix of the client role's result line.
+pub const SAMPLE: &str = "SAMPLE ";
+
+/// A sample as JSON: `{"metrics": [[name, value]…], "extra": …, "histograms": [[name, [[v, n]…]]…]}`.
+pub fn to_json(s: &Sample) -> Value {
+    json!({
+        "metrics": s.metrics.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(),
+        "extra": s.extra,
+        "histograms": s.histograms,
+    })
+}
+
+/// Histogram names are `'static` in a [`Sample`]: each distinct name is kept once.
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
+/// A sample from [`to_json`].
+pub fn from_json(v: &Value) -> Result<Sample, String> {
+    let bad = |what: &str| format!("a bad sample from the client host: {what}");
+    let metrics = v["metrics"]
+        .as_array()
+        .ok_or_else(|| bad("no metrics"))?
+        .iter()
+        .map(|m| match (m[0].as_str(), m[1].as_f64()) {
+            (Some(n), Some(x)) => Ok((Cow::Owned(n.to_string()), x)),
+            // A metric that was not finite (NaN) travels as null; the store drops it too.
+            (Some(n), None) => Ok((Cow::Owned(n.to_string()), f64::NAN)),
+            _ => Err(bad("a metric")),
+        })
+        .collect::<Result<_, _>>()?;
+    let histograms = match v["histograms"].as_array() {
+        None => Vec::new(),
+        Some(hs) => hs
+            .iter()
+            .map(|h| {
+                let name = h[0].as_str().ok_or_else(|| bad("a histogram name"))?;
+                let buckets: Vec<(u64, u64)> =
+                    serde_json::from_value(h[1].clone()).map_err(|_| bad("a histogram"))?;
+                Ok((intern(name), buckets))
+            })
+            .collect::<Result<_, String>>()?,
+    };
+    Ok(Sample {
+        metrics,
+        extra: v["extra"].clone(),
+        histograms,
+    })
+}
+
+/// The role: runs one repetition of `kind` with `params` (its `to` an address: the client
+/// side only) on this host, and prints its sample.
+pub fn serve_rep(
+    exe: PathBuf,
+    kind: &str,
+    params: &Params,
+    label: &str,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), LabError> {
+    let w = Workload::from_params(kind, params)?;
+    let mut res = Resources::new(exe);
+    let s = w.run(&mut res, label, stop);
+    let _ = res.finish();
+    let line = to_json(&s?).to_string();
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "{SAMPLE}{line}")
+        .and_then(|()| o.flush())
+        .map_err(|e| LabError::Child(format!("cannot print the sample: {e}")))
+}
+
+/// Runs one repetition of `kind` with `params` on the client host of `t`; its sample, or why
+/// not (`Interrupted` when stopped).
+pub fn run_rep(
+    t: &dyn Transport,
+    kind: &str,
+    params: &Params,
+    label: &str,
+    stop: &dyn Fn() -> bool,
+) -> Result<Sample, LabError> {
+    let json = serde_json::to_string(params).map_err(|e| LabError::Child(e.to_string()))?;
+    let args: Vec<String> = [
+        "hosts",
+        "rep",
+        "--kind",
+        kind,
+        "--params",
+        &json,
+        "--label",
+        label,
+        "--until-eof",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut cmd = t.socklab(&args)?;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    child_dies_with_parent(&mut cmd);
+    let host = t.name().to_string();
+    let mut child = cmd.spawn().map_err(|e| LabError::Host {
+        host: host.clone(),
+        reason: format!("cannot start the client: {e}"),
+    })?;
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let found = BufReader::new(out)
+                .lines()
+                .map_while(Result::ok)
+                .find_map(|l| l.strip_prefix(SAMPLE).map(String::from));
+            let _ = tx.send(found);
+        });
+    }
+    let (etx, erx) = mpsc::channel();
+    if let Some(err) = child.stderr.take() {
+        let name = host.clone();
+        std::thread::spawn(move || {
+            let mut last = String::new();
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                if !l.trim().is_empty() {
+                    eprintln!("[{name}] {l}");
+                    last = l;
+                }
+            }
+            let _ = etx.send(last);
+        });
+    }
+    let mut stopped = false;
+    let line = loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(l) => break l,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !stopped && stop() {
+                    // The client stops (its stdin closes) and so does this repetition.
+                    stopped = true;
+                    drop(child.stdin.take());
+                }
+            }
+        }
+    };
+    drop(child.stdin.take());
+    let _ = child.wait();
+    if stopped {
+        return Err(LabError::run(label, socklab_net::NetError::Interrupted));
+    }
+    match line {
+        Some(l) => serde_json::from_str(&l)
+            .map_err(|e| e.to_string())
+            .and_then(|v: Value| from_json(&v))
+            .map_err(|e| LabError::Host { host, reason: e }),
+        None => {
+            let last = erx.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
+            let last = last.trim_start_matches("socklab: error: ");
+            // The client's own failure (a refused connection, a timeout) is the repetition's.
+            Err(LabError::Host {
+                host,
+                reason: if last.is_empty() {
+                    "the client ended without a result: its SSH session or the host was lost".into()
+                } else {
+                    format!("the client failed: {last}")
+                },
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_travels_as_json_unchanged() {
+        let mut s = Sample::new(
+            [("gbps", 12.5), ("reads", 3.0)],
+            json!({"to": "10.0.0.2:5001", "cc": "cubic"}),
+        );
+        s.push(format!("retx.{}", "large-0"), 2.0);
+        s.histograms = vec![("rtt_ns", vec![(1000, 3), (2047, 1)])];
+        let back = from_json(&serde_json::from_str(&to_json(&s).to_string()).unwrap()).unwrap();
+        assert_eq!(back, s);
+        assert!(from_json(&json!({"metrics": [[1, 2]]})).is_err());
+        assert!(from_json(&json!({})).unwrap_err().contains("no metrics"));
+    }
+}
