@@ -21,6 +21,7 @@ use crate::error::is_timeout;
 use crate::partial::{send_range_with, write_all_vectored_with, write_all_with};
 use crate::payload::Payload;
 use crate::protocol::{Hello, Ready, SinkResult, MAX_LINE};
+use crate::series::{LiveTcp, Sampling, StreamSeries, TcpInterval};
 use crate::{NetError, Strategy};
 
 /// When a test ends.
@@ -64,6 +65,8 @@ pub struct BulkConfig {
     pub seed: u64,
     /// Give up connecting after this long.
     pub connect_timeout: Duration,
+    /// Interval time series (`--interval`, `--omit`); off by default.
+    pub sampling: Sampling,
 }
 
 impl BulkConfig {
@@ -101,6 +104,12 @@ impl BulkConfig {
                 return bad("--duration 0s: run for some time, e.g. --duration 1s".into())
             }
             _ => {}
+        }
+        if let Err(m) = self.sampling.check(match self.limit {
+            Limit::Duration(d) => Some(d),
+            _ => None,
+        }) {
+            return bad(m);
         }
         if self.read_size == 0 || self.read_size > crate::protocol::MAX_READ_SIZE {
             return bad(format!(
@@ -150,6 +159,8 @@ pub struct BulkResult {
     pub zerocopy: Option<Completions>,
     /// `Some(true)` when verification was asked and both hashes match.
     pub verified: Option<bool>,
+    /// The interval time series (empty unless sampling was on).
+    pub intervals: Vec<TcpInterval>,
 }
 
 impl BulkResult {
@@ -425,6 +436,15 @@ impl<'a> Sender<'a> {
 /// Runs one bulk test against the sink at `cfg.to`. `stop()` is polled after every round: when
 /// it turns true the test is abandoned with [`NetError::Interrupted`].
 pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetError> {
+    run_live(cfg, stop, None)
+}
+
+/// [`run`], handing each interval of the time series to `live` as it closes.
+pub fn run_live(
+    cfg: &BulkConfig,
+    stop: &dyn Fn() -> bool,
+    live: Option<LiveTcp>,
+) -> Result<BulkResult, NetError> {
     cfg.validate()?;
     let payload = Payload::new(cfg.nbufs, cfg.bufsize, cfg.seed);
     let (mut stream, cc, sndbuf) = connect(cfg)?;
@@ -460,6 +480,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
 
     let cpu0 = getrusage(Who::Thread);
     let t0 = Instant::now();
+    let series = StreamSeries::start(sock, cfg.sampling, t0, live)?;
     let mut rounds = 0u64;
     let mut syscalls = 0u64;
     while rounds < max_rounds {
@@ -467,6 +488,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
             .round(sock, &payload)
             .map_err(|e| NetError::io(format!("sending to {peer} with {}", cfg.strategy), e))?;
         rounds += 1;
+        series.wrote(rounds * round_len);
         if let Some(d) = deadline {
             if t0.elapsed() >= d {
                 break;
@@ -486,7 +508,8 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         .set_read_timeout(Some(Duration::from_secs(60)))
         .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
     let line = read_line(&mut stream, "RESULT")?;
-    let seconds = t0.elapsed().as_secs_f64();
+    let elapsed = t0.elapsed();
+    let seconds = elapsed.as_secs_f64();
     let sender_cpu = getrusage(Who::Thread).since(&cpu0);
     let sink = SinkResult::parse(&line).map_err(|detail| NetError::Protocol {
         peer: peer.clone(),
@@ -494,6 +517,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
     })?;
     let tcp = tcp_info(stream.as_fd()).unwrap_or_default();
     let bytes = rounds * round_len;
+    let intervals = series.finish(elapsed, bytes, tcp);
     if sink.bytes != bytes {
         return Err(NetError::Protocol {
             peer,
@@ -520,5 +544,6 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         rcvbuf: ready.rcvbuf,
         zerocopy: zc,
         verified,
+        intervals,
     })
 }

@@ -28,6 +28,7 @@ pub mod protocol;
 pub mod reference;
 pub mod server;
 pub mod sink;
+pub mod series;
 pub mod sockopt;
 pub mod states;
 pub mod strategy;

@@ -80,6 +80,7 @@ fn cfg(
         verify: true,
         seed: 42,
         connect_timeout: Duration::from_secs(5),
+        sampling: Default::default(),
     }
 }
 
