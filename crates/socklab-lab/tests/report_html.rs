@@ -75,6 +75,7 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
             ],
             extra: serde_json::Value::Null,
             histograms: Vec::new(),
+            intervals: Vec::new(),
         };
         store
             .record_sample(cell, 0, true, "2025-01-01T00:00:00Z", 1.0, &warm)
@@ -88,6 +89,8 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
                 ],
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
+                intervals: Vec::new(),
+                intervals: Vec::new(),
             };
             store
                 .record_sample(cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)
@@ -775,6 +778,8 @@ fn bar_chart_axes_of_a_positive_metric_never_start_below_zero() {
                 metrics: vec![("gbps".into(), v)],
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
+                intervals: Vec::new(),
+                intervals: Vec::new(),
             };
             store
                 .record_sample(*cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)

@@ -592,7 +592,10 @@ mod tests {
             omit: o.map(ms),
         };
         let d = Some(ms(10_000));
-        assert!(s(Some(0), None).check(d).unwrap_err().starts_with("--interval 0s"));
+        assert!(s(Some(0), None)
+            .check(d)
+            .unwrap_err()
+            .starts_with("--interval 0s"));
         let e = Sampling {
             interval: Some(Duration::from_micros(500)),
             omit: None,
@@ -601,15 +604,24 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("shorter than 1ms"), "{e}");
         let e = s(None, Some(10_000)).check(d).unwrap_err();
-        assert!(e.starts_with("--omit 10s is not shorter than --duration 10s"), "{e}");
+        assert!(
+            e.starts_with("--omit 10s is not shorter than --duration 10s"),
+            "{e}"
+        );
         let e = s(None, Some(12_000)).check(d).unwrap_err();
         assert!(e.contains("not shorter"), "{e}");
         let e = s(Some(100), Some(1000)).check(None).unwrap_err();
         assert!(e.contains("needs a run bounded by --duration"), "{e}");
-        let e = s(Some(1), None).check(Some(Duration::from_secs(600))).unwrap_err();
+        let e = s(Some(1), None)
+            .check(Some(Duration::from_secs(600)))
+            .unwrap_err();
         assert!(e.contains("600000 intervals"), "{e}");
         assert_eq!(s(Some(100), Some(2000)).check(d), Ok(()));
-        assert_eq!(s(Some(100), Some(0)).check(None), Ok(()), "--omit 0 omits nothing");
+        assert_eq!(
+            s(Some(100), Some(0)).check(None),
+            Ok(()),
+            "--omit 0 omits nothing"
+        );
         for m in [
             s(Some(0), None).check(d),
             s(None, Some(10_000)).check(d),
@@ -651,7 +663,10 @@ mod tests {
             ..base
         };
         let iv = intervals(0, Direction::Up, &base_old, &old, None);
-        assert_eq!(iv.iter().map(|i| i.delivered).collect::<Vec<_>>(), [5000, 4000, 0]);
+        assert_eq!(
+            iv.iter().map(|i| i.delivered).collect::<Vec<_>>(),
+            [5000, 4000, 0]
+        );
     }
 
     #[test]
@@ -690,7 +705,10 @@ mod tests {
         assert_eq!(iv[1].busy_us, Some(80_000));
         assert_eq!(iv[1].rwnd_limited_us, None, "no earlier value to subtract");
         assert_eq!((iv[0].ssthresh, iv[1].ssthresh), (None, Some(30)));
-        assert_eq!((iv[0].pacing_rate, iv[1].pacing_rate), (None, Some(1_000_000)));
+        assert_eq!(
+            (iv[0].pacing_rate, iv[1].pacing_rate),
+            (None, Some(1_000_000))
+        );
         assert_eq!(iv[1].inflight_bytes, 10_000);
     }
 

@@ -44,7 +44,11 @@ fn intervals_cover_a_timed_run_and_sum_to_its_requests() {
         assert_eq!(w[0].end, w[1].start);
     }
     let end = iv.last().unwrap().end.as_secs_f64();
-    assert!((end - r.duration_s).abs() < 1e-9, "{end} vs {}", r.duration_s);
+    assert!(
+        (end - r.duration_s).abs() < 1e-9,
+        "{end} vs {}",
+        r.duration_s
+    );
     assert_eq!(iv.iter().map(|i| i.completed).sum::<u64>(), r.completed);
     assert_eq!(iv.iter().map(|i| i.errors).sum::<u64>(), r.failed.total());
     assert!(r.completed > 0);
@@ -65,16 +69,25 @@ fn a_count_bounded_run_ends_its_last_interval_at_its_end() {
     assert!(!iv.is_empty());
     assert_eq!(iv.iter().map(|i| i.completed).sum::<u64>(), 500);
     let end = iv.last().unwrap().end.as_secs_f64();
-    assert!((end - r.duration_s).abs() < 1e-9, "{end} vs {}", r.duration_s);
+    assert!(
+        (end - r.duration_s).abs() < 1e-9,
+        "{end} vs {}",
+        r.duration_s
+    );
     // Off: nothing.
     cfg.interval = None;
-    assert!(load::run(&cfg, &AtomicBool::new(false)).unwrap().intervals.is_empty());
+    assert!(load::run(&cfg, &AtomicBool::new(false))
+        .unwrap()
+        .intervals
+        .is_empty());
 }
 
 #[test]
 fn a_bad_interval_is_refused() {
     let mut cfg = LoadConfig::new("127.0.0.1:9".parse().unwrap(), LoadProtocol::Http);
     cfg.interval = Some(Duration::ZERO);
-    let e = load::run(&cfg, &AtomicBool::new(false)).unwrap_err().to_string();
+    let e = load::run(&cfg, &AtomicBool::new(false))
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("--interval 0s"), "{e}");
 }

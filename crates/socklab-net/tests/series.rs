@@ -81,7 +81,12 @@ fn intervals_cover_the_run_sum_to_the_bytes_and_arrive_live() {
     assert_eq!(delivered, r.bytes, "delivered bytes sum to the bytes sent");
     assert_eq!(written, r.bytes);
     // The omitted start: every interval ending by the 120 ms reading, and only those.
-    let omit_end = iv.iter().filter(|i| i.omitted).map(|i| i.end).max().unwrap();
+    let omit_end = iv
+        .iter()
+        .filter(|i| i.omitted)
+        .map(|i| i.end)
+        .max()
+        .unwrap();
     assert!(
         omit_end >= Duration::from_millis(120) && omit_end < Duration::from_millis(170),
         "{omit_end:?}"
@@ -90,7 +95,11 @@ fn intervals_cover_the_run_sum_to_the_bytes_and_arrive_live() {
     // Live: the same intervals, in order, as they closed.
     assert_eq!(&*live.lock().unwrap(), iv);
     // TCP_INFO made it: a congestion window and an RTT on loopback.
-    assert!(iv.iter().all(|i| i.cwnd > 0 && i.srtt_us > 0), "{:?}", iv[0]);
+    assert!(
+        iv.iter().all(|i| i.cwnd > 0 && i.srtt_us > 0),
+        "{:?}",
+        iv[0]
+    );
 }
 
 #[test]
@@ -140,5 +149,8 @@ fn bad_sampling_is_refused_before_connecting() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("--omit 2s is not shorter than --duration 2s"), "{e}");
+    assert!(
+        e.contains("--omit 2s is not shorter than --duration 2s"),
+        "{e}"
+    );
 }

@@ -755,7 +755,11 @@ impl Worker<'_> {
         if open {
             record(&mut self.out.corrected, now.saturating_sub(c.intended));
         }
-        let latency = if open { now.saturating_sub(c.intended) } else { now - c.start };
+        let latency = if open {
+            now.saturating_sub(c.intended)
+        } else {
+            now - c.start
+        };
         self.series.completed(now, latency, self.sh.series.as_ref());
         self.out.completed += 1;
         let keep =

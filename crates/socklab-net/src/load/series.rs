@@ -96,7 +96,9 @@ impl Merger {
     /// A merger of `threads` threads' intervals of `interval`.
     pub fn new(interval: Duration, threads: usize, live: Option<LiveLoad>) -> Merger {
         Merger {
-            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX).max(1),
+            interval_ns: u64::try_from(interval.as_nanos())
+                .unwrap_or(u64::MAX)
+                .max(1),
             live,
             state: Mutex::new(State {
                 open: vec![0; threads],
@@ -316,9 +318,17 @@ mod tests {
             .collect();
         assert_eq!(bounds, [(0, 100), (100, 200), (200, 300), (300, 350)]);
         assert_eq!(got[0].latency.count, 3);
-        assert!((got[0].latency.max_us - 3.0).abs() < 0.01, "{:?}", got[0].latency);
+        assert!(
+            (got[0].latency.max_us - 3.0).abs() < 0.01,
+            "{:?}",
+            got[0].latency
+        );
         assert!((got[3].req_per_s() - 1.0 / 0.05).abs() < 1e-9);
-        assert_eq!(&*seen.lock().unwrap(), &got, "every interval went live once, in order");
+        assert_eq!(
+            &*seen.lock().unwrap(),
+            &got,
+            "every interval went live once, in order"
+        );
     }
 
     /// Interrupted: a thread that had not noticed the stop crossed a boundary after the run's
@@ -333,7 +343,10 @@ mod tests {
         a.finish(Some(&m));
         let got = m.finish(Duration::from_millis(180));
         assert_eq!(got.len(), 2);
-        assert_eq!((got[1].completed, got[1].end), (2, Duration::from_millis(180)));
+        assert_eq!(
+            (got[1].completed, got[1].end),
+            (2, Duration::from_millis(180))
+        );
     }
 
     #[test]
