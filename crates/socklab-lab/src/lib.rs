@@ -22,6 +22,8 @@ pub mod resources;
 pub mod runner;
 pub mod sample;
 pub mod series;
+pub mod series_charts;
+pub mod series_export;
 pub mod store;
 pub mod store_series;
 pub mod suites;

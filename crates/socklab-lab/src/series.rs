@@ -309,7 +309,7 @@ pub fn live_line(label: &str, rep: usize, warmup: bool, i: &Interval) -> String 
         if warmup { " warm-up" } else { "" },
         rep + 1
     );
-    let span = format!("{:>7.2}-{:<7.2}s", i.start_s, i.end_s);
+    let span = format!("{:>15}", format!("{:.2}-{:.2} s", i.start_s, i.end_s));
     let v = |n: &str| i.get(n).map(num).unwrap_or_else(|| "-".into());
     let body = if i.get("req_per_s").is_some() {
         format!(
@@ -427,7 +427,7 @@ mod tests {
         );
         assert_eq!(
             l,
-            "strategy=write rep 1: [0] up      0.00-0.10   s       10 Gbit/s  cwnd 10  srtt 50 us  retrans 0  (omitted)"
+            "strategy=write rep 1: [0] up        0.00-0.10 s       10 Gbit/s  cwnd 10  srtt 50 us  retrans 0  (omitted)"
         );
         let li = LoadInterval {
             start: Duration::from_secs(1),

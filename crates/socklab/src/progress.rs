@@ -1,7 +1,9 @@
 //! Progress while a plan runs: a bar with ETA on a terminal, plain lines otherwise (stderr, so
-//! stdout stays clean for --json and --csv).
+//! stdout stays clean for --json and --csv); and the live lines of a time series (`--interval`):
+//! one per interval on stdout (JSON lines with --json; on stderr with --csv, whose stdout is
+//! the table).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,7 +12,69 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use socklab_lab::plan::{Cell, Plan};
 use socklab_lab::runner::{Observer, Sample};
+use socklab_lab::sample::Interval;
+use socklab_lab::series::{live_json, live_line, LiveSink};
 use socklab_lab::table::num;
+
+/// Where the live lines of a time series go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveLines {
+    /// Nowhere (suites: stored only).
+    Off,
+    /// A text line each on stdout.
+    Text,
+    /// A text line each on stderr (stdout holds CSV).
+    TextStderr,
+    /// A JSON object a line on stdout.
+    Json,
+}
+
+impl LiveLines {
+    /// The lines of a command printing `--json` or `--csv` (or neither).
+    pub fn for_format(json: bool, csv: bool) -> LiveLines {
+        match (json, csv) {
+            (true, _) => LiveLines::Json,
+            (_, true) => LiveLines::TextStderr,
+            _ => LiveLines::Text,
+        }
+    }
+
+    /// The sink of repetition `rep` of `cell` of experiment `experiment`; lines are printed
+    /// around the progress `bar`, if one is drawn.
+    fn sink(
+        self,
+        experiment: i64,
+        cell: &Cell,
+        rep: usize,
+        warmup: bool,
+        bar: Option<ProgressBar>,
+    ) -> Option<LiveSink> {
+        if self == LiveLines::Off {
+            return None;
+        }
+        let (label, index) = (cell.label.clone(), cell.index);
+        Some(std::sync::Arc::new(move |i: &Interval| {
+            let line = match self {
+                LiveLines::Json => live_json(experiment, index, &label, rep, warmup, i).to_string(),
+                _ => live_line(&label, rep, warmup, i),
+            };
+            let print = || {
+                // A closed stdout ends the command when it next prints its results.
+                if self == LiveLines::TextStderr {
+                    eprintln!("{line}");
+                } else {
+                    let mut o = std::io::stdout().lock();
+                    let _ = writeln!(o, "{line}");
+                    let _ = o.flush();
+                }
+            };
+            match &bar {
+                Some(b) => b.suspend(print),
+                None => print(),
+            }
+        }))
+    }
+}
 
 /// The CLI's observer.
 pub struct Progress {
@@ -19,6 +83,8 @@ pub struct Progress {
     total: usize,
     done: usize,
     t0: Instant,
+    live: LiveLines,
+    experiment: i64,
 }
 
 impl Progress {
@@ -30,7 +96,15 @@ impl Progress {
             total: 0,
             done: 0,
             t0: Instant::now(),
+            live: LiveLines::Off,
+            experiment: 0,
         }
+    }
+
+    /// Prints the intervals of a time series as they close.
+    pub fn with_live(mut self, live: LiveLines) -> Progress {
+        self.live = live;
+        self
     }
 }
 
@@ -62,6 +136,7 @@ fn describe(s: &Sample) -> String {
 impl Observer for Progress {
     fn start(&mut self, plan: &Plan, experiment: i64, runs: usize) {
         self.name = plan.name.clone();
+        self.experiment = experiment;
         self.total = runs;
         self.done = 0;
         self.t0 = Instant::now();
@@ -94,6 +169,11 @@ impl Observer for Progress {
                 rep + 1
             ));
         }
+    }
+
+    fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
+        self.live
+            .sink(self.experiment, cell, rep, warmup, self.bar.clone())
     }
 
     fn run_done(&mut self, cell: &Cell, rep: usize, warmup: bool, sample: &Sample) {
@@ -135,6 +215,8 @@ const ONE_RUN_QUIET: Duration = Duration::from_secs(3);
 pub struct OneRun {
     enabled: bool,
     shown: Option<(ProgressBar, Arc<AtomicBool>, JoinHandle<()>)>,
+    live: LiveLines,
+    experiment: i64,
 }
 
 impl OneRun {
@@ -143,7 +225,15 @@ impl OneRun {
         OneRun {
             enabled: enabled && std::io::stderr().is_terminal(),
             shown: None,
+            live: LiveLines::Off,
+            experiment: 0,
         }
+    }
+
+    /// Prints the intervals of a time series as they close.
+    pub fn with_live(mut self, live: LiveLines) -> OneRun {
+        self.live = live;
+        self
     }
 
     fn clear(&mut self) {
@@ -156,6 +246,15 @@ impl OneRun {
 }
 
 impl Observer for OneRun {
+    fn start(&mut self, _plan: &Plan, experiment: i64, _runs: usize) {
+        self.experiment = experiment;
+    }
+
+    fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
+        let bar = self.shown.as_ref().map(|(b, _, _)| b.clone());
+        self.live.sink(self.experiment, cell, rep, warmup, bar)
+    }
+
     fn run_start(&mut self, cell: &Cell, _rep: usize, _warmup: bool) {
         if !self.enabled {
             return;

@@ -64,6 +64,7 @@ fn stats(
                 values,
                 histograms: BTreeMap::new(),
                 rep_histograms: BTreeMap::new(),
+                series: Vec::new(),
             }
         })
         .collect();
