@@ -199,7 +199,11 @@ fn a_version_2_store_is_read_as_it_is_and_upgraded_when_written() {
     assert_eq!(store.samples(1).unwrap().len(), 2);
     assert!(store.intervals(1).unwrap().is_empty());
     drop(store);
-    assert_eq!(std::fs::read(&path).unwrap(), before, "reading wrote nothing");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "reading wrote nothing"
+    );
     // Opened for writing: upgraded, old rows kept, a repetition with intervals stored.
     let mut store = Store::open(&path).unwrap();
     assert_eq!(version(&path), SCHEMA_VERSION);
