@@ -20,6 +20,9 @@ pub struct TimeLine {
     pub points: Vec<(f64, f64, f64)>,
 }
 
+/// `(start, end, value)` of one interval.
+type Pt = (f64, f64, f64);
+
 /// The shaded start of a run (`omit`): from 0 to `end` seconds, with its label.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shade {
@@ -39,10 +42,10 @@ pub fn time_chart(
     y_label: &str,
     steps: bool,
 ) -> String {
-    let lines: Vec<(&TimeLine, Vec<(f64, f64, f64)>)> = lines
+    let lines: Vec<(&TimeLine, Vec<Pt>)> = lines
         .iter()
         .map(|l| {
-            let mut p: Vec<(f64, f64, f64)> = l
+            let mut p: Vec<Pt> = l
                 .points
                 .iter()
                 .copied()
@@ -129,7 +132,7 @@ pub fn time_chart(
         "time since the start of the repetition (s)",
     );
     // Faded repetitions first, so the means are drawn over them.
-    let mut order: Vec<&(&TimeLine, Vec<(f64, f64, f64)>)> = lines.iter().collect();
+    let mut order: Vec<&(&TimeLine, Vec<Pt>)> = lines.iter().collect();
     order.sort_by_key(|(l, _)| !l.faded);
     for (l, pts) in order {
         let colour = PALETTE[l.colour % PALETTE.len()];
