@@ -320,15 +320,26 @@ pub fn live_line(label: &str, rep: usize, warmup: bool, i: &Interval) -> String 
             v("errors")
         )
     } else {
-        format!(
-            "[{}] {:<4} {span} {:>8} Gbit/s  cwnd {}  srtt {} us  retrans {}",
+        // A stream: its throughput, then whichever of these it carries (TCP: the window, the
+        // RTT, retransmissions; a datagram stream: loss and jitter).
+        let mut line = format!(
+            "[{}] {:<4} {span} {:>8} Gbit/s",
             i.stream,
             i.direction.as_str(),
-            v("gbps"),
-            v("cwnd"),
-            v("srtt_us"),
-            v("retrans")
-        )
+            v("gbps")
+        );
+        for (name, label, unit) in [
+            ("cwnd", "cwnd", ""),
+            ("srtt_us", "srtt", " us"),
+            ("retrans", "retrans", ""),
+            ("loss_pct", "loss", " %"),
+            ("jitter_us", "jitter", " us"),
+        ] {
+            if let Some(x) = i.get(name) {
+                line.push_str(&format!("  {label} {}{unit}", num(x)));
+            }
+        }
+        line
     };
     format!(
         "{head} {body}{}",
@@ -427,7 +438,7 @@ mod tests {
         );
         assert_eq!(
             l,
-            "strategy=write rep 1: [0] up        0.00-0.10 s       10 Gbit/s  cwnd 10  srtt 50 us  retrans 0  (omitted)"
+            "strategy=write rep 1: [0] up       0.00-0.10 s       10 Gbit/s  cwnd 10  srtt 50 us  retrans 0  (omitted)"
         );
         let li = LoadInterval {
             start: Duration::from_secs(1),
