@@ -21,7 +21,7 @@ use crate::error::is_timeout;
 use crate::partial::{send_range_with, write_all_vectored_with, write_all_with};
 use crate::payload::Payload;
 use crate::protocol::{Hello, Ready, SinkResult, MAX_LINE};
-use crate::series::{LiveTcp, Sampling, StreamSeries, TcpInterval};
+use crate::series::{LiveTcp, Sampling, SeriesOutput, StreamSeries};
 use crate::{NetError, Strategy};
 
 /// When a test ends.
@@ -159,8 +159,8 @@ pub struct BulkResult {
     pub zerocopy: Option<Completions>,
     /// `Some(true)` when verification was asked and both hashes match.
     pub verified: Option<bool>,
-    /// The interval time series (empty unless sampling was on).
-    pub intervals: Vec<TcpInterval>,
+    /// The interval time series and its cost (empty unless sampling was on).
+    pub series: SeriesOutput,
 }
 
 impl BulkResult {
@@ -508,7 +508,7 @@ pub fn run_live(
         .set_read_timeout(Some(Duration::from_secs(60)))
         .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
     let line = read_line(&mut stream, "RESULT")?;
-    let elapsed = t0.elapsed();
+    let elapsed = series.end(t0);
     let seconds = elapsed.as_secs_f64();
     let sender_cpu = getrusage(Who::Thread).since(&cpu0);
     let sink = SinkResult::parse(&line).map_err(|detail| NetError::Protocol {
@@ -517,7 +517,7 @@ pub fn run_live(
     })?;
     let tcp = tcp_info(stream.as_fd()).unwrap_or_default();
     let bytes = rounds * round_len;
-    let intervals = series.finish(elapsed, bytes, tcp);
+    let series = series.finish(elapsed, bytes, tcp);
     if sink.bytes != bytes {
         return Err(NetError::Protocol {
             peer,
@@ -544,6 +544,6 @@ pub fn run_live(
         rcvbuf: ready.rcvbuf,
         zerocopy: zc,
         verified,
-        intervals,
+        series,
     })
 }

@@ -18,17 +18,23 @@
 //! Gbit/s agree with the run's end-to-end figure. Kernels without `tcpi_bytes_acked` (before
 //! 4.1) fall back to bytes written.
 //!
+//! The run's end is taken under the same lock as each reading ([`Sampler::end`]), so a reading
+//! is either before the end (kept, and printed live) or not taken at all: a reading the sampler
+//! happened to take just after the sink answered would otherwise be printed live and then
+//! dropped from the stored series.
+//!
 //! The pure part — readings in, intervals out ([`intervals`]) — is separate from the thread
 //! ([`Sampler`]) and unit-tested.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socklab_sys::tcp::{tcp_info, TcpInfo, INFINITE_SSTHRESH};
+use socklab_sys::usage::{getrusage, Who};
 
 use crate::units::format_duration;
 use crate::NetError;
@@ -318,6 +324,15 @@ pub fn intervals(
         .collect()
 }
 
+/// What a sampled run yields: its intervals and what the sampling itself cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeriesOutput {
+    /// Every stream's intervals (stream by stream, each in time order).
+    pub intervals: Vec<TcpInterval>,
+    /// CPU time (user + system) of the sampler thread over the run.
+    pub sampler_cpu: Duration,
+}
+
 /// A live consumer of intervals (called on the sampler's thread as each interval closes, and
 /// on the caller's for the last one).
 pub type LiveTcp = Arc<dyn Fn(&TcpInterval) + Send + Sync>;
@@ -342,7 +357,10 @@ pub struct Sampler {
     omit: Option<Duration>,
     live: Option<LiveTcp>,
     stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<Vec<Vec<Reading>>>>,
+    thread: Option<JoinHandle<(Vec<Vec<Reading>>, Duration)>>,
+    /// The run's end, once known; held while the thread takes a reading.
+    ended: Arc<Mutex<Option<Duration>>>,
+    t0: Instant,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -374,10 +392,14 @@ impl Sampler {
             .collect();
         let meta: Vec<(u32, Direction)> = probes.iter().map(|p| (p.stream, p.direction)).collect();
         let (tx, rx) = mpsc::channel();
-        let (m, b, l) = (meta.clone(), bases.clone(), live.clone());
+        let ended: Arc<Mutex<Option<Duration>>> = Arc::default();
+        let (m, b, l, e) = (meta.clone(), bases.clone(), live.clone(), ended.clone());
         let thread = std::thread::Builder::new()
             .name("sampler".into())
-            .spawn(move || sample_loop(probes, &m, &b, sampling, t0, &rx, l.as_ref()))
+            .spawn(move || {
+                let clock = Clock { t0, ended: &e };
+                sample_loop(probes, &m, &b, sampling, &clock, &rx, l.as_ref())
+            })
             .map_err(|e| NetError::io("starting the sampler thread", e))?;
         Ok(Sampler {
             meta,
@@ -386,15 +408,26 @@ impl Sampler {
             live,
             stop: Some(tx),
             thread: Some(thread),
+            ended,
+            t0,
         })
+    }
+
+    /// The run has ended: its time since the start, taken under the readings' lock, after which
+    /// the thread takes no more readings.
+    pub fn end(&self) -> Duration {
+        let mut e = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let at = self.t0.elapsed();
+        *e = Some(at);
+        at
     }
 
     /// Stops the thread and returns every stream's intervals, the last of each ending at
     /// `end` with the final `(counter, TCP_INFO)` of that stream given in `finals` (in probe
     /// order). Readings the thread took at or after `end` are dropped.
-    pub fn finish(mut self, end: Duration, finals: &[(u64, TcpInfo)]) -> Vec<TcpInterval> {
+    pub fn finish(mut self, end: Duration, finals: &[(u64, TcpInfo)]) -> SeriesOutput {
         drop(self.stop.take());
-        let readings = self
+        let (readings, sampler_cpu) = self
             .thread
             .take()
             .and_then(|t| t.join().ok())
@@ -420,7 +453,10 @@ impl Sampler {
             }
             out.extend(ivs);
         }
-        out
+        SeriesOutput {
+            intervals: out,
+            sampler_cpu,
+        }
     }
 }
 
@@ -434,15 +470,22 @@ impl Drop for Sampler {
 }
 
 /// The sampler thread: reads every stream at each deadline until told to stop.
+/// The sampler's view of the run's clock: its start, and its end once known.
+struct Clock<'a> {
+    t0: Instant,
+    ended: &'a Mutex<Option<Duration>>,
+}
+
 fn sample_loop(
     probes: Vec<Probe>,
     meta: &[(u32, Direction)],
     bases: &[Reading],
     sampling: Sampling,
-    t0: Instant,
+    clock: &Clock<'_>,
     stop: &mpsc::Receiver<()>,
     live: Option<&LiveTcp>,
-) -> Vec<Vec<Reading>> {
+) -> (Vec<Vec<Reading>>, Duration) {
+    let t0 = clock.t0;
     let mut out: Vec<Vec<Reading>> = probes.iter().map(|_| Vec::with_capacity(64)).collect();
     let mut last = Duration::ZERO;
     while let Some(mut next) = sampling.next_after(last) {
@@ -460,30 +503,41 @@ fn sample_loop(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             _ => break,
         }
-        let at = t0.elapsed();
-        for (i, p) in probes.iter().enumerate() {
-            let written = p.counter.load(Ordering::Relaxed);
-            let Ok(info) = tcp_info(p.fd.as_fd()) else {
-                continue;
-            };
-            let r = Reading {
-                at,
-                deadline: next,
-                written,
-                info,
-            };
-            if let Some(live) = live {
-                let prev = out[i].last().unwrap_or(&bases[i]);
-                live(&interval(meta[i], &bases[i], prev, &r, sampling.omit));
+        // Read every stream under the lock the run's end is taken under (not the printing).
+        let taken = {
+            let ended = clock.ended.lock().unwrap_or_else(|p| p.into_inner());
+            if ended.is_some() {
+                break;
             }
-            out[i].push(r);
+            let at = t0.elapsed();
+            let mut taken = Vec::with_capacity(probes.len());
+            for (i, p) in probes.iter().enumerate() {
+                let written = p.counter.load(Ordering::Relaxed);
+                if let Ok(info) = tcp_info(p.fd.as_fd()) {
+                    let r = Reading {
+                        at,
+                        deadline: next,
+                        written,
+                        info,
+                    };
+                    taken.push((i, out[i].last().copied(), r));
+                    out[i].push(r);
+                }
+            }
+            taken
+        };
+        if let Some(live) = live {
+            for (i, prev, r) in &taken {
+                let prev = prev.as_ref().unwrap_or(&bases[*i]);
+                live(&interval(meta[*i], &bases[*i], prev, r, sampling.omit));
+            }
         }
         last = next;
         if out.iter().any(|o| o.len() >= MAX_INTERVALS) {
             break;
         }
     }
-    out
+    (out, getrusage(Who::Thread).cpu())
 }
 
 /// The series of a sender of one stream (stream 0, up): a no-op when sampling is off.
@@ -518,6 +572,15 @@ impl StreamSeries {
         })
     }
 
+    /// The run has ended: its time since `t0` (when sampling, taken so that no reading
+    /// follows it).
+    pub fn end(&self, t0: Instant) -> Duration {
+        match &self.on {
+            Some((s, _)) => s.end(),
+            None => t0.elapsed(),
+        }
+    }
+
     /// The sender has written `total` bytes so far (one relaxed store; nothing when off).
     #[inline]
     pub fn wrote(&self, total: u64) {
@@ -526,12 +589,12 @@ impl StreamSeries {
         }
     }
 
-    /// The intervals, the last ending at `end` with `written` bytes and `info` (empty when
-    /// off).
-    pub fn finish(self, end: Duration, written: u64, info: TcpInfo) -> Vec<TcpInterval> {
+    /// The intervals, the last ending at `end` with `written` bytes and `info`, and the
+    /// sampler's CPU (nothing when off).
+    pub fn finish(self, end: Duration, written: u64, info: TcpInfo) -> SeriesOutput {
         match self.on {
             Some((s, _)) => s.finish(end, &[(written, info)]),
-            None => Vec::new(),
+            None => SeriesOutput::default(),
         }
     }
 }

@@ -66,7 +66,12 @@ fn intervals_cover_the_run_sum_to_the_bytes_and_arrive_live() {
     )
     .unwrap();
     stop.store(true, Ordering::SeqCst);
-    let iv = &r.intervals;
+    let iv = &r.series.intervals;
+    assert!(
+        r.series.sampler_cpu < Duration::from_millis(600),
+        "{:?}",
+        r.series.sampler_cpu
+    );
     // 600 ms in 50 ms steps, the omit reading at 120 ms, and the tail to the sink's answer.
     assert!(iv.len() >= 12, "{} intervals", iv.len());
     assert_eq!(iv[0].start, Duration::ZERO);
@@ -110,7 +115,7 @@ fn no_sampling_no_intervals_and_a_short_run_gets_one_partial_interval() {
         &|| false,
     )
     .unwrap();
-    assert!(r.intervals.is_empty());
+    assert!(r.series.intervals.is_empty());
     // A run far shorter than its interval: one interval, from 0 to the end.
     let r = bulk::run(
         &cfg(
@@ -125,8 +130,8 @@ fn no_sampling_no_intervals_and_a_short_run_gets_one_partial_interval() {
     )
     .unwrap();
     stop.store(true, Ordering::SeqCst);
-    assert_eq!(r.intervals.len(), 1);
-    let i = r.intervals[0];
+    assert_eq!(r.series.intervals.len(), 1);
+    let i = r.series.intervals[0];
     assert_eq!(i.start, Duration::ZERO);
     assert_eq!(i.delivered, r.bytes);
     assert!(!i.omitted);
@@ -153,4 +158,36 @@ fn bad_sampling_is_refused_before_connecting() {
         e.contains("--omit 2s is not shorter than --duration 2s"),
         "{e}"
     );
+}
+
+/// Regression: a run whose end falls on a sampling deadline. The sampler used to take its
+/// reading for that deadline just after the sink had answered, print it live, and then the
+/// stored series dropped it (it lay past the run's end): live and stored differed. The end is
+/// now taken under the readings' lock. Ten runs of 100 ms sampled every 20 ms: the deadline at
+/// 100 ms meets the end each time.
+#[test]
+fn what_is_printed_live_is_what_is_stored_when_the_end_meets_a_deadline() {
+    let (addr, stop) = sink();
+    for run in 0..10 {
+        let live: Arc<Mutex<Vec<TcpInterval>>> = Arc::default();
+        let l = live.clone();
+        let c = cfg(
+            addr,
+            Limit::Duration(Duration::from_millis(100)),
+            Sampling {
+                interval: Some(Duration::from_millis(20)),
+                omit: None,
+            },
+        );
+        let r = bulk::run_live(
+            &c,
+            &|| false,
+            Some(Arc::new(move |i: &TcpInterval| l.lock().unwrap().push(*i))),
+        )
+        .unwrap();
+        assert_eq!(&*live.lock().unwrap(), &r.series.intervals, "run {run}");
+        let end = r.series.intervals.last().unwrap().end.as_secs_f64();
+        assert!((end - r.seconds).abs() < 1e-9, "run {run}");
+    }
+    stop.store(true, Ordering::SeqCst);
 }

@@ -253,6 +253,13 @@ pub const METRICS: &[Metric] = &[
         Better::Neither,
     ),
     m(
+        "sampler_cpu_s",
+        "s",
+        "sampler cpu",
+        "with interval or omit: CPU of the thread that sampled the time series",
+        Better::Lower,
+    ),
+    m(
         "zc_completions",
         "sends",
         "zc done",
@@ -471,7 +478,15 @@ pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
             "verified": r.verified,
         }),
     );
-    s.intervals = r.intervals.iter().map(series::tcp_interval).collect();
+    s.intervals = r
+        .series
+        .intervals
+        .iter()
+        .map(series::tcp_interval)
+        .collect();
+    if !s.intervals.is_empty() {
+        s.extend([("sampler_cpu_s", r.series.sampler_cpu.as_secs_f64())]);
+    }
     // With omit, the summary is the part after the omitted start (from the intervals); the
     // end-to-end figure stays as gbps_all.
     if let Some((bytes, secs, omitted)) = series::measured(&s.intervals) {
@@ -559,7 +574,7 @@ mod tests {
             rcvbuf: 0,
             zerocopy: None,
             verified: Some(true),
-            intervals: Vec::new(),
+            series: Default::default(),
         };
         let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
         assert_eq!(s.get("gbps"), Some(16.0));
@@ -580,11 +595,14 @@ mod tests {
             ..TcpInterval::default()
         };
         let r = BulkResult {
-            intervals: vec![
-                iv(0, 200, 100_000_000, true),
-                iv(200, 400, 400_000_000, false),
-                iv(400, 500, 500_000_000, false),
-            ],
+            series: socklab_net::series::SeriesOutput {
+                intervals: vec![
+                    iv(0, 200, 100_000_000, true),
+                    iv(200, 400, 400_000_000, false),
+                    iv(400, 500, 500_000_000, false),
+                ],
+                sampler_cpu: Duration::from_millis(3),
+            },
             ..r
         };
         let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
@@ -592,6 +610,7 @@ mod tests {
         assert!((s.get("gbps").unwrap() - 900e6 * 8.0 / 0.3 / 1e9).abs() < 1e-9);
         assert_eq!(s.get("gbps_all"), Some(16.0));
         assert_eq!(s.get("omitted_s"), Some(0.2));
+        assert_eq!(s.get("sampler_cpu_s"), Some(0.003));
         assert_eq!(s.metrics.iter().filter(|(n, _)| n == "gbps").count(), 1);
     }
 
