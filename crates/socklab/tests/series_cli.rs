@@ -319,3 +319,41 @@ fn an_experiment_without_intervals_has_no_series_to_export() {
         "{err}"
     );
 }
+
+/// The lines are live: the first interval's line is out while the run still goes (a 2 s run
+/// sampled every 100 ms; lines are written at most every 100 ms, not held to the end).
+#[test]
+fn interval_lines_arrive_while_the_run_goes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("live.db");
+    let mut child = common::socklab()
+        .args([
+            "bulk",
+            "--interval",
+            "100ms",
+            "--duration",
+            "2s",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let running = child.try_wait().unwrap().is_none();
+    let rest: Vec<String> = out.lines().map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(first.starts_with("bulk rep 1: [0] up"), "{first}");
+    assert!(running, "the first line came only when the run had ended");
+    assert!(rest.iter().filter(|l| l.contains("] up ")).count() >= 19);
+}
