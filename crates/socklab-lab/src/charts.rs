@@ -182,6 +182,7 @@ mod tests {
                     metrics: vec![("total_us".into(), total as f64 / 1000.0)],
                     extra: serde_json::Value::Null,
                     histograms: vec![("rtt_ns", h.clone())],
+                    intervals: Vec::new(),
                 };
                 store
                     .record_sample(*cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)

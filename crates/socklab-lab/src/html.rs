@@ -510,6 +510,8 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
     );
     // (4) Latency percentiles on a nines axis (HdrHistogram-style percentile plot).
     crate::charts::percentile_charts(out, st);
+    // (5) The time series of each cell that stored intervals (flent-style).
+    crate::series_charts::series_charts(out, st);
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::hosts::HostPlan;
 use crate::plan::Cell;
 use crate::resources::Resources;
 use crate::runner::{Executor, Sample};
+use crate::series::LiveSink;
 use crate::LabError;
 
 /// Runs cells for real.
@@ -80,6 +81,10 @@ impl Executor for LiveExecutor {
             s.extra["link_run_seed"] = seed.into();
         }
         Ok(s)
+    }
+
+    fn set_live(&mut self, live: Option<LiveSink>) {
+        self.res.set_live(live);
     }
 
     fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {

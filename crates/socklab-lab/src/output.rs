@@ -182,7 +182,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
     })
 }
 
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -14,6 +14,7 @@ use socklab_net::transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
 use crate::hosts::{HostPlan, Hosts};
+use crate::series::LiveSink;
 use crate::LabError;
 
 /// A server kept for the whole plan.
@@ -127,6 +128,22 @@ pub struct Resources {
     run: (usize, usize, bool),
     /// The emulator seed of the repetition running now, once it uses the link.
     run_seed: Option<u64>,
+    /// Where the running repetition's intervals go live.
+    live: LiveSlot,
+}
+
+/// A [`LiveSink`] slot (its own type only so that [`Resources`] stays `Debug`).
+#[derive(Default)]
+struct LiveSlot(Option<LiveSink>);
+
+impl std::fmt::Debug for LiveSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "LiveSlot(on)"
+        } else {
+            "LiveSlot(off)"
+        })
+    }
 }
 
 /// The emulator seed of one repetition: drawn from the link's seed, the cell and the
@@ -162,6 +179,7 @@ impl Resources {
             files: Vec::new(),
             run: (0, 0, false),
             run_seed: None,
+            live: LiveSlot::default(),
         }
     }
 
@@ -169,6 +187,16 @@ impl Resources {
     pub fn begin(&mut self, cell: usize, rep: usize, warmup: bool) {
         self.run = (cell, rep, warmup);
         self.run_seed = None;
+    }
+
+    /// Where the next repetition hands its intervals as they close (`None`: nowhere).
+    pub fn set_live(&mut self, live: Option<LiveSink>) {
+        self.live = LiveSlot(live);
+    }
+
+    /// Where the running repetition hands its intervals as they close, if anywhere.
+    pub fn live(&self) -> Option<LiveSink> {
+        self.live.0.clone()
     }
 
     /// The emulator seed the repetition ran with, if it used the link.

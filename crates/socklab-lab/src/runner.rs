@@ -10,6 +10,7 @@ use socklab_sys::host::HostFacts;
 
 use crate::clock::now_rfc3339;
 use crate::plan::{Cell, Plan};
+use crate::series::LiveSink;
 use crate::store::Store;
 use crate::LabError;
 
@@ -33,6 +34,12 @@ pub trait Executor {
         self.run(cell, stop)
     }
 
+    /// Where the next repetition hands its intervals as they close (`None`: nowhere). Only
+    /// executors that run workloads with a time series use it.
+    fn set_live(&mut self, live: Option<LiveSink>) {
+        let _ = live;
+    }
+
     /// Called once after the last run (stop servers, collect their accounting). Returns facts
     /// to store with the experiment.
     fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {
@@ -46,6 +53,11 @@ pub trait Observer {
     fn start(&mut self, _plan: &Plan, _experiment: i64, _runs: usize) {}
     /// A repetition starts.
     fn run_start(&mut self, _cell: &Cell, _rep: usize, _warmup: bool) {}
+    /// Where the intervals of the repetition about to start go while it runs (printed live);
+    /// `None`: they are only stored.
+    fn live(&mut self, _cell: &Cell, _rep: usize, _warmup: bool) -> Option<LiveSink> {
+        None
+    }
     /// A repetition finished and is stored.
     fn run_done(&mut self, _cell: &Cell, _rep: usize, _warmup: bool, _sample: &Sample) {}
     /// The plan ended (successfully or not).
@@ -169,7 +181,10 @@ fn execute(
         obs.run_start(cell, rep, warmup);
         let started = now_rfc3339();
         let t0 = Instant::now();
-        let result = match exec.run_rep(cell, rep, warmup, stop) {
+        exec.set_live(obs.live(cell, rep, warmup));
+        let result = exec.run_rep(cell, rep, warmup, stop);
+        exec.set_live(None);
+        let result = match result {
             // A repetition that failed while it was being stopped (a call cut short by the
             // signal) was interrupted: it is not a measured failure.
             Err(LabError::Run { .. }) if stop() => Err(LabError::Interrupted { experiment, done }),
@@ -279,6 +294,7 @@ mod tests {
                 ],
                 extra: serde_json::json!({"n": n}),
                 histograms: vec![("rtt_ns", vec![(1000, 3), (2000 + n as u64, 1)])],
+                intervals: Vec::new(),
             })
         }
         fn finish(&mut self) -> Result<Vec<(String, String)>, LabError> {

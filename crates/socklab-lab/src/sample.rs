@@ -1,7 +1,9 @@
-//! What one repetition measured: metrics, facts, latency histograms. Workloads make samples;
-//! the Runner stores them.
+//! What one repetition measured: metrics, facts, latency histograms, and the interval time
+//! series of its streams. Workloads make samples; the Runner stores them.
 
 use std::borrow::Cow;
+
+pub use socklab_net::series::Direction;
 
 /// A metric's name: a fixed name of a workload's metric table, or one made at run time (the
 /// per-file retransmissions of a transfer, `retx.<file>`).
@@ -17,6 +19,32 @@ pub struct Sample {
     /// Latency distributions: `(name, [(value, count)…])` with values in the unit of the name
     /// (`rtt_ns`, `connect_ns`), as recorded by an HDR histogram.
     pub histograms: Vec<(&'static str, Vec<(u64, u64)>)>,
+    /// The time series (`interval`): every interval of every stream, in time order per stream.
+    pub intervals: Vec<Interval>,
+}
+
+/// One interval of one stream of a repetition (`--interval`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Interval {
+    /// Stream number (0 for a single stream).
+    pub stream: u32,
+    /// Which way its data flows, seen from the client.
+    pub direction: Direction,
+    /// Start, seconds since the start of the run.
+    pub start_s: f64,
+    /// End, seconds since the start of the run.
+    pub end_s: f64,
+    /// In the start the summary leaves out (`omit`).
+    pub omitted: bool,
+    /// `(metric name, value)` pairs, names from [`crate::series::INTERVAL_METRICS`].
+    pub values: Vec<(MetricName, f64)>,
+}
+
+impl Interval {
+    /// The value of a metric, if present.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
 }
 
 impl Sample {
@@ -32,6 +60,7 @@ impl Sample {
                 .collect(),
             extra,
             histograms: Vec::new(),
+            intervals: Vec::new(),
         }
     }
 

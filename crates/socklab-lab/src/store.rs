@@ -14,7 +14,12 @@
 //! samples(id, cell_id, rep, warmup, started_at, wall_s, extra_json)
 //! sample_metrics(sample_id, name, value)             tidy: one row per metric of a sample
 //! sample_histograms(sample_id, name, buckets_json)   v2: latency histograms, [[value, count], …]
+//! sample_intervals(sample_id, idx, stream, direction, start_s, end_s, omitted, values_json)
+//!                                                    v3: the time series, one row per interval
 //! ```
+//!
+//! An older store is upgraded in place (its missing tables created) when socklab opens it for
+//! writing; opened read-only, a version-2 store is read as it is (it holds no intervals).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +34,10 @@ use crate::sample::Sample;
 use crate::LabError;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// The oldest schema read without upgrading it (read-only opening writes nothing).
+const READABLE_AS_IS: i64 = 2;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,6 +84,14 @@ CREATE TABLE IF NOT EXISTS sample_histograms(
     name TEXT NOT NULL, buckets_json TEXT NOT NULL,
     PRIMARY KEY(sample_id, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sample_intervals(
+    sample_id INTEGER NOT NULL REFERENCES samples(id),
+    idx INTEGER NOT NULL,
+    stream INTEGER NOT NULL, direction TEXT NOT NULL,
+    start_s REAL NOT NULL, end_s REAL NOT NULL, omitted INTEGER NOT NULL,
+    values_json TEXT NOT NULL,
+    PRIMARY KEY(sample_id, idx)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cells_by_experiment ON cells(experiment_id);
 CREATE INDEX IF NOT EXISTS samples_by_cell ON samples(cell_id);
 "#;
@@ -83,8 +99,11 @@ CREATE INDEX IF NOT EXISTS samples_by_cell ON samples(cell_id);
 /// An open results database.
 #[derive(Debug)]
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
+    /// Whether the store has the `sample_intervals` table (a version-2 store read as it is
+    /// has not).
+    pub(crate) has_intervals: bool,
 }
 
 /// An experiment as stored.
@@ -262,13 +281,14 @@ impl Store {
                 "is an empty database: it holds no experiments yet; run an experiment first",
             ));
         }
-        if version < SCHEMA_VERSION {
+        if version < READABLE_AS_IS {
             drop(conn);
             return Store::open(path);
         }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            has_intervals: version >= 3,
         })
     }
 
@@ -336,6 +356,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            has_intervals: true,
         })
     }
 
@@ -453,6 +474,7 @@ impl Store {
                 .map_err(err)?;
             }
         }
+        crate::store_series::insert(&tx, sid, &sample.intervals).map_err(err)?;
         tx.commit().map_err(err)
     }
 

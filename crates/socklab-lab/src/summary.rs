@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use socklab_stats::{summarize, Summary};
 
 use crate::store::{CellRow, ExperimentRow, Store};
+use crate::store_series::IntervalRow;
 use crate::LabError;
 
 /// One cell's statistics.
@@ -32,6 +33,10 @@ pub struct CellStats {
     /// percentile across repetitions).
     #[serde(skip)]
     pub rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>>,
+    /// The time series of the repetitions in the statistics (`interval`), by repetition in
+    /// run order.
+    #[serde(skip)]
+    pub series: Vec<IntervalRow>,
 }
 
 /// The value at quantile `q` (0..=1) of sorted `(value, count)` buckets.
@@ -97,6 +102,14 @@ pub fn experiment_stats_with(
     let host = store.host(experiment.host_id)?;
     let facts = store.facts(id)?;
     let samples = store.samples(id)?;
+    // The time series by repetition: (cell, rep, warm-up) to its intervals.
+    let mut by_rep: BTreeMap<(i64, i64, bool), Vec<IntervalRow>> = BTreeMap::new();
+    for i in store.intervals(id)? {
+        by_rep
+            .entry((i.cell_id, i.rep, i.warmup))
+            .or_default()
+            .push(i);
+    }
     let cells = store
         .cells(id)?
         .into_iter()
@@ -105,6 +118,7 @@ pub fn experiment_stats_with(
             let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
             let mut rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>> = BTreeMap::new();
             let (mut n, mut invalid) = (0, 0);
+            let mut series = Vec::new();
             for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
                 if s.metrics.get(VALID_METRIC) == Some(&0.0) {
                     invalid += 1;
@@ -113,6 +127,11 @@ pub fn experiment_stats_with(
                     }
                 }
                 n += 1;
+                series.extend(
+                    by_rep
+                        .remove(&(s.cell_id, s.rep, false))
+                        .unwrap_or_default(),
+                );
                 for (k, v) in &s.metrics {
                     values.entry(k.clone()).or_default().push(*v);
                 }
@@ -143,6 +162,7 @@ pub fn experiment_stats_with(
                 values,
                 histograms,
                 rep_histograms,
+                series,
             }
         })
         .collect();

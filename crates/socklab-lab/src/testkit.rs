@@ -41,6 +41,7 @@ pub fn lab(workload: &str, fixed: Params, key: &str, values: &[&str], cells: &[V
                 metrics: metrics.iter().map(|(k, v)| ((*k).into(), *v)).collect(),
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
+                intervals: Vec::new(),
             };
             store
                 .record_sample(*cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)

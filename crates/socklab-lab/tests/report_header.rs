@@ -20,6 +20,7 @@ fn record(store: &mut Store, host: &HostFacts) -> i64 {
             metrics: vec![("gbps".into(), 1.0 + r as f64)],
             extra: serde_json::Value::Null,
             histograms: Vec::new(),
+            intervals: Vec::new(),
         };
         store
             .record_sample(cells[0], r, false, "2025-01-01T00:00:00Z", 1.0, &s)

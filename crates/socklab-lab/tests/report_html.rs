@@ -23,6 +23,10 @@ const TITLE: &str = "Lab <report> & \"friends\"";
 mod trust;
 use trust::{attr_f64, count_exact, on_white, trust_lab, INVALID_GBPS};
 
+/// The store of the time-series charts (issue 17 item 5).
+#[path = "report_html/series.rs"]
+mod series;
+
 /// Relative deviations of the five measured repetitions from a cell's base value.
 const DEV: [f64; 5] = [-0.03, 0.01, 0.0, 0.04, -0.02];
 
@@ -75,6 +79,7 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
             ],
             extra: serde_json::Value::Null,
             histograms: Vec::new(),
+            intervals: Vec::new(),
         };
         store
             .record_sample(cell, 0, true, "2025-01-01T00:00:00Z", 1.0, &warm)
@@ -88,6 +93,7 @@ fn record(store: &mut Store, plan: &Plan, bases: &[f64], noise: &[f64]) -> i64 {
                 ],
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
+                intervals: Vec::new(),
             };
             store
                 .record_sample(cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)
@@ -775,6 +781,7 @@ fn bar_chart_axes_of_a_positive_metric_never_start_below_zero() {
                 metrics: vec![("gbps".into(), v)],
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
+                intervals: Vec::new(),
             };
             store
                 .record_sample(*cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)
@@ -796,4 +803,93 @@ fn bar_chart_axes_of_a_positive_metric_never_start_below_zero() {
         let tip = text(r);
         assert!(!tip.contains("CI -"), "{tip}");
     }
+}
+
+/// Issue 17 item 5: each cell with a time series gets flent's charts — throughput and RTT over
+/// time for bulk (the three repetitions overlaid, light, under their mean; the omitted start
+/// shaded and named), requests/s and p99 over time for load — and a real browser shows them.
+#[test]
+fn time_series_charts_overlay_the_repetitions_and_shade_the_omitted_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("results.db")).unwrap();
+    let (bulk, load) = series::series_lab(&mut store);
+    let html = html_report(&store, &[bulk, load], TITLE).unwrap();
+    let doc = parse(&html);
+    let b = section(&doc, bulk);
+    let time = charts(b, "time");
+    let titles: Vec<String> = time
+        .iter()
+        .map(|c| text(c.first_element_child().unwrap()))
+        .collect();
+    assert_eq!(
+        titles,
+        ["Throughput over time: bulk", "RTT over time: bulk"]
+    );
+    for c in &time {
+        assert_eq!(
+            find(*c, "polyline", "rep").len(),
+            3,
+            "one light line per repetition"
+        );
+        assert_eq!(find(*c, "polyline", "line").len(), 1, "their mean");
+        assert_eq!(find(*c, "rect", "omitted").len(), 1);
+        assert!(
+            text(*c).contains("omitted: the first 1.00 s"),
+            "{}",
+            text(*c)
+        );
+        let caption = text(
+            c.parent()
+                .unwrap()
+                .children()
+                .find(|n| n.has_tag_name("figcaption"))
+                .unwrap(),
+        );
+        assert!(
+            caption.contains("each of the 3 measured repetitions"),
+            "{caption}"
+        );
+        assert!(
+            caption.contains("shaded: the omitted start (the first 1.00 s"),
+            "{caption}"
+        );
+    }
+    assert!(text(time[1]).contains("smoothed RTT (µs)"));
+    let l = section(&doc, load);
+    let time = charts(l, "time");
+    let titles: Vec<String> = time
+        .iter()
+        .map(|c| text(c.first_element_child().unwrap()))
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Requests per second over time: load",
+            "p99 response time over time: load"
+        ]
+    );
+    assert!(time.iter().all(|c| find(*c, "rect", "omitted").is_empty()));
+    assert!(
+        time.iter().all(|c| find(*c, "polyline", "rep").is_empty()),
+        "one repetition: one bold line"
+    );
+    let Some((w, _, px)) = screenshot(&html, 3400) else {
+        return;
+    };
+    assert_eq!(w, 1280);
+    // The shaded start shows: thousands of pixels of its grey tint on white.
+    let tint = on_white("#888888", 0.18);
+    let n = count_exact(&px, tint);
+    println!("omitted tint pixels: {n}");
+    assert!(
+        n >= 20_000,
+        "only {n} pixels of the omitted start's tint {tint:?}"
+    );
+    // The mean lines in the first series colour.
+    let n = count(&px, rgb(PALETTE[0]));
+    assert!(
+        n >= 2000,
+        "only {n} pixels of the lines' colour {}",
+        PALETTE[0]
+    );
 }

@@ -54,6 +54,7 @@ fn docs_store_md_states_the_schema_version_of_the_code() {
         "samples",
         "sample_metrics",
         "sample_histograms",
+        "sample_intervals",
     ] {
         assert!(doc.contains(&format!("`{table}(")), "{table} missing");
     }
@@ -166,4 +167,65 @@ fn a_losing_concurrent_resume_is_told_why_in_one_line() {
         "{e}"
     );
     assert!(!e.contains('\n'), "one line: {e}");
+}
+
+/// Issue 17 item 5: a store of schema 2 (before the time series) is read as it is when opened
+/// read-only (nothing written, no intervals), and upgraded in place to schema 3 when opened
+/// for writing, its experiments intact and intervals recordable.
+#[test]
+fn a_version_2_store_is_read_as_it_is_and_upgraded_when_written() {
+    use socklab_lab::sample::{Direction, Interval};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    make_store(&path);
+    // Make it exactly what schema 2 wrote: no sample_intervals, version 2.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE sample_intervals; PRAGMA user_version = 2;
+             UPDATE meta SET value = '2' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    }
+    let version = |p: &Path| -> i64 {
+        rusqlite::Connection::open(p)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(version(&path), 2);
+    let before = std::fs::read(&path).unwrap();
+    let store = Store::open_read_only(&path).unwrap();
+    assert_eq!(store.samples(1).unwrap().len(), 2);
+    assert!(store.intervals(1).unwrap().is_empty());
+    drop(store);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "reading wrote nothing"
+    );
+    // Opened for writing: upgraded, old rows kept, a repetition with intervals stored.
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(version(&path), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(store.samples(1).unwrap().len(), 2);
+    let cell = store.cells(1).unwrap()[0].id;
+    let mut s = Sample::new([("gbps", 3.0)], serde_json::Value::Null);
+    s.intervals = vec![Interval {
+        stream: 0,
+        direction: Direction::Up,
+        start_s: 0.0,
+        end_s: 0.5,
+        omitted: false,
+        values: vec![("gbps".into(), 3.0)],
+    }];
+    store
+        .record_sample(cell, 2, false, "2025-01-01T00:00:02Z", 1.0, &s)
+        .unwrap();
+    let rows = store.intervals(1).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].rep, rows[0].get("gbps")), (2, Some(3.0)));
+    drop(store);
+    let store = Store::open_read_only(&path).unwrap();
+    assert_eq!(store.intervals(1).unwrap().len(), 1, "read back read-only");
 }

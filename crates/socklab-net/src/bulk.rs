@@ -26,6 +26,7 @@ use socklab_sys::zerocopy::{self, Completions};
 use crate::partial::{send_range_waiting, write_all_vectored_waiting, write_all_waiting};
 use crate::payload::Payload;
 use crate::protocol::{Hello, Ready, SinkResult, MAX_LINE};
+use crate::series::{LiveTcp, Sampling, SeriesOutput, StreamSeries};
 use crate::{NetError, Strategy};
 
 /// When a test ends.
@@ -93,6 +94,8 @@ pub struct BulkConfig {
     /// Without `timeout`, how long a `--duration` test may run past its duration
     /// ([`GRACE`], plus the round trips of an emulated link).
     pub grace: Duration,
+    /// Interval time series (`--interval`, `--omit`); off by default.
+    pub sampling: Sampling,
 }
 
 impl BulkConfig {
@@ -156,6 +159,12 @@ impl BulkConfig {
             }
             _ => {}
         }
+        if let Err(m) = self.sampling.check(match self.limit {
+            Limit::Duration(d) => Some(d),
+            _ => None,
+        }) {
+            return bad(m);
+        }
         if self.read_size == 0 || self.read_size > crate::protocol::MAX_READ_SIZE {
             return bad(format!(
                 "--read-size {} is out of range: use 1 to 64M",
@@ -204,6 +213,8 @@ pub struct BulkResult {
     pub zerocopy: Option<Completions>,
     /// `Some(true)` when verification was asked and both hashes match.
     pub verified: Option<bool>,
+    /// The interval time series and its cost (empty unless sampling was on).
+    pub series: SeriesOutput,
 }
 
 impl BulkResult {
@@ -624,6 +635,15 @@ impl<'a> Sender<'a> {
 /// with [`NetError::Interrupted`]. A test past its deadline, or whose sink accepts nothing for
 /// [`STALL`], ends with [`NetError::Timeout`].
 pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetError> {
+    run_live(cfg, stop, None)
+}
+
+/// [`run`], handing each interval of the time series to `live` as it closes.
+pub fn run_live(
+    cfg: &BulkConfig,
+    stop: &dyn Fn() -> bool,
+    live: Option<LiveTcp>,
+) -> Result<BulkResult, NetError> {
     cfg.validate()?;
     let payload = Payload::new(cfg.nbufs, cfg.bufsize, cfg.seed);
     let (mut stream, cc, sndbuf) = connect(cfg, stop)?;
@@ -678,6 +698,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
     let t0 = Instant::now();
     b.t0 = Some(t0);
     b.phase = None;
+    let series = StreamSeries::start(sock, cfg.sampling, t0, live)?;
     let mut rounds = 0u64;
     let mut syscalls = 0u64;
     let doing = format!("sending with {} to", cfg.strategy);
@@ -689,6 +710,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         }
         rounds += 1;
         b.sent = rounds * round_len;
+        series.wrote(rounds * round_len);
         if check_every_round.is_some() {
             let elapsed = t0.elapsed();
             if duration.is_some_and(|d| elapsed >= d) {
@@ -721,7 +743,8 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         b.phase = Some((Instant::now() + RESULT_WAIT, "RESULT"));
     }
     let line = read_line(&mut stream, "RESULT", &mut b, cfg)?;
-    let seconds = t0.elapsed().as_secs_f64();
+    let elapsed = series.end(t0);
+    let seconds = elapsed.as_secs_f64();
     let sender_cpu = getrusage(Who::Thread).since(&cpu0);
     let peer = cfg.to.to_string();
     let sink = SinkResult::parse(&line).map_err(|detail| NetError::Protocol {
@@ -730,6 +753,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
     })?;
     let tcp = tcp_info(stream.as_fd()).unwrap_or_default();
     let bytes = rounds * round_len;
+    let series = series.finish(elapsed, bytes, tcp);
     if sink.bytes != bytes {
         return Err(NetError::Protocol {
             peer,
@@ -756,6 +780,7 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<BulkResult, NetE
         rcvbuf: ready.rcvbuf,
         zerocopy: zc,
         verified,
+        series,
     })
 }
 
@@ -779,6 +804,7 @@ mod tests {
             connect_timeout: Duration::from_secs(5),
             timeout,
             grace: GRACE,
+            sampling: Sampling::default(),
         }
     }
 

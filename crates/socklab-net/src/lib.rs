@@ -27,6 +27,7 @@ pub mod payload;
 pub mod pingpong;
 pub mod protocol;
 pub mod reference;
+pub mod series;
 pub mod server;
 pub mod sink;
 pub mod sockopt;

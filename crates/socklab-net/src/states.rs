@@ -111,19 +111,34 @@ pub fn parse_proc_tcp(text: &str) -> Vec<(u16, u16, u8)> {
         .collect()
 }
 
-/// Counts the sockets of `port`, split into the server side (local port) and the client side
-/// (remote port).
-pub fn count_states(port: u16) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+/// Counts the sockets between `port` and the client ports `clients`, split into the server
+/// side (local port `port`) and the client side (remote port `port`). Only the demonstration's
+/// own connections count: another program's socket that happens to use the same port number
+/// (a TIME_WAIT left by an earlier connection from that ephemeral port, say) does not.
+pub fn count_states(port: u16, clients: &[u16]) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let mut sockets = Vec::new();
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        sockets.extend(parse_proc_tcp(
+            &std::fs::read_to_string(f).unwrap_or_default(),
+        ));
+    }
+    tally(&sockets, port, clients)
+}
+
+/// [`count_states`] over parsed `(local port, remote port, state)` entries.
+fn tally(
+    sockets: &[(u16, u16, u8)],
+    port: u16,
+    clients: &[u16],
+) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
     let mut server = BTreeMap::new();
     let mut client = BTreeMap::new();
-    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(f).unwrap_or_default();
-        for (local, remote, state) in parse_proc_tcp(&text) {
-            if local == port {
-                *server.entry(state_name(state).to_string()).or_insert(0) += 1;
-            } else if remote == port {
-                *client.entry(state_name(state).to_string()).or_insert(0) += 1;
-            }
+    for &(local, remote, state) in sockets {
+        // Remote port 0: the listener itself.
+        if local == port && (remote == 0 || clients.contains(&remote)) {
+            *server.entry(state_name(state).to_string()).or_insert(0) += 1;
+        } else if remote == port && clients.contains(&local) {
+            *client.entry(state_name(state).to_string()).or_insert(0) += 1;
         }
     }
     (server, client)
@@ -151,12 +166,14 @@ pub fn run(cfg: &StatesConfig) -> Result<StatesResult, NetError> {
     let l = listener(0, cfg.reuseaddr).map_err(io("listen"))?;
     let port = l.local_addr().map_err(io("getsockname"))?.port();
     let mut pairs = Vec::with_capacity(cfg.connections);
+    let mut clients = Vec::with_capacity(cfg.connections);
     for _ in 0..cfg.connections {
         let c = TcpStream::connect_timeout(
             &SocketAddr::from(([127, 0, 0, 1], port)),
             Duration::from_secs(5),
         )
         .map_err(io("connect"))?;
+        clients.push(c.local_addr().map_err(io("getsockname"))?.port());
         let (s, _) = l.accept().map_err(io("accept"))?;
         pairs.push((c, s));
     }
@@ -167,7 +184,7 @@ pub fn run(cfg: &StatesConfig) -> Result<StatesResult, NetError> {
         s.write_all(b"y").map_err(io("write"))?;
         c.read_exact(&mut b).map_err(io("read"))?;
     }
-    let (during_server, during_client) = count_states(port);
+    let (during_server, during_client) = count_states(port, &clients);
     // The active close, then the passive side sees EOF and closes too.
     for (c, s) in pairs {
         let (first, mut second) = match cfg.closer {
@@ -182,7 +199,7 @@ pub fn run(cfg: &StatesConfig) -> Result<StatesResult, NetError> {
     drop(l);
     // Let the last FIN/ACKs cross the loopback before counting.
     std::thread::sleep(Duration::from_millis(50));
-    let (server_states, client_states) = count_states(port);
+    let (server_states, client_states) = count_states(port, &clients);
     let (rebind_ok, rebind_errno) = match listener(port, cfg.reuseaddr) {
         Ok(_) => (true, None),
         Err(e) => (false, e.raw_os_error()),
@@ -206,6 +223,27 @@ mod tests {
         let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1B58 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n   1: 0100007F:1B58 0100007F:D3A2 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0\n";
         assert_eq!(parse_proc_tcp(text), vec![(7000, 0, 10), (7000, 54178, 6)]);
         assert_eq!(state_name(6), "TIME_WAIT");
+    }
+
+    #[test]
+    fn only_the_demonstrations_own_connections_are_counted() {
+        // Port 7000 with clients 40001 and 40002; a TIME_WAIT left on local port 7000 by an
+        // earlier connection to 80 (another program's), and a socket of another client.
+        let sockets = [
+            (7000, 40001, 6),
+            (40001, 7000, 2),
+            (7000, 40002, 6),
+            (7000, 80, 6),
+            (7000, 0, 10),
+            (7000, 50000, 1),
+            (50000, 7000, 1),
+        ];
+        let (server, client) = tally(&sockets, 7000, &[40001, 40002]);
+        assert_eq!(server.get("TIME_WAIT"), Some(&2), "{server:?}");
+        assert_eq!(server.get("ESTABLISHED"), None, "{server:?}");
+        assert_eq!(server.get("LISTEN"), Some(&1), "{server:?}");
+        assert_eq!(client.get("SYN_SENT"), Some(&1), "{client:?}");
+        assert_eq!(client.len(), 1, "{client:?}");
     }
 
     #[test]

@@ -281,7 +281,13 @@ fn re_specifying_the_link_never_delivers_a_packet_before_its_delay() {
             let pair = LinkPair::parse(specs[(i / 2 % 2) as usize], None).unwrap();
             link.set(&pair).unwrap();
         }
-        let (n, _) = server.recv_from(&mut buf).unwrap();
+        // A socket with a timeout returns EINTR on any pending signal: try again.
+        let n = loop {
+            match server.recv_from(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.unwrap().0,
+            }
+        };
         let took = t0.elapsed();
         assert_eq!(&buf[..n], &i.to_be_bytes());
         assert!(

@@ -56,4 +56,24 @@ fn allocations_do_not_grow_with_requests() {
         large < small + 200,
         "100 requests: {small} allocations; 3000: {large}"
     );
+    // With per-interval figures on (issue 17 item 5): an interval allocates, a request does
+    // not (both runs fit in one interval).
+    cfg.interval = Some(Duration::from_secs(10));
+    let mut count = |requests: u64| {
+        cfg.requests = Some(requests);
+        let before = allocations();
+        let r = load::run(&cfg, &stop).unwrap();
+        let after = allocations();
+        assert_eq!(r.intervals.len(), 1);
+        assert_eq!(r.intervals[0].completed, requests);
+        drop(r);
+        after - before
+    };
+    let small = count(100);
+    let large = count(3000);
+    eprintln!("with --interval: 100 requests {small}, 3000 requests {large}");
+    assert!(
+        large < small + 200,
+        "with --interval, 100 requests: {small} allocations; 3000: {large}"
+    );
 }

@@ -83,6 +83,7 @@ fn cfg(
         connect_timeout: Duration::from_secs(5),
         timeout: None,
         grace: bulk::GRACE,
+        sampling: Default::default(),
     }
 }
 

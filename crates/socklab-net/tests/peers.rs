@@ -81,6 +81,7 @@ fn bulk_cfg(to: SocketAddr, limit: Limit) -> BulkConfig {
         connect_timeout: Duration::from_secs(5),
         timeout: None,
         grace: bulk::GRACE,
+        sampling: Default::default(),
     }
 }
 

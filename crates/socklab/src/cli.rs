@@ -67,8 +67,9 @@ pub enum Command {
         "  socklab bulk --udp --rate 1G --size 1472 --link \"loss 2% delay 10ms 2ms\" \\\n",
         "      --driver udp-proxy      # loss, jitter, reordering, one-way delay\n",
         "  socklab bulk --udp --rate max              # the highest rate without loss\n",
+        "  socklab bulk --interval 100ms --omit 2s --duration 10s --reps 3\n",
         "\n",
-        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. --interval prints a line per interval as the run goes (JSON lines with --json) and stores the time series (socklab results series); --omit leaves the start out of the summary (iperf3 -O). A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )
     )]
     Bulk(Box<BulkArgs>),
@@ -425,6 +426,14 @@ pub struct BulkArgs {
     /// Seed of the payload pattern and of --order random.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Sample every stream every D (e.g. 100ms): bytes, Gbit/s and TCP_INFO per interval,
+    /// printed live (JSON lines with --json) and stored (socklab results series).
+    #[arg(long, value_name = "D")]
+    pub interval: Option<String>,
+    /// Leave the first D of each repetition out of the summary (iperf3 -O; needs --duration);
+    /// the omitted intervals are stored and flagged.
+    #[arg(long, value_name = "D")]
+    pub omit: Option<String>,
     /// Add pipe and memcpy reference rows at the same transfer sizes (seed 000).
     #[arg(long)]
     pub reference: bool,
@@ -605,6 +614,26 @@ pub enum ResultsCommand {
         id: Option<i64>,
         #[command(flatten)]
         format: SummaryFormat,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Export an experiment's time series (--interval runs), tidy: one row per interval per
+    /// stream per repetition (default: the newest experiment).
+    #[command(
+        after_help = "Examples:\n  socklab results series --csv > series.csv\n  socklab results series 7 --json"
+    )]
+    Series {
+        /// Experiment id.
+        id: Option<i64>,
+        /// Output format: csv or json.
+        #[arg(long, default_value = "csv")]
+        format: String,
+        /// Shorthand for --format csv.
+        #[arg(long)]
+        csv: bool,
+        /// Shorthand for --format json.
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
         #[command(flatten)]
         db: DbArg,
     },

@@ -15,7 +15,7 @@ use socklab_lab::store::Store;
 use socklab_lab::summary::{experiment_stats, experiment_stats_with};
 use socklab_lab::table::Table;
 use socklab_lab::workload::Workload;
-use socklab_lab::{suites, LabError};
+use socklab_lab::{series_export, suites, LabError};
 use socklab_net::childline::ChildLine;
 use socklab_net::sink::{Sink, SinkConfig};
 use socklab_net::units::{format_size, parse_duration, parse_size};
@@ -26,7 +26,7 @@ use crate::cli::{
     SummaryFormat,
 };
 use crate::dryrun;
-use crate::progress::Progress;
+use crate::progress::{LiveLines, Progress};
 
 /// Why a command failed, and with which exit code.
 #[derive(Debug)]
@@ -328,6 +328,12 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     fixed.set("read_size", a.read_size.clone());
     fixed.set("verify", a.verify.to_string());
     fixed.set("seed", a.seed.to_string());
+    if let Some(i) = &a.interval {
+        fixed.set("interval", i.clone());
+    }
+    if let Some(o) = &a.omit {
+        fixed.set("omit", o.clone());
+    }
 
     let mut sweeps = Vec::new();
     for s in &a.sweep {
@@ -412,14 +418,24 @@ fn exe() -> Result<PathBuf, Failure> {
     })
 }
 
-/// Runs one plan with progress and Ctrl-C handling; returns the experiment id, or the failure
-/// (after which the finished repetitions are still in the store).
+/// Runs one plan with progress, live interval lines in `format`'s style, and Ctrl-C handling;
+/// returns the experiment id, or the failure (after which the finished repetitions are still
+/// in the store).
 fn run_one(
     plan: &Plan,
     store: &mut Store,
     hosts: &HostPlan,
+    live: LiveLines,
 ) -> Result<i64, (Option<i64>, Failure)> {
-    run_observed(plan, store, hosts, &mut Progress::new())
+    run_observed(plan, store, hosts, &mut Progress::new().with_live(live))
+}
+
+/// Whether a plan samples a time series (then `--json` prints JSON lines: the intervals, and
+/// the statistics as the last line).
+pub(crate) fn has_series(plan: &Plan) -> bool {
+    plan.cells
+        .iter()
+        .any(|c| c.workload.params().get("interval").is_some())
 }
 
 /// [`run_one`] with the caller's observer of the progress.
@@ -473,7 +489,9 @@ pub(crate) fn run_and_print(
     hosts: &HostPlan,
     format: &SummaryFormat,
 ) -> Result<i64, Failure> {
-    let id = match run_one(plan, store, hosts) {
+    let lines = has_series(plan);
+    let live = LiveLines::for_format(format.json, format.csv);
+    let id = match run_one(plan, store, hosts, live) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
             eprint!(
@@ -484,12 +502,12 @@ pub(crate) fn run_and_print(
         }
         // Every repetition ran; the failed ones are in the table (failed = 1).
         Err((Some(id), f @ Failure::Partial(_))) => {
-            print_stats(store, id, format)?;
+            print_stats(store, id, format, lines)?;
             return Err(f);
         }
         Err((_, f)) => return Err(f),
     };
-    print_stats(store, id, format)?;
+    print_stats(store, id, format, lines)?;
     if !format.json && !format.csv {
         out(&format!(
             "stored as experiment {id} in {}\n",
@@ -499,13 +517,25 @@ pub(crate) fn run_and_print(
     Ok(id)
 }
 
-/// Prints an experiment's statistics as JSON, CSV or the human table.
-fn print_stats(store: &Store, id: i64, format: &SummaryFormat) -> Result<(), Failure> {
+/// Prints an experiment's statistics as JSON (on one line when `one_line`: the last of a
+/// stream of JSON lines), CSV or the human table.
+fn print_stats(
+    store: &Store,
+    id: i64,
+    format: &SummaryFormat,
+    one_line: bool,
+) -> Result<(), Failure> {
     let st = experiment_stats_with(store, id, format.keep_invalid)?;
     if format.json {
+        let json = output::to_json(&st);
         out(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&output::to_json(&st)).unwrap_or_default()
+            if one_line {
+                serde_json::to_string(&json)
+            } else {
+                serde_json::to_string_pretty(&json)
+            }
+            .unwrap_or_default()
         ))
     } else if format.csv {
         out(&output::summary_csv(&st))
@@ -528,6 +558,17 @@ fn resolve_id(store: &Store, id: Option<i64>) -> Result<i64, Failure> {
     }
 }
 
+/// `--format F`, or its shorthands `--csv` / `--json`.
+fn export_format(format: &str, csv: bool, json: bool) -> String {
+    if csv {
+        "csv".to_string()
+    } else if json {
+        "json".to_string()
+    } else {
+        format.to_string()
+    }
+}
+
 fn open_existing(db: &std::path::Path) -> Result<Store, Failure> {
     if !db.exists() {
         return Err(Failure::Run(format!("results database '{}' does not exist: run an experiment first, or name the file with --db PATH", db.display())));
@@ -541,6 +582,7 @@ pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
             ResultsCommand::List { db } => ("list the experiments", db),
             ResultsCommand::Show { db, .. } => ("show an experiment's statistics", db),
             ResultsCommand::Export { db, .. } => ("export an experiment's repetitions", db),
+            ResultsCommand::Series { db, .. } => ("export an experiment's time series", db),
         };
         return dryrun::print_checked(&format!(
             "socklab results would {what} from '{}'",
@@ -570,7 +612,26 @@ pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
         ResultsCommand::Show { id, format, db } => {
             let store = open_existing(&db.db)?;
             let id = resolve_id(&store, id)?;
-            print_stats(&store, id, &format)
+            print_stats(&store, id, &format, false)
+        }
+        ResultsCommand::Series {
+            id,
+            format,
+            csv,
+            json,
+            db,
+        } => {
+            let store = open_existing(&db.db)?;
+            let id = resolve_id(&store, id)?;
+            match export_format(&format, csv, json).as_str() {
+                "csv" => out(&series_export::series_csv(&store, id)?),
+                "json" => out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&series_export::series_json(&store, id)?)
+                        .unwrap_or_default()
+                )),
+                other => Err(usage(format!("--format '{other}': choose csv or json"))),
+            }
         }
         ResultsCommand::Export {
             id,
@@ -581,14 +642,7 @@ pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
         } => {
             let store = open_existing(&db.db)?;
             let id = resolve_id(&store, id)?;
-            let format = if csv {
-                "csv".to_string()
-            } else if json {
-                "json".to_string()
-            } else {
-                format
-            };
-            match format.as_str() {
+            match export_format(&format, csv, json).as_str() {
                 "csv" => out(&output::samples_csv(&store, &[id])?),
                 "json" => out(&format!(
                     "{}\n",
@@ -814,12 +868,12 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
             return Err(e.into());
         }
         Err(e @ LabError::Failed { experiment, .. }) => {
-            print_stats(&store, experiment, &a.format)?;
+            print_stats(&store, experiment, &a.format, false)?;
             return Err(e.into());
         }
         Err(e) => return Err(e.into()),
     };
-    print_stats(&store, id, &a.format)?;
+    print_stats(&store, id, &a.format, false)?;
     noise_check(&store, id, a.noise_cv, &resume_cmd)
 }
 
@@ -902,7 +956,8 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     let mut ids = Vec::new();
     let mut failure = None;
     for plan in &plans {
-        match run_one(plan, &mut store, &hosts) {
+        // Suites store their time series; the lines are for one-off commands.
+        match run_one(plan, &mut store, &hosts, LiveLines::Off) {
             Ok(id) => {
                 ids.push(id);
                 out(&output::human(&experiment_stats_with(

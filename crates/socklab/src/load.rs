@@ -16,7 +16,7 @@ use socklab_sys::process::install_interrupt_flag;
 
 use crate::cli::SummaryFormat;
 use crate::commands::{command_line, out, run_and_print, run_observed, usage, Failure};
-use crate::progress::OneRun;
+use crate::progress::{LiveLines, OneRun};
 
 /// A count-bounded run (--requests, --loops) without --duration is still capped at this.
 const COUNT_RUN_CAP: Duration = Duration::from_secs(300);
@@ -82,6 +82,10 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
+    /// Per-interval req/s, errors and latency percentiles every D (e.g. 1s), printed live (a
+    /// line each; JSON lines with --json) and stored (socklab results series).
+    #[arg(long, value_name = "D")]
+    pub interval: Option<String>,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
     /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
     #[arg(long)]
@@ -115,6 +119,7 @@ pub const AFTER_HELP: &str = concat!(
     "      --source-addrs 8 --duration 10s\n",
     "  socklab load --to 127.0.0.1:8080 --connections 32 --duration 5s \\\n",
     "      --reps 10                        # repeated: mean and 95% CI\n",
+    "  socklab load --to 127.0.0.1:8080 --duration 10s --interval 1s\n",
     "\n",
     "The first is closed loop over keep-alive HTTP (wrk), the third Stevens' client.c. Failures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. Every run is an experiment in --db (socklab results, socklab report). See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed)."
 );
@@ -249,6 +254,9 @@ fn workload_params(a: &LoadArgs) -> Result<Params, Failure> {
     if let Some(n) = a.requests {
         p.set("requests", n.to_string());
     }
+    if let Some(i) = &a.interval {
+        p.set("interval", i.clone());
+    }
     if a.reps.is_none() {
         p.set("source_addrs", a.source_addrs.to_string());
         p.set("partial", "keep");
@@ -372,17 +380,19 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
         return run_and_print(&plan, &mut store, &hosts, &format).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
-    let id = run_observed(
-        &plan,
-        &mut store,
-        &hosts,
-        &mut OneRun::new(!a.json && !a.csv),
-    )
-    .map_err(|(_, f)| f)?;
+    let live = LiveLines::for_format(a.json, a.csv);
+    let mut observer = OneRun::new(!a.json && !a.csv).with_live(live);
+    let id = run_observed(&plan, &mut store, &hosts, &mut observer).map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let gens = generator_lines(&store, id)?;
     let text = if a.json {
-        let mut s = serde_json::to_string_pretty(&r).map_err(|e| Failure::Run(e.to_string()))?;
+        // After the intervals' JSON lines, the report is one more line.
+        let mut s = if a.interval.is_some() {
+            serde_json::to_string(&r)
+        } else {
+            serde_json::to_string_pretty(&r)
+        }
+        .map_err(|e| Failure::Run(e.to_string()))?;
         s.push('\n');
         s
     } else if a.csv {

@@ -1,16 +1,139 @@
 //! Progress while a plan runs: a bar with ETA on a terminal, plain lines otherwise (stderr, so
-//! stdout stays clean for --json and --csv).
+//! stdout stays clean for --json and --csv); and the live lines of a time series (`--interval`):
+//! one per interval on stdout (JSON lines with --json; on stderr with --csv, whose stdout is
+//! the table), written at most every 100 ms and at the end of each repetition.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use socklab_lab::plan::{Cell, Plan};
 use socklab_lab::runner::{Observer, Sample};
+use socklab_lab::sample::Interval;
+use socklab_lab::series::{live_json, live_line, LiveSink};
 use socklab_lab::table::num;
+
+/// Where the live lines of a time series go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveLines {
+    /// Nowhere (suites: stored only).
+    Off,
+    /// A text line each on stdout.
+    Text,
+    /// A text line each on stderr (stdout holds CSV).
+    TextStderr,
+    /// A JSON object a line on stdout.
+    Json,
+}
+
+impl LiveLines {
+    /// The lines of a command printing `--json` or `--csv` (or neither).
+    pub fn for_format(json: bool, csv: bool) -> LiveLines {
+        match (json, csv) {
+            (true, _) => LiveLines::Json,
+            (_, true) => LiveLines::TextStderr,
+            _ => LiveLines::Text,
+        }
+    }
+}
+
+/// How often buffered live lines are written at most: a 10 ms interval would otherwise cost a
+/// `write()` (and a wake-up of whoever reads the pipe) per line, measurably on a busy core.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
+
+/// Live lines not yet written, and around which progress bar to write them.
+struct Pending {
+    text: String,
+    last: Instant,
+    bar: Option<ProgressBar>,
+}
+
+/// Prints the live lines of a time series, one per interval, in order; buffered and written
+/// at most every [`FLUSH_EVERY`], and at the end of each repetition.
+#[derive(Clone)]
+struct LivePrinter {
+    mode: LiveLines,
+    pending: Arc<Mutex<Pending>>,
+}
+
+impl LivePrinter {
+    fn new(mode: LiveLines) -> LivePrinter {
+        LivePrinter {
+            mode,
+            pending: Arc::new(Mutex::new(Pending {
+                text: String::new(),
+                last: Instant::now(),
+                bar: None,
+            })),
+        }
+    }
+
+    /// The sink of repetition `rep` of `cell` of experiment `experiment`; lines are written
+    /// around the progress `bar`, if one is drawn.
+    fn sink(
+        &self,
+        experiment: i64,
+        cell: &Cell,
+        rep: usize,
+        warmup: bool,
+        bar: Option<ProgressBar>,
+    ) -> Option<LiveSink> {
+        if self.mode == LiveLines::Off {
+            return None;
+        }
+        self.flush();
+        self.lock().bar = bar;
+        let (label, index) = (cell.label.clone(), cell.index);
+        let printer = self.clone();
+        Some(Arc::new(move |i: &Interval| {
+            let line = match printer.mode {
+                LiveLines::Json => live_json(experiment, index, &label, rep, warmup, i).to_string(),
+                _ => live_line(&label, rep, warmup, i),
+            };
+            let mut p = printer.lock();
+            p.text.push_str(&line);
+            p.text.push('\n');
+            if p.last.elapsed() >= FLUSH_EVERY {
+                printer.write(&mut p);
+            }
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes what is buffered.
+    fn flush(&self) {
+        let mut p = self.lock();
+        self.write(&mut p);
+    }
+
+    fn write(&self, p: &mut Pending) {
+        p.last = Instant::now();
+        if p.text.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut p.text);
+        let print = || {
+            // A closed stdout ends the command when it next prints its results.
+            if self.mode == LiveLines::TextStderr {
+                eprint!("{text}");
+            } else {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(text.as_bytes());
+                let _ = o.flush();
+            }
+        };
+        match &p.bar {
+            Some(b) => b.suspend(print),
+            None => print(),
+        }
+    }
+}
 
 /// The CLI's observer.
 pub struct Progress {
@@ -19,6 +142,8 @@ pub struct Progress {
     total: usize,
     done: usize,
     t0: Instant,
+    live: LivePrinter,
+    experiment: i64,
 }
 
 impl Progress {
@@ -30,7 +155,15 @@ impl Progress {
             total: 0,
             done: 0,
             t0: Instant::now(),
+            live: LivePrinter::new(LiveLines::Off),
+            experiment: 0,
         }
+    }
+
+    /// Prints the intervals of a time series as they close.
+    pub fn with_live(mut self, live: LiveLines) -> Progress {
+        self.live = LivePrinter::new(live);
+        self
     }
 }
 
@@ -62,6 +195,7 @@ fn describe(s: &Sample) -> String {
 impl Observer for Progress {
     fn start(&mut self, plan: &Plan, experiment: i64, runs: usize) {
         self.name = plan.name.clone();
+        self.experiment = experiment;
         self.total = runs;
         self.done = 0;
         self.t0 = Instant::now();
@@ -96,7 +230,13 @@ impl Observer for Progress {
         }
     }
 
+    fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
+        self.live
+            .sink(self.experiment, cell, rep, warmup, self.bar.clone())
+    }
+
     fn run_done(&mut self, cell: &Cell, rep: usize, warmup: bool, sample: &Sample) {
+        self.live.flush();
         self.done += 1;
         match &self.bar {
             Some(b) => b.inc(1),
@@ -119,6 +259,7 @@ impl Observer for Progress {
     }
 
     fn end(&mut self) {
+        self.live.flush();
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
@@ -135,6 +276,8 @@ const ONE_RUN_QUIET: Duration = Duration::from_secs(3);
 pub struct OneRun {
     enabled: bool,
     shown: Option<(ProgressBar, Arc<AtomicBool>, JoinHandle<()>)>,
+    live: LivePrinter,
+    experiment: i64,
 }
 
 impl OneRun {
@@ -143,7 +286,15 @@ impl OneRun {
         OneRun {
             enabled: enabled && std::io::stderr().is_terminal(),
             shown: None,
+            live: LivePrinter::new(LiveLines::Off),
+            experiment: 0,
         }
+    }
+
+    /// Prints the intervals of a time series as they close.
+    pub fn with_live(mut self, live: LiveLines) -> OneRun {
+        self.live = LivePrinter::new(live);
+        self
     }
 
     fn clear(&mut self) {
@@ -156,6 +307,15 @@ impl OneRun {
 }
 
 impl Observer for OneRun {
+    fn start(&mut self, _plan: &Plan, experiment: i64, _runs: usize) {
+        self.experiment = experiment;
+    }
+
+    fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
+        let bar = self.shown.as_ref().map(|(b, _, _)| b.clone());
+        self.live.sink(self.experiment, cell, rep, warmup, bar)
+    }
+
     fn run_start(&mut self, cell: &Cell, _rep: usize, _warmup: bool) {
         if !self.enabled {
             return;
@@ -191,10 +351,12 @@ impl Observer for OneRun {
     }
 
     fn run_done(&mut self, _cell: &Cell, _rep: usize, _warmup: bool, _sample: &Sample) {
+        self.live.flush();
         self.clear();
     }
 
     fn end(&mut self) {
+        self.live.flush();
         self.clear();
     }
 }

@@ -17,19 +17,28 @@ use socklab_sys::process::child_dies_with_parent;
 use super::transport::Transport;
 use crate::params::Params;
 use crate::resources::Resources;
-use crate::sample::Sample;
+use crate::sample::{Interval, Sample};
 use crate::workload::Workload;
 use crate::LabError;
 
 /// Prefix of the client role's result line.
 pub const SAMPLE: &str = "SAMPLE ";
 
-/// A sample as JSON: `{"metrics": [[name, value]…], "extra": …, "histograms": [[name, [[v, n]…]]…]}`.
+/// A sample as JSON: `{"metrics": [[name, value]…], "extra": …, "histograms": [[name, [[v, n]…]]…],
+/// "intervals": [[stream, "up"|"down", start_s, end_s, omitted, [[name, value]…]]…]}`.
 pub fn to_json(s: &Sample) -> Value {
     json!({
         "metrics": s.metrics.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(),
         "extra": s.extra,
         "histograms": s.histograms,
+        "intervals": s.intervals.iter().map(|i| json!([
+            i.stream,
+            i.direction.as_str(),
+            i.start_s,
+            i.end_s,
+            i.omitted,
+            i.values.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(),
+        ])).collect::<Vec<_>>(),
     })
 }
 
@@ -71,10 +80,44 @@ pub fn from_json(v: &Value) -> Result<Sample, String> {
             })
             .collect::<Result<_, String>>()?,
     };
+    let intervals = match v["intervals"].as_array() {
+        None => Vec::new(),
+        Some(is) => is
+            .iter()
+            .map(|i| {
+                let values = i[5]
+                    .as_array()
+                    .ok_or_else(|| bad("an interval's values"))?
+                    .iter()
+                    .map(|m| match (m[0].as_str(), m[1].as_f64()) {
+                        (Some(n), x) => Ok((Cow::Owned(n.to_string()), x.unwrap_or(f64::NAN))),
+                        _ => Err(bad("an interval's value")),
+                    })
+                    .collect::<Result<_, String>>()?;
+                Ok(Interval {
+                    stream: i[0]
+                        .as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or_else(|| bad("an interval's stream"))?,
+                    direction: i[1]
+                        .as_str()
+                        .and_then(|d| d.parse().ok())
+                        .ok_or_else(|| bad("an interval's direction"))?,
+                    start_s: i[2].as_f64().ok_or_else(|| bad("an interval's start"))?,
+                    end_s: i[3].as_f64().ok_or_else(|| bad("an interval's end"))?,
+                    omitted: i[4]
+                        .as_bool()
+                        .ok_or_else(|| bad("an interval's omitted flag"))?,
+                    values,
+                })
+            })
+            .collect::<Result<_, String>>()?,
+    };
     Ok(Sample {
         metrics,
         extra: v["extra"].clone(),
         histograms,
+        intervals,
     })
 }
 

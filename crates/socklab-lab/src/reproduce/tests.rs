@@ -64,6 +64,7 @@ fn stats(
                 values,
                 histograms: BTreeMap::new(),
                 rep_histograms: BTreeMap::new(),
+                series: Vec::new(),
             }
         })
         .collect();
@@ -460,6 +461,7 @@ fn the_report_puts_the_seed_beside_a_suite_experiment() {
                     .collect(),
                 extra: serde_json::Value::Null,
                 histograms: Vec::new(),
+                intervals: Vec::new(),
             };
             store
                 .record_sample(*cell, r, false, "2025-01-01T00:00:01Z", 1.0, &s)

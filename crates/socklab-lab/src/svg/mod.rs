@@ -4,7 +4,7 @@
 //!
 //! Every function is pure and returns one `<svg>` element meant to be inlined in HTML5 (so no
 //! `xmlns` attribute and no external reference of any kind). The element carries
-//! `class="chart"`, a `data-kind` attribute (`bar`, `line`, `strip` or `percentile`) and a `<title>` child;
+//! `class="chart"`, a `data-kind` attribute (`bar`, `line`, `strip`, `percentile` or `time`) and a `<title>` child;
 //! it is 1200 units wide (`viewBox`) and scales down with `width="100%"`. Text is XML-escaped
 //! and every number written is finite: points with NaN or infinite values are skipped.
 
@@ -363,11 +363,13 @@ mod bar;
 mod line;
 mod nines;
 mod strip;
+mod time;
 
 pub use bar::bar_chart;
 pub use line::line_chart;
 pub use nines::{nines, nines_log_y, percentile_chart, percentile_label, NINES};
 pub use strip::strip_chart;
+pub use time::{time_chart, Shade, TimeLine};
 
 #[cfg(test)]
 mod tests;

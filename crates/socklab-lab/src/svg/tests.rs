@@ -504,3 +504,85 @@ fn line_chart_legend_names_a_ci_only_when_one_is_drawn() {
     assert!(svg.contains("95% CI"));
     assert_eq!(count(&parse(&svg), "rect", "band-swatch"), 1);
 }
+
+/// Issue 17 item 5: the time-series chart draws each line as steps (a rate over the interval)
+/// or through the interval ends (an instant reading), the faded repetitions under the bold
+/// mean, the omitted start as a shaded, labelled band from 0, and skips what is not finite.
+#[test]
+fn time_chart_draws_steps_faded_repetitions_and_the_omitted_start() {
+    let rep = |k: f64| TimeLine {
+        name: format!("stream 0 up, rep {k}"),
+        colour: 0,
+        faded: true,
+        points: vec![
+            (0.0, 0.1, 10.0 * k),
+            (0.1, 0.2, 12.0 * k),
+            (0.2, 0.25, f64::NAN),
+        ],
+    };
+    let mean = TimeLine {
+        name: "stream 0 up: mean of 2 repetitions".into(),
+        colour: 0,
+        faded: false,
+        points: vec![(0.0, 0.1, 15.0), (0.1, 0.2, 18.0)],
+    };
+    let shade = Shade {
+        end: 0.1,
+        label: "omitted: the first 0.10 s".into(),
+    };
+    let svg = time_chart(
+        "Throughput over time: c",
+        &[rep(1.0), rep(2.0), mean],
+        Some(&shade),
+        "Gbit/s",
+        true,
+    );
+    assert_finite(&svg);
+    let doc = parse(&svg);
+    assert_root(&doc, "time", "Throughput over time: c");
+    assert_eq!(count(&doc, "polyline", "rep"), 2);
+    assert_eq!(count(&doc, "polyline", "line"), 1);
+    let lines: Vec<roxmltree::Node<'_, '_>> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .collect();
+    // The repetitions come first (drawn under the mean), light and thin.
+    assert_eq!(lines[0].attribute("class"), Some("rep"));
+    assert_eq!(lines[0].attribute("stroke-opacity"), Some("0.35"));
+    assert_eq!(lines[2].attribute("class"), Some("line"));
+    // Steps: two vertices per interval; the NaN interval is skipped.
+    assert_eq!(lines[0].attribute("points").unwrap().split(' ').count(), 4);
+    // The omitted start: a rect from x(0) to x(0.1), its label, and a legend entry.
+    let rect = doc
+        .descendants()
+        .find(|n| n.has_tag_name("rect") && n.attribute("class") == Some("omitted"))
+        .expect("the shaded start");
+    let x0: f64 = rect.attribute("x").unwrap().parse().unwrap();
+    let w: f64 = rect.attribute("width").unwrap().parse().unwrap();
+    assert_eq!(x0, 86.0, "from the y axis, time 0");
+    assert_eq!(w, 545.0, "0.1 s of an axis of 0 to 0.2 s over 1090 units");
+    assert!(svg.contains(">omitted: the first 0.10 s</text>"));
+    let legend = texts_in(&doc, "legend", "legend-label");
+    assert_eq!(
+        legend,
+        [
+            "stream 0 up: mean of 2 repetitions",
+            "single repetitions",
+            "omitted"
+        ]
+    );
+    // Instant readings: one vertex per interval, at its end; no shade without omit.
+    let svg = time_chart("RTT", &[rep(1.0)], None, "µs", false);
+    let doc = parse(&svg);
+    let pts = doc
+        .descendants()
+        .find(|n| n.has_tag_name("polyline"))
+        .unwrap()
+        .attribute("points")
+        .unwrap()
+        .split(' ')
+        .count();
+    assert_eq!(pts, 2);
+    assert_eq!(count(&doc, "rect", "omitted"), 0);
+    assert!(time_chart("T", &[], None, "y", true).contains("no data"));
+}

@@ -3,10 +3,12 @@
 //! started, optionally over an emulated link.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use socklab_net::bulk::{BulkConfig, BulkResult, Limit};
+use socklab_net::series::{LiveTcp, Sampling, TcpInterval};
 use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_net::Strategy;
 
@@ -14,8 +16,10 @@ use crate::metric::{m, Better, Metric};
 use crate::params::{parse_bool, parse_count, Key, Params};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::sample::Sample;
+use crate::series;
 use crate::workload::key::{
-    at_most, bounded, nonzero_usize, parse_target, Target, MAX_BYTES, MAX_COUNT,
+    at_most, bounded, nonzero_usize, parse_interval, parse_omit, parse_target, Target, MAX_BYTES,
+    MAX_COUNT,
 };
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
@@ -94,6 +98,16 @@ pub const KEYS: &[Key] = &[
     ),
     Key::new("seed", "1", "seed of the payload pattern"),
     TIMEOUT,
+    Key::new(
+        "interval",
+        "",
+        "sample every this long (e.g. 100ms): bytes, Gbit/s and TCP_INFO per interval, printed live and stored as the repetition's time series",
+    ),
+    Key::new(
+        "omit",
+        "",
+        "leave the first this long out of the summary (iperf3 -O; needs duration): gbps covers the rest, the omitted intervals stay stored and flagged",
+    ),
 ];
 
 /// `timeout`.
@@ -241,6 +255,27 @@ pub const METRICS: &[Metric] = &[
         Better::Lower,
     ),
     m(
+        "gbps_all",
+        "Gbit/s",
+        "Gbit/s all",
+        "with omit: end-to-end throughput including the omitted start",
+        Better::Higher,
+    ),
+    m(
+        "omitted_s",
+        "s",
+        "omitted s",
+        "with omit: the start left out of gbps (to the omit reading)",
+        Better::Neither,
+    ),
+    m(
+        "sampler_cpu_s",
+        "s",
+        "sampler cpu",
+        "with interval or omit: CPU of the thread that sampled the time series",
+        Better::Lower,
+    ),
+    m(
         "zc_completions",
         "sends",
         "zc done",
@@ -316,6 +351,10 @@ impl Spec for BulkSpec {
                 connect_timeout,
                 timeout,
                 grace,
+                sampling: Sampling {
+                    interval: p.parse_opt("interval", parse_interval)?,
+                    omit: p.parse_opt("omit", parse_omit)?.flatten(),
+                },
             },
         };
         // Check the combination now, before anything runs.
@@ -350,6 +389,13 @@ impl Spec for BulkSpec {
         if let Some(t) = b.timeout {
             p.set("timeout", format_duration(t));
         }
+        // Printed only when given, so experiments stored before they existed keep their text.
+        if let Some(i) = b.sampling.interval {
+            p.set("interval", format_duration(i));
+        }
+        if let Some(o) = b.sampling.omit {
+            p.set("omit", format_duration(o));
+        }
         p
     }
 
@@ -376,8 +422,11 @@ impl Spec for BulkSpec {
         if let Some(s) = res.remote_client(Self::KIND, &there, in_link, label, stop)? {
             return Ok(s);
         }
+        let live: Option<LiveTcp> = res.live().map(|sink| -> LiveTcp {
+            Arc::new(move |i: &TcpInterval| sink(&series::tcp_interval(i)))
+        });
         let (r, link_run) = res.in_client(in_link, || {
-            socklab_net::bulk::run(&self.net_config(to), stop)
+            socklab_net::bulk::run_live(&self.net_config(to), stop, live)
         })?;
         let r = r.map_err(|e| match e {
             // The sink socklab started is listening: a connect that fails reached it not (the
@@ -461,6 +510,25 @@ pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
             "verified": r.verified,
         }),
     );
+    s.intervals = r
+        .series
+        .intervals
+        .iter()
+        .map(series::tcp_interval)
+        .collect();
+    if !s.intervals.is_empty() {
+        s.extend([("sampler_cpu_s", r.series.sampler_cpu.as_secs_f64())]);
+    }
+    // With omit, the summary is the part after the omitted start (from the intervals); the
+    // end-to-end figure stays as gbps_all.
+    if let Some((bytes, secs, omitted)) = series::measured(&s.intervals) {
+        s.metrics.retain(|(n, _)| n != "gbps");
+        s.extend([
+            ("gbps", bytes * 8.0 / secs / 1e9),
+            ("gbps_all", r.gbps()),
+            ("omitted_s", omitted),
+        ]);
+    }
     if let Some(zc) = r.zerocopy {
         s.extend([
             ("zc_completions", zc.completed as f64),
@@ -579,14 +647,76 @@ mod tests {
             rcvbuf: 0,
             zerocopy: None,
             verified: Some(true),
+            series: Default::default(),
         };
         let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
         assert_eq!(s.get("gbps"), Some(16.0));
+        assert!(s.intervals.is_empty() && s.get("gbps_all").is_none());
         assert_eq!(s.get("bytes_per_read"), Some(250_000.0));
         assert_eq!(s.get("rcv_cpu_pct"), Some(50.0));
         assert_eq!(s.get("writes"), Some(7630.0));
         assert_eq!(s.get("zc_completions"), None);
         assert_eq!(s.extra["verified"], true);
         assert_eq!(s.extra["link"], serde_json::Value::Null);
+        // Omitted start (issue 17 item 5): gbps covers what follows it; the end-to-end figure
+        // is gbps_all; the intervals are the sample's.
+        let iv = |a: u64, b: u64, bytes: u64, omitted: bool| TcpInterval {
+            start: Duration::from_millis(a),
+            end: Duration::from_millis(b),
+            delivered: bytes,
+            omitted,
+            ..TcpInterval::default()
+        };
+        let r = BulkResult {
+            series: socklab_net::series::SeriesOutput {
+                intervals: vec![
+                    iv(0, 200, 100_000_000, true),
+                    iv(200, 400, 400_000_000, false),
+                    iv(400, 500, 500_000_000, false),
+                ],
+                sampler_cpu: Duration::from_millis(3),
+            },
+            ..r
+        };
+        let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
+        assert_eq!(s.intervals.len(), 3);
+        assert!((s.get("gbps").unwrap() - 900e6 * 8.0 / 0.3 / 1e9).abs() < 1e-9);
+        assert_eq!(s.get("gbps_all"), Some(16.0));
+        assert_eq!(s.get("omitted_s"), Some(0.2));
+        assert_eq!(s.get("sampler_cpu_s"), Some(0.003));
+        assert_eq!(s.metrics.iter().filter(|(n, _)| n == "gbps").count(), 1);
+    }
+
+    #[test]
+    fn interval_and_omit_parse_print_and_refuse_bad_values() {
+        let p = Params::new()
+            .with("interval", "100ms")
+            .with("omit", "2s")
+            .with("duration", "10s");
+        let w = Workload::from_params("bulk", &p).unwrap();
+        let full = w.params();
+        assert_eq!(
+            (full.get("interval"), full.get("omit")),
+            (Some("100ms"), Some("2s"))
+        );
+        assert_eq!(Workload::from_params("bulk", &full).unwrap(), w);
+        assert_eq!(
+            Workload::from_params("bulk", &Params::new())
+                .unwrap()
+                .params()
+                .get("interval"),
+            None,
+            "unset keys are not printed"
+        );
+        let e = |p: Params| Workload::from_params("bulk", &p).unwrap_err().to_string();
+        assert!(e(Params::new().with("interval", "0"))
+            .starts_with("interval = '0': must be more than 0"));
+        let m = e(Params::new().with("omit", "2s"));
+        assert!(
+            m.contains("--omit 2s is not shorter than --duration 2s"),
+            "{m}"
+        );
+        let m = e(Params::new().with("omit", "1s").with("iterations", "10"));
+        assert!(m.contains("needs a run bounded by --duration"), "{m}");
     }
 }

@@ -91,6 +91,30 @@ pub fn duration_in(lo: Duration, hi: Duration) -> impl Fn(&str) -> Result<Durati
     }
 }
 
+/// An `interval`: a duration of 1 ms or more.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = match s.trim() {
+        "0" => Duration::ZERO,
+        t => parse_duration(t)?,
+    };
+    if d.is_zero() {
+        return Err("must be more than 0, e.g. 100ms (a line per interval)".into());
+    }
+    if d < socklab_net::series::MIN_INTERVAL {
+        return Err("sample every 1ms or more".into());
+    }
+    Ok(d)
+}
+
+/// An `omit`: a duration (`0` omits nothing).
+pub fn parse_omit(s: &str) -> Result<Option<Duration>, String> {
+    let d = match s.trim() {
+        "0" => Duration::ZERO,
+        t => parse_duration(t)?,
+    };
+    Ok((!d.is_zero()).then_some(d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +138,15 @@ mod tests {
         let d = duration_in(Duration::from_millis(1), Duration::from_secs(2));
         assert_eq!(d("1s"), Ok(Duration::from_secs(1)));
         assert_eq!(d("3s").unwrap_err(), "use 1ms to 2s");
+        assert_eq!(parse_interval("100ms"), Ok(Duration::from_millis(100)));
+        assert!(parse_interval("0")
+            .unwrap_err()
+            .starts_with("must be more than 0"));
+        assert!(parse_interval("0s")
+            .unwrap_err()
+            .starts_with("must be more than 0"));
+        assert!(parse_interval("10us").unwrap_err().contains("1ms or more"));
+        assert_eq!(parse_omit("0"), Ok(None));
+        assert_eq!(parse_omit("2s"), Ok(Some(Duration::from_secs(2))));
     }
 }

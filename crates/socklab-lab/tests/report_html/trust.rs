@@ -15,6 +15,7 @@ pub fn sample(metrics: &[(&'static str, f64)], rtt: Option<Vec<(u64, u64)>>) -> 
         metrics: metrics.iter().map(|(k, v)| ((*k).into(), *v)).collect(),
         extra: serde_json::Value::Null,
         histograms: rtt.map(|h| vec![("rtt_ns", h)]).unwrap_or_default(),
+        intervals: Vec::new(),
     }
 }
 

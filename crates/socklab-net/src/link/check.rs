@@ -219,7 +219,14 @@ pub fn probe(
                 }
                 let n = match sock.recv(&mut buf) {
                     Ok(n) => n,
-                    Err(e) if crate::error::is_timeout(&e) => continue,
+                    // A socket with SO_RCVTIMEO returns EINTR on any pending signal, SA_RESTART
+                    // or not: look at stop() and go on.
+                    Err(e)
+                        if crate::error::is_timeout(&e)
+                            || e.kind() == std::io::ErrorKind::Interrupted =>
+                    {
+                        continue
+                    }
                     Err(e) => return Err(NetError::io("recv", e)),
                 };
                 let now = epoch.elapsed().as_nanos() as u64;

@@ -27,6 +27,7 @@ use super::http::{self, ReplyParser};
 use super::merge::{report, LoadHistograms, Totals};
 use super::metrics::{histogram, record};
 use super::schedule::Schedule;
+use super::series::{LiveLoad, Merger, ThreadSeries};
 use super::{Failures, LoadConfig, LoadProtocol, LoadReport};
 use crate::NetError;
 
@@ -142,6 +143,8 @@ struct Shared<'a> {
     end_ns: u64,
     /// When the first thread saw the end of the run (ns since start; `u64::MAX`: not yet).
     ended_ns: AtomicU64,
+    /// Where the threads' intervals meet (`--interval`).
+    series: Option<Merger>,
 }
 
 impl Shared<'_> {
@@ -173,6 +176,7 @@ pub(super) fn request_bytes(cfg: &LoadConfig) -> Vec<u8> {
 pub(super) fn run(
     cfg: &LoadConfig,
     stop: &AtomicBool,
+    live: Option<LiveLoad>,
 ) -> Result<(LoadReport, LoadHistograms), NetError> {
     let threads = cfg.threads.min(cfg.connections).max(1);
     let shared = Shared {
@@ -187,6 +191,7 @@ pub(super) fn run(
             u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
         }),
         ended_ns: AtomicU64::new(u64::MAX),
+        series: cfg.interval.map(|i| Merger::new(i, threads, live)),
     };
     // Every epoll set is made before any thread starts, so a setup failure is an error, not a
     // half-run.
@@ -240,7 +245,11 @@ pub(super) fn run(
     if aborted.is_none() && stop.load(Ordering::Relaxed) {
         aborted = Some("interrupted".into());
     }
-    Ok(assemble(cfg, outs, wall, aborted))
+    let (mut report, h) = assemble(cfg, outs, wall, aborted);
+    if let Some(m) = &shared.series {
+        report.intervals = m.finish(wall);
+    }
+    Ok((report, h))
 }
 
 fn assemble(
@@ -338,6 +347,7 @@ struct Worker<'a> {
     conns: Vec<Conn>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     out: ThreadOut,
+    series: ThreadSeries,
     next_source: usize,
     active: usize,
     draining: bool,
@@ -375,11 +385,13 @@ fn worker(sh: &Shared<'_>, t: usize, threads: usize, ep: Epoll) -> ThreadOut {
         active: conns.len(),
         conns,
         out: ThreadOut::new(),
+        series: ThreadSeries::new(sh.series.as_ref(), t, sh.end_ns),
         next_source: t,
         draining: false,
         drain_until: 0,
     };
     w.run();
+    w.series.finish(sh.series.as_ref());
     let used = getrusage(Who::Thread).since(&usage0);
     w.out.cpu_user = used.user;
     w.out.cpu_sys = used.sys;
@@ -412,6 +424,9 @@ impl Worker<'_> {
             if self.draining && (self.in_flight() == 0 || now >= self.drain_until) {
                 break;
             }
+            if !self.draining {
+                self.series.roll(now, self.sh.series.as_ref());
+            }
             // Wake-ups that are due.
             while let Some(&Reverse((at, i))) = self.heap.peek() {
                 if at > now {
@@ -439,7 +454,7 @@ impl Worker<'_> {
             } else {
                 self.sh.end_ns
             };
-            let mut wake = next_scan.min(end);
+            let mut wake = next_scan.min(end).min(self.series.next_ns());
             if let Some(&Reverse((at, _))) = self.heap.peek() {
                 wake = wake.min(at);
             }
@@ -725,6 +740,12 @@ impl Worker<'_> {
         if open {
             record(&mut self.out.corrected, now.saturating_sub(c.intended));
         }
+        let latency = if open {
+            now.saturating_sub(c.intended)
+        } else {
+            now - c.start
+        };
+        self.series.completed(now, latency, self.sh.series.as_ref());
         self.out.completed += 1;
         let keep =
             !per_request && (self.sh.cfg.protocol != LoadProtocol::Http || c.parser.keep_alive());
@@ -744,6 +765,7 @@ impl Worker<'_> {
             c.sock = None;
             return;
         }
+        self.series.failed(now, self.sh.series.as_ref());
         let f = &mut self.out.failed;
         match kind {
             Fail::Connect => f.connect += 1,

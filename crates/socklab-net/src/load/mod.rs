@@ -31,10 +31,12 @@ pub mod http;
 pub mod merge;
 pub mod metrics;
 pub mod schedule;
+pub mod series;
 
 pub use engine::ECHO_MAX;
 pub use merge::{merge, LoadHistograms, Part};
 pub use metrics::{Percentiles, Timing};
+pub use series::{LiveLoad, LoadInterval};
 
 /// The application protocol the generator speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -123,6 +125,9 @@ pub struct LoadConfig {
     /// `IP_BIND_ADDRESS_NO_PORT`, so the 4-tuple space grows N-fold; 1 (or 0): let the kernel
     /// choose.
     pub source_addrs: u32,
+    /// Per-interval figures every this long (`--interval`); `None`: none.
+    #[serde(default)]
+    pub interval: Option<Duration>,
 }
 
 impl LoadConfig {
@@ -144,6 +149,7 @@ impl LoadConfig {
             path: "/".into(),
             host: None,
             source_addrs: 1,
+            interval: None,
         }
     }
 
@@ -211,6 +217,13 @@ impl LoadConfig {
                 }
             }
             _ => {}
+        }
+        let sampling = crate::series::Sampling {
+            interval: self.interval,
+            omit: None,
+        };
+        if let Err(m) = sampling.check(self.duration) {
+            return bad(m);
         }
         if self.source_addrs > 1 {
             if !matches!(self.to.ip(), IpAddr::V4(a) if a.is_loopback()) {
@@ -336,6 +349,10 @@ pub struct LoadReport {
     /// Why the run stopped early, if it did (ephemeral ports exhausted, interrupted); the
     /// figures above cover what ran until then.
     pub aborted: Option<String>,
+    /// Per-interval figures (`interval`), in time order; not part of the JSON report (the
+    /// store keeps them as the sample's intervals).
+    #[serde(skip)]
+    pub intervals: Vec<LoadInterval>,
 }
 
 /// Runs the load described by `cfg` until its bound (or `stop` becomes true) and reports.
@@ -344,7 +361,16 @@ pub struct LoadReport {
 /// exhaustion mid-run is not an error: the run stops and [`LoadReport::aborted`] says why and
 /// what to do.
 pub fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, NetError> {
-    run_with_histograms(cfg, stop).map(|(r, _)| r)
+    run_live(cfg, stop, None)
+}
+
+/// [`run`], handing each interval (`cfg.interval`) to `live` as it closes.
+pub fn run_live(
+    cfg: &LoadConfig,
+    stop: &AtomicBool,
+    live: Option<LiveLoad>,
+) -> Result<LoadReport, NetError> {
+    run_live_with_histograms(cfg, stop, live).map(|(r, _)| r)
 }
 
 /// [`run`], with the run's HDR histograms (what a generator on another host sends its
@@ -353,6 +379,15 @@ pub fn run_with_histograms(
     cfg: &LoadConfig,
     stop: &AtomicBool,
 ) -> Result<(LoadReport, LoadHistograms), NetError> {
+    run_live_with_histograms(cfg, stop, None)
+}
+
+/// [`run_live`], with the run's HDR histograms.
+pub fn run_live_with_histograms(
+    cfg: &LoadConfig,
+    stop: &AtomicBool,
+    live: Option<LiveLoad>,
+) -> Result<(LoadReport, LoadHistograms), NetError> {
     cfg.validate()?;
-    engine::run(cfg, stop)
+    engine::run(cfg, stop, live)
 }

@@ -113,6 +113,8 @@ pub struct LoadOptions {
     /// A run that stops early (interrupted, ephemeral ports exhausted) is the sample, its
     /// `extra.report.aborted` saying why (`partial = keep`); otherwise the repetition fails.
     pub keep_partial: bool,
+    /// Per-interval requests and latency every this long (`interval`); `None`: none.
+    pub interval: Option<Duration>,
 }
 
 impl Default for LoadOptions {
@@ -126,6 +128,7 @@ impl Default for LoadOptions {
             host: None,
             source_addrs: None,
             keep_partial: false,
+            interval: None,
         }
     }
 }
@@ -211,6 +214,11 @@ pub const KEYS: &[Key] = &[
         "http/echo: a new connection per request instead of keep-alive",
     ),
     Key::new("threads", "1", "load generator threads"),
+    Key::new(
+        "interval",
+        "",
+        "per-interval req/s, errors and latency percentiles every this long (e.g. 1s), printed live and stored as the repetition's time series",
+    ),
     Key::new("timeout", "5s", "a request slower than this fails"),
 ];
 

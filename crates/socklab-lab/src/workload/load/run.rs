@@ -44,6 +44,7 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
     }
     c.rate = o.rate;
     c.requests = o.requests;
+    c.interval = o.interval;
     c.path = o.path.clone();
     c.host = o.host.clone();
     c.source_addrs = match o.source_addrs {
@@ -77,11 +78,17 @@ fn generate(
     cfg: LoadConfig,
     stop: &dyn Fn() -> bool,
     keep: bool,
+    live: Option<crate::series::LiveSink>,
 ) -> Option<Result<LoadReport, socklab_net::NetError>> {
     let limit = cfg.duration.unwrap_or_default() + cfg.timeout + Duration::from_secs(60);
+    let live = live.map(|sink| -> socklab_net::load::LiveLoad {
+        std::sync::Arc::new(move |i: &socklab_net::load::LoadInterval| {
+            sink(&crate::series::load_interval(i))
+        })
+    });
     let ended = on_thread_until(
         "load",
-        move |flag| socklab_net::load::run(&cfg, flag),
+        move |flag| socklab_net::load::run_live(&cfg, flag, live),
         stop,
         limit,
         // The generator ends its loops within its poll interval.
@@ -134,7 +141,7 @@ pub(super) fn run_load(
     }
     let mut parts = None;
     let generated = if gens.is_empty() {
-        generate(cfg, stop, keep)
+        generate(cfg, stop, keep, res.live())
     } else {
         match crate::hosts::generators::run(&gens, &cfg, stop, keep) {
             Ok(Some((r, p))) => {
@@ -211,6 +218,11 @@ pub fn sample(r: &LoadReport, to: SocketAddr, served: Option<&ServerExit>) -> Sa
     if r.response_corrected.is_some() {
         s.extend([("lat_raw_p99_us", r.response.percentiles.p99_us)]);
     }
+    s.intervals = r
+        .intervals
+        .iter()
+        .map(crate::series::load_interval)
+        .collect();
     let lag = r
         .generator
         .send_lag

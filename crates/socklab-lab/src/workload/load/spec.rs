@@ -145,6 +145,7 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             "keep" => Ok(true),
             _ => Err("use fail or keep"),
         })?,
+        interval: p.parse_opt("interval", crate::workload::key::parse_interval)?,
         ..LoadOptions::default()
     };
     let mode = if handler == Handler::Stevens {
@@ -188,6 +189,16 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             },
         }
     };
+    let bound = match mode {
+        LoadMode::Stevens { .. } => options.stevens_duration.unwrap_or(Duration::from_secs(600)),
+        LoadMode::Requests { duration, .. } => duration,
+    };
+    socklab_net::series::Sampling {
+        interval: options.interval,
+        omit: None,
+    }
+    .check(Some(bound))
+    .map_err(LabError::Plan)?;
     let to = p.value_in(KEYS, "to", parse_target)?;
     if let (Some(n @ 2..), Target::Addr(a)) = (options.source_addrs, to) {
         if !matches!(a.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback()) {
@@ -311,6 +322,9 @@ pub(super) fn print_spec(spec: &LoadSpec) -> Params {
     }
     if o.keep_partial {
         p.set("partial", "keep");
+    }
+    if let Some(i) = o.interval {
+        p.set("interval", format_duration(i));
     }
     p.set("threads", spec.threads.to_string());
     p.set("timeout", format_duration(spec.timeout));

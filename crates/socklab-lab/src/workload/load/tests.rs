@@ -1,6 +1,7 @@
 //! Tests of the load workload.
 
 use super::*;
+use crate::workload::Workload;
 
 fn parse(pairs: &[(&str, &str)]) -> Result<LoadSpec, LabError> {
     let mut p = Params::new();
@@ -251,10 +252,50 @@ fn the_sample_keeps_the_whole_report() {
             warnings: vec!["w".into()],
         },
         aborted: Some("interrupted".into()),
+        intervals: Vec::new(),
     };
     let s = sample(&r, to, None);
     let back: LoadReport = serde_json::from_value(s.extra["report"].clone()).unwrap();
     assert_eq!(back, r);
     assert_eq!(s.get("errors"), Some(1.0));
     assert_eq!(s.get("lat_p99_us"), Some(40.25));
+    assert!(s.intervals.is_empty());
+    // Issue 17 item 5: the report's intervals become the sample's (and stay out of its JSON).
+    let iv = socklab_net::load::LoadInterval {
+        start: std::time::Duration::ZERO,
+        end: std::time::Duration::from_millis(500),
+        completed: 3,
+        errors: 1,
+        latency: t,
+    };
+    let r = LoadReport {
+        intervals: vec![iv],
+        ..r
+    };
+    let s = sample(&r, to, None);
+    assert_eq!(s.intervals.len(), 1);
+    assert_eq!(s.intervals[0].get("req_per_s"), Some(6.0));
+    assert_eq!(s.intervals[0].get("lat_p99_us"), Some(40.25));
+    assert!(s.extra["report"].get("intervals").is_none());
+}
+
+#[test]
+fn the_interval_key_parses_prints_and_is_bounded() {
+    let p = Params::new()
+        .with("handler", "http")
+        .with("duration", "10s")
+        .with("interval", "1s");
+    let w = Workload::from_params("load", &p).unwrap();
+    assert_eq!(w.params().get("interval"), Some("1s"));
+    let Workload::Load(spec) = &w else { panic!() };
+    let c = load_config(spec, "127.0.0.1:1".parse().unwrap());
+    assert_eq!(c.interval, Some(std::time::Duration::from_secs(1)));
+    let e = Workload::from_params("load", &p.clone().with("interval", "0"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("interval = '0': must be more than 0"), "{e}");
+    let e = Workload::from_params("load", &p.with("interval", "1ms").with("duration", "10m"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("600000 intervals"), "{e}");
 }
