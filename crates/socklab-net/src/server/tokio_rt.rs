@@ -128,7 +128,9 @@ pub(crate) fn serve(
             }
         })
     };
-    let mut trim = Trim::default();
+    // Work stealing spreads a connection's allocations over the runtime threads' arenas:
+    // give a drained flood's memory back (see memtrim).
+    let mut trim = crate::memtrim::FloodTrim::default();
     while !ctx.stop.load(Ordering::Relaxed) {
         std::thread::sleep(POLL_STOP);
         trim.check(counts.open.load(Ordering::Relaxed));
@@ -149,31 +151,6 @@ pub(crate) fn serve(
         counts.accept_errors.load(Ordering::Relaxed),
         start.elapsed(),
     ))
-}
-
-/// Gives freed memory back to the system once a flood of connections has drained: glibc
-/// keeps what each runtime thread's arena freed, and work stealing spreads a connection's
-/// allocations over the threads, so without this the resident size after floods creeps
-/// towards the largest flood times the number of arenas.
-#[derive(Debug, Default)]
-struct Trim {
-    /// Most connections open since the last trim.
-    high: usize,
-}
-
-impl Trim {
-    /// Floods smaller than this are not worth a trim.
-    const FLOOD: usize = 256;
-
-    /// Called every [`POLL_STOP`] with the connections open now: trims once they have
-    /// fallen to half of a flood's height.
-    fn check(&mut self, open: usize) {
-        self.high = self.high.max(open);
-        if self.high >= Self::FLOOD && open <= self.high / 2 {
-            socklab_sys::mem::trim_heap();
-            self.high = open;
-        }
-    }
 }
 
 /// One connection's share of the counts.
