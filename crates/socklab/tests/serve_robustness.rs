@@ -1,8 +1,8 @@
 //! `socklab serve` under abuse, per design: garbage and overlong request lines, counts 0 and
 //! 16385, clients that reset mid-reply, more connections than `--nofile` allows (EMFILE), 1000
 //! idle connections held open while a normal client is served, a slowloris client trickling a
-//! request it never completes — and no descriptor leaked by the server or its children
-//! afterwards. Real processes over loopback; every wait bounded.
+//! request it never completes, a client that pipelines requests and never reads a reply — and
+//! no descriptor leaked by the server or its children afterwards. Real processes over loopback; every wait bounded.
 //!
 //! Idle clients: `fork` and `thread` give every connection its own process or thread, and the
 //! event designs (epoll*, reuseport, uring, tokio) keep every connection in their loops, so
@@ -268,4 +268,31 @@ fn every_design_closes_a_slowloris_client_after_the_idle_timeout() {
         eprintln!("{d}: slowloris closed after {took:?}");
         Ok(())
     });
+}
+
+/// A client that pipelines 2000 requests for 16384 bytes (32 MB of replies) and never reads:
+/// once the socket buffers are full the client takes no reply byte, which is no progress, so
+/// with `--idle-timeout 1s` every design closes the connection (its descriptor goes: the
+/// server's count is back to what it was within 10 s) and goes on serving.
+fn never_reads(design: &str) -> Result<(), String> {
+    let server = Server::start(design, &["--workers", "4", "--idle-timeout", "1s"]);
+    let addr = server.addr;
+    stevens_retry(addr, &[100])?;
+    let before = settled_fds(&server);
+    let mut s = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    s.write_all("16384\n".repeat(2000).as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    check_fds(&server, before, "a client that never reads")?;
+    stevens(addr, &[4000]).map_err(|e| format!("after the non-reader: {e}"))?;
+    drop(s);
+    let st = server.stop();
+    if st.code != Some(0) {
+        return Err(format!("exit {:?}", st.code));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_design_closes_a_client_that_never_reads_its_replies() {
+    for_designs(&designs(), PARALLEL, never_reads);
 }

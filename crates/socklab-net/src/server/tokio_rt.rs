@@ -257,8 +257,11 @@ async fn drive(
         })
         .await;
         if let Some(t) = idle {
+            let now = tokio::time::Instant::now();
             if moved || c.session.requests() != before {
-                timer.as_mut().reset(tokio::time::Instant::now() + t);
+                timer.as_mut().reset(now + t);
+            } else if now >= timer.deadline() {
+                return; // input without progress kept the socket ready past the deadline
             }
         }
         want = next;
