@@ -14,7 +14,7 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -256,6 +256,9 @@ impl EchoServer {
         let halt = AtomicBool::new(false);
         let (tx, rx) = mpsc::channel::<EchoEvent>();
         let conn_stop = || stop() || halt.load(Ordering::Relaxed);
+        // Each connection thread's buffer comes from its own glibc arena: give a drained
+        // flood's memory back (see memtrim).
+        let mut trim = crate::memtrim::FloodTrim::default();
         let result = std::thread::scope(|scope| {
             let (counts, cfg, conn_stop) = (&counts, &self.cfg, &conn_stop);
             let result = loop {
@@ -265,6 +268,7 @@ impl EchoServer {
                 if stop() {
                     break Ok(());
                 }
+                trim.check(counts.open.load(Ordering::Relaxed));
                 match poll_one(listener.as_fd(), poll_flags::IN, POLL.as_millis() as i32) {
                     Ok(0) => continue,
                     Ok(_) => {}
@@ -275,9 +279,12 @@ impl EchoServer {
                         counts.connections.fetch_add(1, Ordering::Relaxed);
                         log(&EchoEvent::Accepted { peer });
                         let tx = tx.clone();
+                        counts.open.fetch_add(1, Ordering::Relaxed);
+                        let open = OpenGuard(&counts.open);
                         let spawned = std::thread::Builder::new()
                             .name("socklab-echo".into())
                             .spawn_scoped(scope, move || {
+                                let _open = open;
                                 let ev = serve_conn(stream, peer, cfg, conn_stop, counts);
                                 let _ = tx.send(ev);
                             });
@@ -379,6 +386,17 @@ struct Counts {
     connections: AtomicU64,
     bytes: AtomicU64,
     messages: AtomicU64,
+    /// Connections open now.
+    open: AtomicUsize,
+}
+
+/// Counts one open connection (in [`Counts::open`]) until dropped.
+struct OpenGuard<'a>(&'a AtomicUsize);
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Counts {

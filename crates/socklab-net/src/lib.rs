@@ -13,7 +13,8 @@
 //! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
 //! - [`udpbulk`] — UDP bulk (`socklab bulk --udp`): paced sender, receiver, their statistics;
 //! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp);
-//! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop).
+//! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop);
+//! - `memtrim` — giving a drained flood's heap back to the system (`malloc_trim`).
 
 pub mod aligned;
 pub mod bulk;
@@ -22,6 +23,7 @@ pub mod echo;
 pub mod error;
 pub mod link;
 pub mod load;
+mod memtrim;
 pub mod partial;
 pub mod payload;
 pub mod pingpong;

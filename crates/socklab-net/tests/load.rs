@@ -27,6 +27,10 @@ enum Behaviour {
     BadStatus,
     /// Reads the request, never answers.
     Stall,
+    /// HTTP: a 200 head announcing a petabyte, then body bytes until the client goes.
+    Endless,
+    /// Stevens: ten bytes more than asked for.
+    TooMuch,
     /// Stevens, but half the reply, a pause of 300 ms, the rest; then it checks that the
     /// client's close was clean (end of file, not a reset) and counts it in `clean`.
     SlowStevens,
@@ -179,6 +183,24 @@ fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool, clean: &Mutex<(u32, u32)
             while http_request(&mut r, stop).is_some() {
                 let reply = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
                 if w.write_all(reply).is_err() {
+                    return;
+                }
+            }
+        }
+        Behaviour::Endless => {
+            if http_request(&mut r, stop).is_some() {
+                let head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000000\r\n\r\n";
+                let chunk = [b'e'; 16 << 10];
+                let mut ok = w.write_all(head).is_ok();
+                while ok && !stop.load(Ordering::Relaxed) {
+                    ok = w.write_all(&chunk).is_ok();
+                }
+            }
+        }
+        Behaviour::TooMuch => {
+            while let Some(l) = line(&mut r, stop) {
+                let n: usize = l.trim().parse().unwrap();
+                if w.write_all(&vec![b'x'; n + 10]).is_err() {
                     return;
                 }
             }
@@ -345,6 +367,31 @@ fn a_stalled_server_times_out_and_the_run_ends() {
     let r = run(&c);
     assert_eq!(r.completed, 0, "{r:?}");
     assert_eq!(r.failed.timeout, 4, "{r:?}");
+}
+
+/// A hostile server: a body that never ends fails each request at `--timeout` (the body is
+/// counted, not kept: the run ends on time whatever the server sends), and a Stevens reply
+/// longer than asked for is a bad reply.
+#[test]
+fn an_endless_body_times_out_and_a_longer_reply_is_a_bad_reply() {
+    let s = Server::start(Behaviour::Endless);
+    let mut c = cfg(s.addr, LoadProtocol::Http);
+    c.requests = Some(3);
+    c.connections = 1;
+    c.threads = 1;
+    c.timeout = Duration::from_millis(300);
+    let r = run(&c);
+    assert_eq!(r.completed, 0, "{r:?}");
+    assert_eq!(r.failed.timeout, 3, "{r:?}");
+    assert!(r.bytes_read > 0, "{r:?}");
+
+    let s = Server::start(Behaviour::TooMuch);
+    let mut c = cfg(s.addr, LoadProtocol::Stevens);
+    c.requests = Some(5);
+    c.bytes = 100;
+    let r = run(&c);
+    assert_eq!(r.completed, 0, "{r:?}");
+    assert_eq!(r.failed.bad_reply, 5, "{r:?}");
 }
 
 #[test]

@@ -28,11 +28,15 @@ struct TestEcho {
 
 impl TestEcho {
     fn start(udp: bool, opts: &str) -> TestEcho {
+        TestEcho::start_with(udp, opts, Duration::from_secs(30))
+    }
+
+    fn start_with(udp: bool, opts: &str, idle_timeout: Duration) -> TestEcho {
         let cfg = EchoConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
             udp,
             opts: opts.parse().unwrap(),
-            idle_timeout: Duration::from_secs(30),
+            idle_timeout,
             ..EchoConfig::default()
         };
         let server = EchoServer::bind(cfg).unwrap();
@@ -441,6 +445,66 @@ fn the_echo_server_survives_a_reset_and_stops_with_idle_clients_connected() {
         .collect();
     assert_eq!(closed.len(), 3, "{events:?}");
     assert!(closed.contains(&&ConnEnd::Stopped), "{events:?}");
+}
+
+/// A silent client, and one that keeps sending but never reads its echoes (the server's writes
+/// block), are both dropped after the idle timeout (1 s here; the client gives up after 10 s),
+/// and the server goes on serving.
+#[test]
+fn the_echo_server_drops_silent_and_non_reading_clients_after_the_idle_timeout() {
+    let echo = TestEcho::start_with(false, "baseline", Duration::from_secs(1));
+    let mut silent = TcpStream::connect(echo.addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    match silent.read_to_end(&mut got) {
+        Ok(_) => assert!(got.is_empty(), "{got:?}"),
+        Err(e) => panic!("the silent client was not closed within 10 s: {e}"),
+    }
+    let hog = TcpStream::connect(echo.addr).unwrap();
+    hog.set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let chunk = vec![b'x'; 64 << 10];
+    let t0 = std::time::Instant::now();
+    let mut sent = 0usize;
+    let ended = loop {
+        match (&hog).write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break true, // reset or broken pipe: the server closed it
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            break false;
+        }
+    };
+    assert!(
+        ended,
+        "a client that never reads was still connected after 10 s ({sent} bytes sent)"
+    );
+    assert_all_completed(
+        &run(&ping(echo.addr, false, 100, 10)),
+        10,
+        "after the idle clients",
+    );
+    let (_, events) = echo.finish();
+    let idle = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                EchoEvent::Closed {
+                    end: ConnEnd::IdleTimeout,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(idle, 2, "{events:?}");
 }
 
 #[test]

@@ -23,13 +23,15 @@
 //! - [`epoll`] — `epoll`, `accept4`, non-blocking `send`/`recv` for the event-loop servers;
 //! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
 //!   ring, send from owned buffers;
-//! - [`alloc_count`] — a counting global allocator for no-allocation tests.
+//! - [`mem`] — giving the C heap's free memory back (`malloc_trim`);
+//! - [`alloc_count`] — a counting global allocator for no-allocation and no-leak tests.
 
 pub mod alloc_count;
 pub mod epoll;
 pub mod fs;
 pub mod host;
 pub mod io;
+pub mod mem;
 pub mod mmsg;
 pub mod netns;
 pub mod process;

@@ -1,7 +1,8 @@
 //! `socklab serve` under abuse, per design: garbage and overlong request lines, counts 0 and
 //! 16385, clients that reset mid-reply, more connections than `--nofile` allows (EMFILE), 1000
-//! idle connections held open while a normal client is served — and no descriptor leaked by the
-//! server or its children afterwards. Real processes over loopback; every wait bounded.
+//! idle connections held open while a normal client is served, a slowloris client trickling a
+//! request it never completes, a client that pipelines requests and never reads a reply — and
+//! no descriptor leaked by the server or its children afterwards. Real processes over loopback; every wait bounded.
 //!
 //! Idle clients: `fork` and `thread` give every connection its own process or thread, and the
 //! event designs (epoll*, reuseport, uring, tokio) keep every connection in their loops, so
@@ -182,4 +183,116 @@ fn every_design_survives_bad_clients_and_leaks_no_descriptor() {
 fn every_design_serves_a_client_while_1000_idle_connections_are_open() {
     raise_nofile();
     for_designs(&designs(), PARALLEL, idle_clients);
+}
+
+/// A slowloris client: the start of an HTTP request head, then one byte every 300 ms, never
+/// completing it (the head may grow to 8 KiB: 40 minutes at this pace). The idle timeout
+/// counts completed requests, not bytes (docs/serve.md), so with `--idle-timeout 1s` every
+/// design must close it long before the client gives up (8 s; closing takes about 1 s, the
+/// bound is loose for a loaded machine). Returns how long the server took.
+fn slowloris(design: &str) -> Result<Duration, String> {
+    const PACE: Duration = Duration::from_millis(300);
+    const GIVE_UP: Duration = Duration::from_secs(8);
+    let server = Server::start(
+        design,
+        &[
+            "--workers",
+            "4",
+            "--handler",
+            "http",
+            "--idle-timeout",
+            "1s",
+        ],
+    );
+    let addr = server.addr;
+    let mut s = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(PACE)).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let mut sent = 0usize;
+    let closed = |r: std::io::Result<usize>| match r {
+        Ok(0) => Some(Ok(())),
+        Ok(n) => Some(Err(format!(
+            "the server answered {n} bytes to half a request"
+        ))),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            None
+        }
+        Err(_) => Some(Ok(())), // reset: closed too
+    };
+    let verdict = loop {
+        let chunk: &[u8] = if sent == 0 {
+            b"GET / HTTP/1.1\r\nX-Slow: "
+        } else {
+            b"a"
+        };
+        if s.write_all(chunk).is_err() {
+            break Ok(()); // EPIPE or reset: the server closed
+        }
+        sent += chunk.len();
+        let mut b = [0u8; 256];
+        if let Some(v) = closed(s.read(&mut b)) {
+            break v;
+        }
+        if t0.elapsed() > GIVE_UP {
+            break Err(format!(
+                "still open after {:?} and {sent} bytes, one every {PACE:?}, with --idle-timeout 1s",
+                t0.elapsed()
+            ));
+        }
+    };
+    let took = t0.elapsed();
+    verdict?;
+    // The server goes on serving.
+    still_serves_http(addr)?;
+    let st = server.stop();
+    if st.code != Some(0) {
+        return Err(format!("exit {:?}", st.code));
+    }
+    Ok(took)
+}
+
+/// One HTTP keep-alive request after the slowloris test, to show the server still serves.
+fn still_serves_http(addr: std::net::SocketAddr) -> Result<(), String> {
+    serve_support::http_keepalive(addr, 2, 100).map_err(|e| format!("after the slowloris: {e}"))
+}
+
+#[test]
+fn every_design_closes_a_slowloris_client_after_the_idle_timeout() {
+    for_designs(&designs(), PARALLEL, |d| {
+        let took = slowloris(d)?;
+        eprintln!("{d}: slowloris closed after {took:?}");
+        Ok(())
+    });
+}
+
+/// A client that pipelines 2000 requests for 16384 bytes (32 MB of replies) and never reads:
+/// once the socket buffers are full the client takes no reply byte, which is no progress, so
+/// with `--idle-timeout 1s` every design closes the connection (its descriptor goes: the
+/// server's count is back to what it was within 10 s) and goes on serving.
+fn never_reads(design: &str) -> Result<(), String> {
+    let server = Server::start(design, &["--workers", "4", "--idle-timeout", "1s"]);
+    let addr = server.addr;
+    stevens_retry(addr, &[100])?;
+    let before = settled_fds(&server);
+    let mut s = connect(addr).map_err(|e| format!("connect: {e}"))?;
+    s.write_all("16384\n".repeat(2000).as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    check_fds(&server, before, "a client that never reads")?;
+    stevens(addr, &[4000]).map_err(|e| format!("after the non-reader: {e}"))?;
+    drop(s);
+    let st = server.stop();
+    if st.code != Some(0) {
+        return Err(format!("exit {:?}", st.code));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_design_closes_a_client_that_never_reads_its_replies() {
+    for_designs(&designs(), PARALLEL, never_reads);
 }

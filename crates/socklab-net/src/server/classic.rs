@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -649,15 +649,22 @@ fn fdpass_child(w: &Worker<'_>, i: usize, chan: &UnixStream) {
 /// thread: `accept → spawn` (the handle is dropped: detached within the scope); the thread
 /// serves and closes. The scope waits for the last ones at stop.
 fn thread_per_connection(w: &Worker<'_>, listener: &Socket) {
+    // Connections open now; each thread's buffer comes from its own glibc arena: give a
+    // drained flood's memory back (see memtrim).
+    let open = AtomicUsize::new(0);
+    let mut trim = crate::memtrim::FloodTrim::default();
     std::thread::scope(|scope| {
         while !w.stopped() {
+            trim.check(open.load(Ordering::Relaxed));
             match w.accept(listener) {
                 Accepted::Conn(conn) => {
                     w.tally.connections(0).fetch_add(1, Ordering::Relaxed);
+                    let open = OpenGuard::new(&open);
                     let spawned = std::thread::Builder::new()
                         .stack_size(THREAD_STACK)
                         .spawn_scoped(scope, move || {
-                            let mut buf = vec![0u8; READ_BUF];
+                            let _open = open;
+                            let mut buf = [0u8; READ_BUF];
                             serve_conn(&conn, w, w.tally.requests(0), &mut buf);
                         });
                     if spawned.is_err() {
@@ -672,6 +679,22 @@ fn thread_per_connection(w: &Worker<'_>, listener: &Socket) {
         }
         w.tally.set_stop();
     });
+}
+
+/// Counts one open connection until dropped.
+struct OpenGuard<'a>(&'a AtomicUsize);
+
+impl<'a> OpenGuard<'a> {
+    fn new(open: &'a AtomicUsize) -> OpenGuard<'a> {
+        open.fetch_add(1, Ordering::Relaxed);
+        OpenGuard(open)
+    }
+}
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// prethread-mutex and prethread-accept: `--workers` threads, each `[lock] accept [unlock] →
