@@ -75,14 +75,46 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
+/// Offloads a TUN device can accept from the kernel (`TUNSETOFFLOAD`; the `TUN_F_*` bits).
+pub mod offload {
+    /// The kernel may hand over packets whose TCP/UDP checksum is left to compute
+    /// (`VIRTIO_NET_HDR_F_NEEDS_CSUM`).
+    pub const CSUM: u32 = libc::TUN_F_CSUM;
+    /// TCP over IPv4 segmentation: super-packets of up to 64 KiB (`VIRTIO_NET_HDR_GSO_TCPV4`).
+    pub const TSO4: u32 = libc::TUN_F_TSO4;
+    /// TCP over IPv6 segmentation.
+    pub const TSO6: u32 = libc::TUN_F_TSO6;
+}
+
+/// How to open a TUN device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunOptions {
+    /// Every packet read or written starts with a 10-byte `struct virtio_net_hdr`
+    /// (`IFF_VNET_HDR`): checksum and segmentation offloads travel with the packet.
+    pub vnet_hdr: bool,
+    /// The `TUN_F_*` offloads ([`offload`]) to accept; needs `vnet_hdr`.
+    pub offload: u32,
+}
+
 /// Creates (or attaches to) the TUN device `name` in the calling thread's network namespace:
 /// layer 3 (`IFF_TUN`), no packet-information header (`IFF_NO_PI`), non-blocking. The device
 /// lives as long as the descriptor.
 pub fn open_tun(name: &str) -> io::Result<File> {
+    open_tun_with(name, TunOptions::default())
+}
+
+/// [`open_tun`] with a virtio-net header on every packet and offloads ([`TunOptions`]).
+pub fn open_tun_with(name: &str, opts: TunOptions) -> io::Result<File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("bad interface name '{name}': 1 to 15 bytes"),
+        ));
+    }
+    if opts.offload != 0 && !opts.vnet_hdr {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "TUN offloads need the virtio-net header (vnet_hdr)",
         ));
     }
     // SAFETY: the path is a valid NUL-terminated string; open returns a new descriptor or -1.
@@ -94,9 +126,13 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     })?;
     // SAFETY: fd was just returned by open and is owned by nobody else.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut flags = libc::IFF_TUN | libc::IFF_NO_PI;
+    if opts.vnet_hdr {
+        flags |= libc::IFF_VNET_HDR;
+    }
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+        flags: flags as libc::c_short,
         _pad: [0; 22],
     };
     for (d, s) in req.name.iter_mut().zip(name.bytes()) {
@@ -105,6 +141,16 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     // SAFETY: TUNSETIFF reads a struct ifreq; IfReq has its layout (16-byte name, flags,
     // padding to the union's 24 bytes) and lives across the call.
     cvt(unsafe { libc::ioctl(owned.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) })?;
+    if opts.vnet_hdr {
+        // SAFETY: TUNSETOFFLOAD takes its flags by value (an unsigned long), no pointer.
+        cvt(unsafe {
+            libc::ioctl(
+                owned.as_raw_fd(),
+                libc::TUNSETOFFLOAD,
+                libc::c_ulong::from(opts.offload),
+            )
+        })?;
+    }
     Ok(File::from(owned))
 }
 
@@ -173,6 +219,19 @@ mod tests {
             let e = open_tun(n).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{n:?}");
         }
+    }
+
+    #[test]
+    fn offloads_without_the_virtio_header_are_refused() {
+        let e = open_tun_with(
+            "sl-x",
+            TunOptions {
+                vnet_hdr: false,
+                offload: offload::CSUM,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 
     #[test]

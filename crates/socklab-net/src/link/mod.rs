@@ -16,7 +16,9 @@
 pub mod check;
 pub mod netem;
 pub mod ns;
+pub mod pcapng;
 pub mod tun;
+pub mod vnet;
 
 use std::net::SocketAddr;
 
