@@ -201,6 +201,77 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
     Ok(r > 0 && pfd.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
 }
 
+/// An `eventfd` that wakes a thread sleeping in [`wait_readable_or_woken`] (a forwarding thread
+/// asked to switch models or capture windows, or to stop).
+#[derive(Debug)]
+pub struct Waker(OwnedFd);
+
+impl Waker {
+    /// A new, non-blocking eventfd.
+    pub fn new() -> io::Result<Waker> {
+        // SAFETY: eventfd takes an initial value and flags; it returns a new descriptor or -1.
+        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: fd was just returned by eventfd and is owned by nobody else.
+        Ok(Waker(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Wakes the waiting thread (or the next wait, at once).
+    pub fn wake(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an eventfd write takes exactly 8 readable bytes, which `one` provides. A full
+        // counter (EAGAIN) already means "woken".
+        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), 8) };
+    }
+
+    /// Clears the wake-ups so far.
+    pub fn drain(&self) {
+        let mut v = [0u8; 8];
+        // SAFETY: an eventfd read writes exactly 8 bytes into `v`; non-blocking, so an unset
+        // counter is an EAGAIN return.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
+    }
+}
+
+/// [`wait_readable`] that also returns when `waker` is woken: `Ok(true)` when `fd` is
+/// readable, `Ok(false)` on timeout, wake-up (cleared) or `EINTR`.
+pub fn wait_readable_or_woken(
+    fd: BorrowedFd<'_>,
+    waker: &Waker,
+    timeout: Duration,
+) -> io::Result<bool> {
+    let mut pfd = [
+        libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: waker.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: pfd is an array of two valid pollfds and its length is passed; ts lives across
+    // the call; a null signal mask keeps the current one.
+    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    if r == -1 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    if pfd[1].revents != 0 {
+        waker.drain();
+    }
+    Ok(pfd[0].revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+}
+
 /// CPU time (user + system) a thread of this process has used so far, from
 /// `/proc/self/task/TID/schedstat` (nanoseconds); `None` if the thread is gone.
 pub fn thread_cpu(tid: u32) -> Option<Duration> {
@@ -219,6 +290,22 @@ mod tests {
             let e = open_tun(n).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{n:?}");
         }
+    }
+
+    #[test]
+    fn a_waker_ends_the_wait_early() {
+        let (r, _w) = crate::io::pipe().unwrap();
+        let rf = std::os::fd::AsFd::as_fd(&r);
+        let waker = Waker::new().unwrap();
+        waker.wake();
+        let t0 = std::time::Instant::now();
+        assert!(!wait_readable_or_woken(rf, &waker, Duration::from_secs(5)).unwrap());
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "the wake-up ended the wait"
+        );
+        // Cleared: the next wait runs to its timeout.
+        assert!(!wait_readable_or_woken(rf, &waker, Duration::from_millis(5)).unwrap());
     }
 
     #[test]

@@ -246,7 +246,7 @@ pub fn read(mut b: &[u8]) -> Result<Vec<Block>, ReadError> {
         }
         let kind = le32(b, 0);
         let len = le32(b, 4) as usize;
-        if len < 12 || len % 4 != 0 || len > b.len() || le32(b, len - 4) as usize != len {
+        if len < 12 || !len.is_multiple_of(4) || len > b.len() || le32(b, len - 4) as usize != len {
             return Err(bad("a block's length is wrong"));
         }
         let body = &b[8..len - 4];
@@ -362,7 +362,14 @@ mod tests {
         section_header(&mut v, "socklab 1", "a capture");
         interface(&mut v, "c2s", "client -> server", 65535);
         interface(&mut v, "s2c", "", 64);
-        packet(&mut v, 0, 123_456_789, &[1, 2, 3, 4, 5], 5, "c2s #1 dropped");
+        packet(
+            &mut v,
+            0,
+            123_456_789,
+            &[1, 2, 3, 4, 5],
+            5,
+            "c2s #1 dropped",
+        );
         packet(&mut v, 1, 7, &[9; 64], 1500, "");
         interface_stats(
             &mut v,

@@ -3,9 +3,9 @@
 //!
 //! - **In**: the kernel hands the device TCP super-packets of up to 64 KiB (TSO) whose
 //!   checksums are left to compute. [`split`] cuts one into the MTU-sized segments the wire
-//!   would carry (the headers the kernel's own GSO would write: IPv4 id + i, sequence number
-//!   + offset, FIN/PSH on the last only, CWR on the first only), so the emulator decides per
-//!   segment exactly as it would for packets read one by one.
+//!   would carry (the headers the kernel's own GSO would write: IPv4 id plus i, sequence
+//!   number plus offset, FIN/PSH on the last only, CWR on the first only), so the emulator
+//!   decides per segment exactly as it would for packets read one by one.
 //! - **Out**: segments the emulator releases at the same instant that continue each other
 //!   (same flow, consecutive sequence numbers, equal size) are joined again into one
 //!   super-packet for the far device ([`groups`], [`joined_header`]), as the kernel's GRO would
@@ -257,7 +257,9 @@ pub fn split(
     alloc: &mut impl FnMut() -> Vec<u8>,
     out: &mut impl FnMut(Vec<u8>),
 ) -> Result<usize, SplitError> {
-    let l = layout(p).filter(|l| l.proto == TCP).ok_or(SplitError::NotTcp)?;
+    let l = layout(p)
+        .filter(|l| l.proto == TCP)
+        .ok_or(SplitError::NotTcp)?;
     let doff = usize::from(p[l.l4 + 12] >> 4) * 4;
     let hl = l.l4 + doff;
     if doff < 20 || hl > l.end {
@@ -362,10 +364,19 @@ fn continues(first: &[u8], f: &Seg, prev: &Seg, next_p: &[u8], n: &Seg, len: usi
         && first[l4 + 18..f.hl] == next_p[l4 + 18..f.hl]
 }
 
+/// Most segments joined into one super-packet.
+pub const MAX_RUN: usize = 64;
+
 /// Splits `packets` (released at one instant, in release order) into runs that can be written
 /// as one super-packet each (a run of one is written as it is).
 pub fn groups<P: AsRef<[u8]>>(packets: &[P]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
+    groups_into(packets, &mut out);
+    out
+}
+
+/// [`groups`] into `out` (appended).
+pub fn groups_into<P: AsRef<[u8]>>(packets: &[P], out: &mut Vec<Range<usize>>) {
     let mut i = 0;
     while i < packets.len() {
         let start = i;
@@ -374,7 +385,11 @@ pub fn groups<P: AsRef<[u8]>>(packets: &[P]) -> Vec<Range<usize>> {
         if let Some(f) = seg(first).filter(|f| f.flags == ACK && f.payload > 0) {
             let mut prev = seg(first).expect("parsed above");
             let mut len = first.len();
-            while let Some(n) = packets.get(i).and_then(|p| seg(p.as_ref())) {
+            while let Some(n) = packets
+                .get(i)
+                .filter(|_| i - start < MAX_RUN)
+                .and_then(|p| seg(p.as_ref()))
+            {
                 let np = packets[i].as_ref();
                 if !continues(first, &f, &prev, np, &n, len) {
                     break;
@@ -390,7 +405,6 @@ pub fn groups<P: AsRef<[u8]>>(packets: &[P]) -> Vec<Range<usize>> {
         }
         out.push(start..i);
     }
-    out
 }
 
 /// For a run of segments from [`groups`] (more than one): the virtio header and the joined
@@ -403,10 +417,7 @@ pub fn joined_header<P: AsRef<[u8]>>(run: &[P], hdr: &mut Vec<u8>) -> Option<(Vn
     let first = run[0].as_ref();
     let f = seg(first)?;
     let last = seg(run[run.len() - 1].as_ref())?;
-    let payload: usize = run
-        .iter()
-        .map(|p| p.as_ref().len() - f.hl)
-        .sum::<usize>();
+    let payload: usize = run.iter().map(|p| p.as_ref().len() - f.hl).sum::<usize>();
     let len = f.hl + payload;
     hdr.clear();
     hdr.extend_from_slice(&first[..f.hl]);
@@ -566,7 +577,10 @@ mod tests {
         for s in &segs {
             whole.extend_from_slice(&s[52..]);
         }
-        assert_eq!(u16::from_be_bytes([whole[2], whole[3]]) as usize, whole.len());
+        assert_eq!(
+            u16::from_be_bytes([whole[2], whole[3]]) as usize,
+            whole.len()
+        );
         assert_eq!(whole[33], ACK | PSH);
         complete_checksum(&mut whole);
         assert!(checksum_ok(&whole));
