@@ -203,6 +203,17 @@ pub struct LinkArgs {
     /// MTU of the emulated link.
     #[arg(long, default_value = link::MTU.default)]
     pub mtu: u32,
+    /// Record every packet entering the emulator, both directions, into this pcapng file, the
+    /// emulator's decision (dropped, duplicated, corrupted, reordered, queued time, ECN mark)
+    /// in each packet's comment (tun driver; one capture window per repetition).
+    #[arg(long, value_name = "FILE.pcapng")]
+    pub capture: Option<PathBuf>,
+    /// Bytes kept of each captured packet (65535: whole packets).
+    #[arg(long, value_name = "BYTES", default_value_t = socklab_net::link::capture::DEFAULT_SNAPLEN)]
+    pub capture_snaplen: u32,
+    /// Largest capture file; packets past it are counted, not written.
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub capture_limit: String,
 }
 
 #[derive(Debug, Args)]
@@ -216,6 +227,10 @@ pub struct NetemArgs {
     /// 'socklab sink --port 5001'; socklab waits until it listens.
     #[arg(long, value_name = "CMD")]
     pub server: Option<String>,
+    /// Print the emulator's accounting at the end as one JSON object on stderr (stdout is
+    /// the command's).
+    #[arg(long)]
+    pub json: bool,
     /// The command to run in the client namespace.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -230,11 +245,17 @@ pub enum NetemCommand {
         name: String,
         #[command(flatten)]
         link: LinkArgs,
+        /// Print what was started as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove a lasting link.
     Down {
         /// The link's name.
         name: String,
+        /// Print what was removed as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Run a command in one end of a lasting link.
     Exec {
@@ -247,7 +268,11 @@ pub enum NetemCommand {
         cmd: Vec<String>,
     },
     /// List links and namespaces socklab created.
-    List,
+    List {
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Build a link, measure it, and print configured against measured values.
     Check {
         #[command(flatten)]
@@ -258,6 +283,10 @@ pub enum NetemCommand {
         /// Datagram payload size in bytes.
         #[arg(long, default_value_t = 200)]
         size: usize,
+        /// Print configured against measured values, the probes' raw counts and the emulator's
+        /// accounting as one JSON object (see docs/impairment.md).
+        #[arg(long)]
+        json: bool,
     },
     /// Remove everything named sl- that socklab left (namespaces of dead runs, their files,
     /// sl- interfaces); --all also stops running links.
@@ -265,6 +294,9 @@ pub enum NetemCommand {
         /// Also remove the links of running socklab processes.
         #[arg(long)]
         all: bool,
+        /// Print what was removed and kept as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// (internal) The process that keeps a lasting link.
     #[command(hide = true)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use socklab_lab::hosts::HostPlan;
 use socklab_lab::live::LiveExecutor;
+use socklab_net::link::capture::CaptureConfig;
 use socklab_lab::output;
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
@@ -418,8 +419,9 @@ fn run_one(
     plan: &Plan,
     store: &mut Store,
     hosts: &HostPlan,
+    capture: Option<&CaptureConfig>,
 ) -> Result<i64, (Option<i64>, Failure)> {
-    run_observed(plan, store, hosts, &mut Progress::new())
+    run_observed(plan, store, hosts, capture, &mut Progress::new())
 }
 
 /// [`run_one`] with the caller's observer of the progress.
@@ -427,10 +429,14 @@ pub(crate) fn run_observed(
     plan: &Plan,
     store: &mut Store,
     hosts: &HostPlan,
+    capture: Option<&CaptureConfig>,
     progress: &mut dyn Observer,
 ) -> Result<i64, (Option<i64>, Failure)> {
     let host = socklab_sys::host::host_facts();
     let mut exec = LiveExecutor::with_hosts(exe().map_err(|f| (None, f))?, hosts.clone());
+    if let Some(c) = capture {
+        exec.set_capture(c.clone());
+    }
     if let Some(notice) = dryrun::long_run_notice(plan) {
         eprintln!("{notice}");
     }
@@ -457,12 +463,13 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
         crate::udp::check_tcp(&a)?;
         bulk_plan(&a)?
     };
+    let capture = a.link.workload_capture()?;
     if dry {
         return dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &hosts, &a.format).map(|_| ())
+    run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
 }
 
 /// Runs a one-off command's plan and prints its statistics; an interrupted run prints what it
@@ -472,8 +479,9 @@ pub(crate) fn run_and_print(
     store: &mut Store,
     hosts: &HostPlan,
     format: &SummaryFormat,
+    capture: Option<&CaptureConfig>,
 ) -> Result<i64, Failure> {
-    let id = match run_one(plan, store, hosts) {
+    let id = match run_one(plan, store, hosts, capture) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
             eprint!(
@@ -701,12 +709,13 @@ pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
         order,
         &command_line(),
     )?;
+    let capture = a.link.workload_capture()?;
     if dry {
         return dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &hosts, &a.format).map(|_| ())
+    run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
 }
 
 // ----------------------------------------------------------------------------------------- run
@@ -902,7 +911,7 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     let mut ids = Vec::new();
     let mut failure = None;
     for plan in &plans {
-        match run_one(plan, &mut store, &hosts) {
+        match run_one(plan, &mut store, &hosts, None) {
             Ok(id) => {
                 ids.push(id);
                 out(&output::human(&experiment_stats_with(

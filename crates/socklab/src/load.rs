@@ -369,13 +369,14 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
             csv: a.csv,
             keep_invalid: a.keep_invalid,
         };
-        return run_and_print(&plan, &mut store, &hosts, &format).map(|_| ());
+        return run_and_print(&plan, &mut store, &hosts, &format, None).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
     let id = run_observed(
         &plan,
         &mut store,
         &hosts,
+        None,
         &mut OneRun::new(!a.json && !a.csv),
     )
     .map_err(|(_, f)| f)?;

@@ -389,7 +389,7 @@ pub struct Capture {
     tx: Option<SyncSender<Msg>>,
     shared: Arc<Shared>,
     snaplen: u32,
-    next_window: u32,
+    next_window: std::sync::atomic::AtomicU32,
     writer: Option<JoinHandle<Result<CaptureSummary, String>>>,
 }
 
@@ -440,7 +440,7 @@ impl Capture {
             tx: Some(tx),
             shared,
             snaplen: cfg.snaplen,
-            next_window: 1,
+            next_window: std::sync::atomic::AtomicU32::new(1),
             writer: Some(writer),
         })
     }
@@ -456,9 +456,8 @@ impl Capture {
 
     /// Starts a new capture window labelled `label` (e.g. `cell 2 rep 1: link = loss 5%`);
     /// returns its number, which the link is then told ([`super::EmulatedLink::mark`]).
-    pub fn window(&mut self, label: &str) -> u32 {
-        let n = self.next_window;
-        self.next_window += 1;
+    pub fn window(&self, label: &str) -> u32 {
+        let n = self.next_window.fetch_add(1, Ordering::Relaxed);
         if let Some(tx) = &self.tx {
             // Blocking: the window's label must reach the writer before its packets.
             let _ = tx.send(Msg::Window(n, label.to_string()));
@@ -787,7 +786,7 @@ mod tests {
     fn the_file_holds_windows_packets_and_what_was_not_captured() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.pcapng");
-        let mut c = Capture::create(
+        let c = Capture::create(
             &CaptureConfig {
                 path: path.clone(),
                 snaplen: 2000,

@@ -201,6 +201,30 @@ impl DirReport {
         }
     }
 
+    /// One direction as JSON: the model's counters, the driver's (kernel drops, failed
+    /// writes, late packets, release lag) and the forwarding thread's CPU time.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.stats;
+        serde_json::json!({
+            "packets_in": s.packets_in,
+            "dropped": s.dropped,
+            "duplicated": s.duplicated,
+            "corrupted": s.corrupted,
+            "reordered": s.reordered,
+            "queue_dropped": s.queue_dropped,
+            "delivered": s.delivered,
+            "bytes_in": s.bytes_in,
+            "bytes_out": s.bytes_out,
+            "kernel_drops": self.kernel_drops,
+            "write_errors": self.write_errors,
+            "late": self.late,
+            "lag_mean_us": self.mean_lag_us(),
+            "lag_max_us": self.max_lag_ns as f64 / 1000.0,
+            "cpu_ns": self.cpu_ns,
+            "cpu_ns_per_packet": if s.packets_in == 0 { 0.0 } else { self.cpu_ns as f64 / s.packets_in as f64 },
+        })
+    }
+
     /// Fraction of delivered packets that were late.
     pub fn late_fraction(&self) -> f64 {
         if self.stats.delivered == 0 {
@@ -261,6 +285,19 @@ impl LinkReport {
         } else {
             (self.forward.cpu_ns + self.backward.cpu_ns) as f64 / n as f64
         }
+    }
+
+    /// The accounting as JSON (the shape `socklab netem … --json` prints; see
+    /// docs/impairment.md): `{"forward": DIR, "backward": DIR, "cpu_ns_per_packet": x,
+    /// "valid": bool, "invalid_reason": null | "…"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "forward": self.forward.to_json(),
+            "backward": self.backward.to_json(),
+            "cpu_ns_per_packet": self.cpu_ns_per_packet(),
+            "valid": self.invalid_reason().is_none(),
+            "invalid_reason": self.invalid_reason(),
+        })
     }
 
     /// `None` when the emulator kept up; else why the run is invalid.
