@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use socklab_lab::hosts::HostPlan;
 use socklab_lab::live::LiveExecutor;
-use socklab_net::link::capture::CaptureConfig;
 use socklab_lab::output;
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
@@ -18,6 +17,7 @@ use socklab_lab::table::Table;
 use socklab_lab::workload::Workload;
 use socklab_lab::{suites, LabError};
 use socklab_net::childline::ChildLine;
+use socklab_net::link::capture::CaptureConfig;
 use socklab_net::sink::{Sink, SinkConfig};
 use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};

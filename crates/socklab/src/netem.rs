@@ -69,9 +69,8 @@ impl LinkArgs {
                 self.capture_snaplen
             )));
         }
-        let limit = socklab_net::units::parse_size(&self.capture_limit).map_err(|e| {
-            usage(format!("--capture-limit {}: {e}", self.capture_limit))
-        })?;
+        let limit = socklab_net::units::parse_size(&self.capture_limit)
+            .map_err(|e| usage(format!("--capture-limit {}: {e}", self.capture_limit)))?;
         if limit < 128 * 1024 {
             return Err(usage(format!(
                 "--capture-limit {}: give at least 128K",
@@ -226,10 +225,7 @@ pub(crate) fn out_json(v: &serde_json::Value) -> Result<(), Failure> {
 
 /// `--capture` of a netem command: the capture (its window 0 labelled `label`) and a tap for
 /// the link; `None` without `--capture`. Only the tun driver can capture.
-pub(crate) fn open_capture(
-    link_args: &LinkArgs,
-    label: &str,
-) -> Result<Option<Capture>, Failure> {
+pub(crate) fn open_capture(link_args: &LinkArgs, label: &str) -> Result<Option<Capture>, Failure> {
     let Some(cfg) = link_args.capture_config()? else {
         return Ok(None);
     };
@@ -644,4 +640,3 @@ fn cleanup(all: bool, json: bool) -> Result<(), Failure> {
     }
     out(&s)
 }
-

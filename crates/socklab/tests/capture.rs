@@ -64,8 +64,20 @@ fn read_ours(path: &Path) -> Counts {
 /// The capture read by tshark, when it is installed (`None` otherwise).
 fn read_tshark(path: &Path) -> Option<Counts> {
     let o = Command::new("tshark")
-        .args(["-r", path.to_str().unwrap(), "-T", "fields", "-E", "separator=\t"])
-        .args(["-e", "frame.interface_name", "-e", "frame.interface_description"])
+        .args([
+            "-r",
+            path.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-E",
+            "separator=\t",
+        ])
+        .args([
+            "-e",
+            "frame.interface_name",
+            "-e",
+            "frame.interface_description",
+        ])
         .args(["-e", "frame.comment"])
         .output()
         .ok()?;
@@ -87,7 +99,12 @@ fn window<'a>(c: &'a Counts, dir: &str, label: &str) -> &'a HashMap<String, u64>
         .iter()
         .filter(|((n, d), _)| n == dir && d.contains(label))
         .collect();
-    assert_eq!(found.len(), 1, "one {dir} window '{label}' in {:?}", c.keys());
+    assert_eq!(
+        found.len(),
+        1,
+        "one {dir} window '{label}' in {:?}",
+        c.keys()
+    );
     found[0].1
 }
 
@@ -121,7 +138,10 @@ fn capture_comments_equal_the_emulators_stored_counts() {
         db.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(err.contains("capture: ") && err.contains("link.pcapng"), "{err}");
+    assert!(
+        err.contains("capture: ") && err.contains("link.pcapng"),
+        "{err}"
+    );
     let (_, json, _) = run(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let m = &v[0]["metrics"];
@@ -129,13 +149,23 @@ fn capture_comments_equal_the_emulators_stored_counts() {
     let mut readers = vec![("socklab's reader", read_ours(&cap))];
     match read_tshark(&cap) {
         Some(c) => readers.push(("tshark", c)),
-        None => eprintln!("tshark is not installed: the capture is checked with socklab's reader only"),
+        None => {
+            eprintln!("tshark is not installed: the capture is checked with socklab's reader only")
+        }
     }
     for (who, counts) in &readers {
         for (d, key) in [("c2s", "fwd"), ("s2c", "back")] {
             let w = window(counts, d, "cell 1 rep 1");
-            assert_eq!(get(w, "packets"), stored(&format!("link_{key}_in")), "{who} {d}");
-            assert_eq!(get(w, "dropped"), stored(&format!("link_{key}_dropped")), "{who} {d}");
+            assert_eq!(
+                get(w, "packets"),
+                stored(&format!("link_{key}_in")),
+                "{who} {d}"
+            );
+            assert_eq!(
+                get(w, "dropped"),
+                stored(&format!("link_{key}_dropped")),
+                "{who} {d}"
+            );
             assert_eq!(
                 get(w, "duplicated"),
                 stored(&format!("link_{key}_duplicated")),
@@ -143,7 +173,10 @@ fn capture_comments_equal_the_emulators_stored_counts() {
             );
         }
         let fwd = window(counts, "c2s", "cell 1 rep 1");
-        assert!(get(fwd, "dropped") > 10 && get(fwd, "duplicated") > 3, "{who}: {fwd:?}");
+        assert!(
+            get(fwd, "dropped") > 10 && get(fwd, "duplicated") > 3,
+            "{who}: {fwd:?}"
+        );
         // Every delivered copy says how long it was queued (no delay: 0 ns).
         assert!(get(fwd, "queued_ns") >= get(fwd, "packets") - get(fwd, "dropped"));
     }
@@ -188,7 +221,11 @@ fn netem_check_json_and_capture_agree_per_probe() {
         let w = window(&counts, d, &format!("{title} probe"));
         assert_eq!(get(w, "packets"), em["packets_in"].as_u64().unwrap(), "{d}");
         assert_eq!(get(w, "dropped"), em["dropped"].as_u64().unwrap(), "{d}");
-        assert_eq!(get(w, "duplicated"), em["duplicated"].as_u64().unwrap(), "{d}");
+        assert_eq!(
+            get(w, "duplicated"),
+            em["duplicated"].as_u64().unwrap(),
+            "{d}"
+        );
         assert!(em["packets_in"].as_u64().unwrap() >= 2000, "{dj}");
         assert!(dj["emulator"]["cpu_ns_per_packet"].as_f64().unwrap() > 0.0);
     }
@@ -249,7 +286,12 @@ fn netem_list_and_cleanup_speak_json() {
     let (code, out, err) = run(&["netem", "cleanup", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    for k in ["removed_namespaces", "removed_interfaces", "removed_files", "kept"] {
+    for k in [
+        "removed_namespaces",
+        "removed_interfaces",
+        "removed_files",
+        "kept",
+    ] {
         assert!(v[k].is_array(), "{k}: {out}");
     }
 }
@@ -265,15 +307,40 @@ fn bad_capture_flags_are_one_line_errors() {
         &["x.pcap", "FILE.pcapng"],
     );
     assert_usage_error(
-        &["pingpong", "--link", "none", "--capture", cap, "--capture-snaplen", "10"],
+        &[
+            "pingpong",
+            "--link",
+            "none",
+            "--capture",
+            cap,
+            "--capture-snaplen",
+            "10",
+        ],
         &["--capture-snaplen 10", "20"],
     );
     assert_usage_error(
-        &["transfer", "--link", "none", "--capture", cap, "--capture-limit", "1K"],
+        &[
+            "transfer",
+            "--link",
+            "none",
+            "--capture",
+            cap,
+            "--capture-limit",
+            "1K",
+        ],
         &["--capture-limit 1K", "128K"],
     );
     assert_usage_error(
-        &["pingpong", "--udp", "--link", "none", "--driver", "udp-proxy", "--capture", cap],
+        &[
+            "pingpong",
+            "--udp",
+            "--link",
+            "none",
+            "--driver",
+            "udp-proxy",
+            "--capture",
+            cap,
+        ],
         &["--driver tun", "udp-proxy"],
     );
     assert_usage_error(
