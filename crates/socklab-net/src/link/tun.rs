@@ -37,8 +37,9 @@ pub const TUN_NAME: &str = "sl-tun";
 pub const DEFAULT_MTU: u32 = 1500;
 /// A packet released later than this after its scheduled time counts as late.
 pub const LAG_TOLERANCE: Duration = Duration::from_millis(1);
-/// Longest sleep of a forwarding thread (it is woken for a new spec, a mark or stop).
-const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// Longest sleep of a forwarding thread (it is woken for a new spec, a mark or stop; this only
+/// bounds how stale an idle link's published counters can be).
+const MAX_SLEEP: Duration = Duration::from_millis(200);
 /// Reads per wake-up before releasing due packets.
 const READ_BATCH: usize = 64;
 /// Segments admitted per wake-up before releasing due packets.
