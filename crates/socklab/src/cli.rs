@@ -167,9 +167,12 @@ pub enum Command {
         "  socklab netem exec lab1 client -- socklab pingpong --to server:7000\n",
         "  socklab netem down lab1\n",
         "  socklab netem check --link \"loss 5% delay 20ms\"   # configured vs measured\n",
+        "  socklab netem check --link \"loss 5%\" --json     # the same, machine-readable\n",
+        "  socklab netem --link \"loss 2%\" --capture link.pcapng \\\n",
+        "      --server 'socklab echo --port 7000' -- socklab pingpong --to server:7000\n",
         "  socklab netem cleanup       # leftovers of killed runs (everything named sl-)\n",
         "\n",
-        "The command after -- runs in the client namespace; it must be installed (socklab's own pingpong, bulk or transfer always are). The spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
+        "The command after -- runs in the client namespace; it must be installed (socklab's own pingpong, bulk or transfer always are). The spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve. --capture FILE.pcapng (on every command that takes --link; tun driver) records every packet entering the emulator with its decision (dropped, duplicated, queued_ns=…) in the packet's comment; see docs/impairment.md.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
     )
     )]
     Netem(Box<NetemArgs>),

@@ -43,8 +43,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(200);
 /// Reads per wake-up before releasing due packets.
 const READ_BATCH: usize = 64;
 /// Segments admitted per wake-up before releasing due packets (with TSO, one or two
-/// super-packets): measured at 64, 128 and 512 segments, 64 gave the same or more throughput
-/// and the least release lag (mean 8 µs against 14 and 91 µs with no impairment).
+/// super-packets): 64 gave the same or more throughput than 128 and the least release lag
+/// with no impairment (mean 8 µs against 14 µs, and 81–91 µs with 512; docs/benchmarks.md).
 const SEGMENT_BATCH: usize = 64;
 /// Largest packet read from a device with offloads: a 64 KiB super-packet and its header.
 const READ_BUF: usize = HDR_LEN + 65_536 + 256;
