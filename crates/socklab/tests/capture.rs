@@ -54,7 +54,10 @@ fn read_ours(path: &Path) -> Counts {
                 assert!(data.len() as u32 <= original_len && data[0] >> 4 == 4);
                 // With TSO the kernel hands over 64 KiB super-packets; the model (and so the
                 // capture) sees the MTU-sized segments of the wire.
-                assert!(original_len <= 1500, "a packet of {original_len} B entered the model");
+                assert!(
+                    original_len <= 1500,
+                    "a packet of {original_len} B entered the model"
+                );
                 let (n, d) = ifaces[iface as usize].clone();
                 rows.push((n, d, comment.unwrap()));
             }
