@@ -189,6 +189,12 @@ impl Emulator {
 
     /// The next packet whose release time is `<= now_ns`, in release order.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+        self.poll_transmit_copy(now_ns).map(|(_, p)| p)
+    }
+
+    /// [`Emulator::poll_transmit`] with the released copy's number (see
+    /// [`Emulator::copies_queued`]), so a driver can follow each packet (a capture).
+    pub fn poll_transmit_copy(&mut self, now_ns: u64) -> Option<(u64, Vec<u8>)> {
         let (&key, _) = self.queue.first_key_value()?;
         if key.0 > now_ns {
             return None;
@@ -196,7 +202,14 @@ impl Emulator {
         let packet = self.queue.remove(&key)?;
         self.stats.delivered += 1;
         self.stats.bytes_out += packet.len() as u64;
-        Some(packet)
+        let copy = if key.1 == 0 { u64::MAX - key.2 } else { key.2 };
+        Some((copy, packet))
+    }
+
+    /// Copies queued so far: those one [`Emulator::enqueue`] queued are numbered from the
+    /// value before it + 1 to the value after it (the packet first, then its duplicate).
+    pub fn copies_queued(&self) -> u64 {
+        self.seq
     }
 
     /// The release time of the next packet, if any is queued.

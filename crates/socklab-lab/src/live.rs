@@ -34,6 +34,13 @@ impl LiveExecutor {
     }
 }
 
+impl LiveExecutor {
+    /// Records the emulated link's packets into a pcapng file ([`Resources::set_capture`]).
+    pub fn set_capture(&mut self, cfg: socklab_net::link::capture::CaptureConfig) {
+        self.res.set_capture(cfg);
+    }
+}
+
 impl Executor for LiveExecutor {
     fn run(&mut self, cell: &Cell, stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
         self.run_rep(cell, 0, false, stop)

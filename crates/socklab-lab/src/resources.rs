@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use socklab_net::link::capture::{Capture, CaptureConfig};
 use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
 use socklab_net::transfer::workfiles::WorkFile;
 
@@ -128,6 +129,9 @@ pub struct Resources {
     run: (usize, usize, bool),
     /// The emulator seed of the repetition running now, once it uses the link.
     run_seed: Option<u64>,
+    /// `--capture`: what to capture, and the file once a link started.
+    capture_cfg: Option<CaptureConfig>,
+    capture: Option<Capture>,
     /// Where the running repetition's intervals go live.
     live: LiveSlot,
 }
@@ -180,7 +184,16 @@ impl Resources {
             run: (0, 0, false),
             run_seed: None,
             live: LiveSlot::default(),
+            capture_cfg: None,
+            capture: None,
         }
+    }
+
+    /// Records every packet of the emulated link into a pcapng file (`--capture`): one file
+    /// for the plan, one capture window (an interface per direction) per repetition, packets
+    /// outside the repetitions' client phase in window 0; the size cap bounds the whole file.
+    pub fn set_capture(&mut self, cfg: CaptureConfig) {
+        self.capture_cfg = Some(cfg);
     }
 
     /// A repetition starts: repetition `rep` (a warm-up when `warmup`) of cell `cell`.
@@ -345,10 +358,16 @@ impl Resources {
             }
         }
         self.stop_link()?;
-        let link = EmulatedLink::start(&LinkConfig {
-            seed,
-            ..cfg.clone()
-        })?;
+        if let (Some(c), None) = (&self.capture_cfg, &self.capture) {
+            self.capture = Some(Capture::create(c, "outside the repetitions' client phase")?);
+        }
+        let link = EmulatedLink::start_with(
+            &LinkConfig {
+                seed,
+                ..cfg.clone()
+            },
+            self.capture.as_ref().and_then(Capture::tap),
+        )?;
         self.link = Some((key, link));
         Ok(())
     }
@@ -358,6 +377,7 @@ impl Resources {
         self.servers.retain(|(k, _)| !k.in_link);
         if let Some((_, link)) = self.link.take() {
             let driver = link.driver();
+            let offload = link.offload();
             let r = link.stop()?;
             self.link_facts
                 .push(("link_driver".into(), driver.to_string()));
@@ -372,6 +392,14 @@ impl Resources {
                 "link_emulator_cpu_s".into(),
                 format!("{:.3}", (r.forward.cpu_ns + r.backward.cpu_ns) as f64 / 1e9),
             ));
+            self.link_facts.push((
+                "link_emulator_cpu_ns_per_packet".into(),
+                format!("{:.0}", r.cpu_ns_per_packet()),
+            ));
+            if let Some(o) = offload {
+                self.link_facts
+                    .push(("link_tun_offload".into(), o.as_str().to_string()));
+            }
         }
         Ok(())
     }
@@ -386,11 +414,24 @@ impl Resources {
         let Some((_, link)) = self.link.as_ref().filter(|_| in_link) else {
             return Ok((f(), LinkRun::default()));
         };
-        let before = link.report();
+        // With a capture, this repetition's client phase is a capture window whose counts are
+        // taken at the instants the window opens and closes (exactly its packets).
+        let window = self.capture.as_ref().map(|c| {
+            let (cell, rep, warmup) = self.run;
+            c.window(&format!(
+                "cell {} {} {}: link = {}",
+                cell + 1,
+                if warmup { "warm-up" } else { "rep" },
+                rep + 1,
+                link.describe()
+            ))
+        });
+        let before = link.mark(window);
         let guard = link.enter_client()?;
         let out = f();
         drop(guard);
-        let run = LinkRun::from_report(&link.report().since(&before), link.describe());
+        let after = link.mark(window.map(|_| 0));
+        let run = LinkRun::from_report(&after.since(&before), link.describe());
         Ok((out, run))
     }
 
@@ -449,6 +490,16 @@ impl Resources {
         }
         self.stop_link()?;
         facts.append(&mut self.link_facts);
+        if let Some(c) = self.capture.take() {
+            let s = c.finish()?;
+            eprintln!("socklab: {}", s.describe());
+            facts.push(("capture_file".into(), s.path.display().to_string()));
+            facts.push(("capture_packets".into(), s.packets.to_string()));
+            facts.push((
+                "capture_not_captured".into(),
+                (s.behind + s.over_limit).to_string(),
+            ));
+        }
         facts.extend(self.hosts.facts());
         self.hosts.close();
         self.files.clear();

@@ -75,14 +75,46 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
+/// Offloads a TUN device can accept from the kernel (`TUNSETOFFLOAD`; the `TUN_F_*` bits).
+pub mod offload {
+    /// The kernel may hand over packets whose TCP/UDP checksum is left to compute
+    /// (`VIRTIO_NET_HDR_F_NEEDS_CSUM`).
+    pub const CSUM: u32 = libc::TUN_F_CSUM;
+    /// TCP over IPv4 segmentation: super-packets of up to 64 KiB (`VIRTIO_NET_HDR_GSO_TCPV4`).
+    pub const TSO4: u32 = libc::TUN_F_TSO4;
+    /// TCP over IPv6 segmentation.
+    pub const TSO6: u32 = libc::TUN_F_TSO6;
+}
+
+/// How to open a TUN device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunOptions {
+    /// Every packet read or written starts with a 10-byte `struct virtio_net_hdr`
+    /// (`IFF_VNET_HDR`): checksum and segmentation offloads travel with the packet.
+    pub vnet_hdr: bool,
+    /// The `TUN_F_*` offloads ([`offload`]) to accept; needs `vnet_hdr`.
+    pub offload: u32,
+}
+
 /// Creates (or attaches to) the TUN device `name` in the calling thread's network namespace:
 /// layer 3 (`IFF_TUN`), no packet-information header (`IFF_NO_PI`), non-blocking. The device
 /// lives as long as the descriptor.
 pub fn open_tun(name: &str) -> io::Result<File> {
+    open_tun_with(name, TunOptions::default())
+}
+
+/// [`open_tun`] with a virtio-net header on every packet and offloads ([`TunOptions`]).
+pub fn open_tun_with(name: &str, opts: TunOptions) -> io::Result<File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("bad interface name '{name}': 1 to 15 bytes"),
+        ));
+    }
+    if opts.offload != 0 && !opts.vnet_hdr {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "TUN offloads need the virtio-net header (vnet_hdr)",
         ));
     }
     // SAFETY: the path is a valid NUL-terminated string; open returns a new descriptor or -1.
@@ -94,9 +126,13 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     })?;
     // SAFETY: fd was just returned by open and is owned by nobody else.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut flags = libc::IFF_TUN | libc::IFF_NO_PI;
+    if opts.vnet_hdr {
+        flags |= libc::IFF_VNET_HDR;
+    }
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+        flags: flags as libc::c_short,
         _pad: [0; 22],
     };
     for (d, s) in req.name.iter_mut().zip(name.bytes()) {
@@ -105,6 +141,16 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     // SAFETY: TUNSETIFF reads a struct ifreq; IfReq has its layout (16-byte name, flags,
     // padding to the union's 24 bytes) and lives across the call.
     cvt(unsafe { libc::ioctl(owned.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) })?;
+    if opts.vnet_hdr {
+        // SAFETY: TUNSETOFFLOAD takes its flags by value (an unsigned long), no pointer.
+        cvt(unsafe {
+            libc::ioctl(
+                owned.as_raw_fd(),
+                libc::TUNSETOFFLOAD,
+                libc::c_ulong::from(opts.offload),
+            )
+        })?;
+    }
     Ok(File::from(owned))
 }
 
@@ -155,6 +201,77 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
     Ok(r > 0 && pfd.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
 }
 
+/// An `eventfd` that wakes a thread sleeping in [`wait_readable_or_woken`] (a forwarding thread
+/// asked to switch models or capture windows, or to stop).
+#[derive(Debug)]
+pub struct Waker(OwnedFd);
+
+impl Waker {
+    /// A new, non-blocking eventfd.
+    pub fn new() -> io::Result<Waker> {
+        // SAFETY: eventfd takes an initial value and flags; it returns a new descriptor or -1.
+        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: fd was just returned by eventfd and is owned by nobody else.
+        Ok(Waker(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Wakes the waiting thread (or the next wait, at once).
+    pub fn wake(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an eventfd write takes exactly 8 readable bytes, which `one` provides. A full
+        // counter (EAGAIN) already means "woken".
+        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), 8) };
+    }
+
+    /// Clears the wake-ups so far.
+    pub fn drain(&self) {
+        let mut v = [0u8; 8];
+        // SAFETY: an eventfd read writes exactly 8 bytes into `v`; non-blocking, so an unset
+        // counter is an EAGAIN return.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
+    }
+}
+
+/// [`wait_readable`] that also returns when `waker` is woken: `Ok(true)` when `fd` is
+/// readable, `Ok(false)` on timeout, wake-up (cleared) or `EINTR`.
+pub fn wait_readable_or_woken(
+    fd: BorrowedFd<'_>,
+    waker: &Waker,
+    timeout: Duration,
+) -> io::Result<bool> {
+    let mut pfd = [
+        libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: waker.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: pfd is an array of two valid pollfds and its length is passed; ts lives across
+    // the call; a null signal mask keeps the current one.
+    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    if r == -1 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    if pfd[1].revents != 0 {
+        waker.drain();
+    }
+    Ok(pfd[0].revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+}
+
 /// CPU time (user + system) a thread of this process has used so far, from
 /// `/proc/self/task/TID/schedstat` (nanoseconds); `None` if the thread is gone.
 pub fn thread_cpu(tid: u32) -> Option<Duration> {
@@ -173,6 +290,35 @@ mod tests {
             let e = open_tun(n).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{n:?}");
         }
+    }
+
+    #[test]
+    fn a_waker_ends_the_wait_early() {
+        let (r, _w) = crate::io::pipe().unwrap();
+        let rf = std::os::fd::AsFd::as_fd(&r);
+        let waker = Waker::new().unwrap();
+        waker.wake();
+        let t0 = std::time::Instant::now();
+        assert!(!wait_readable_or_woken(rf, &waker, Duration::from_secs(5)).unwrap());
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "the wake-up ended the wait"
+        );
+        // Cleared: the next wait runs to its timeout.
+        assert!(!wait_readable_or_woken(rf, &waker, Duration::from_millis(5)).unwrap());
+    }
+
+    #[test]
+    fn offloads_without_the_virtio_header_are_refused() {
+        let e = open_tun_with(
+            "sl-x",
+            TunOptions {
+                vnet_hdr: false,
+                offload: offload::CSUM,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 
     #[test]

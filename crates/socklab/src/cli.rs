@@ -168,9 +168,12 @@ pub enum Command {
         "  socklab netem exec lab1 client -- socklab pingpong --to server:7000\n",
         "  socklab netem down lab1\n",
         "  socklab netem check --link \"loss 5% delay 20ms\"   # configured vs measured\n",
+        "  socklab netem check --link \"loss 5%\" --json     # the same, machine-readable\n",
+        "  socklab netem --link \"loss 2%\" --capture link.pcapng \\\n",
+        "      --server 'socklab echo --port 7000' -- socklab pingpong --to server:7000\n",
         "  socklab netem cleanup       # leftovers of killed runs (everything named sl-)\n",
         "\n",
-        "The command after -- runs in the client namespace; it must be installed (socklab's own pingpong, bulk or transfer always are). The spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
+        "The command after -- runs in the client namespace; it must be installed (socklab's own pingpong, bulk or transfer always are). The spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve. --capture FILE.pcapng (on every command that takes --link; tun driver) records every packet entering the emulator with its decision (dropped, duplicated, queued_ns=…) in the packet's comment; see docs/impairment.md.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
     )
     )]
     Netem(Box<NetemArgs>),
@@ -204,6 +207,17 @@ pub struct LinkArgs {
     /// MTU of the emulated link.
     #[arg(long, default_value = link::MTU.default)]
     pub mtu: u32,
+    /// Record every packet entering the emulator, both directions, into this pcapng file, the
+    /// emulator's decision (dropped, duplicated, corrupted, reordered, queued time, ECN mark)
+    /// in each packet's comment (tun driver; one capture window per repetition).
+    #[arg(long, value_name = "FILE.pcapng")]
+    pub capture: Option<PathBuf>,
+    /// Bytes kept of each captured packet (65535: whole packets).
+    #[arg(long, value_name = "BYTES", default_value_t = socklab_net::link::capture::DEFAULT_SNAPLEN)]
+    pub capture_snaplen: u32,
+    /// Largest capture file; packets past it are counted, not written.
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub capture_limit: String,
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +231,10 @@ pub struct NetemArgs {
     /// 'socklab sink --port 5001'; socklab waits until it listens.
     #[arg(long, value_name = "CMD")]
     pub server: Option<String>,
+    /// Print the emulator's accounting at the end as one JSON object on stderr (stdout is
+    /// the command's).
+    #[arg(long)]
+    pub json: bool,
     /// The command to run in the client namespace.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -231,11 +249,17 @@ pub enum NetemCommand {
         name: String,
         #[command(flatten)]
         link: LinkArgs,
+        /// Print what was started as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove a lasting link.
     Down {
         /// The link's name.
         name: String,
+        /// Print what was removed as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Run a command in one end of a lasting link.
     Exec {
@@ -248,7 +272,11 @@ pub enum NetemCommand {
         cmd: Vec<String>,
     },
     /// List links and namespaces socklab created.
-    List,
+    List {
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Build a link, measure it, and print configured against measured values.
     Check {
         #[command(flatten)]
@@ -259,6 +287,10 @@ pub enum NetemCommand {
         /// Datagram payload size in bytes.
         #[arg(long, default_value_t = 200)]
         size: usize,
+        /// Print configured against measured values, the probes' raw counts and the emulator's
+        /// accounting as one JSON object (see docs/impairment.md).
+        #[arg(long)]
+        json: bool,
     },
     /// Remove everything named sl- that socklab left (namespaces of dead runs, their files,
     /// sl- interfaces); --all also stops running links.
@@ -266,6 +298,9 @@ pub enum NetemCommand {
         /// Also remove the links of running socklab processes.
         #[arg(long)]
         all: bool,
+        /// Print what was removed and kept as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// (internal) The process that keeps a lasting link.
     #[command(hide = true)]

@@ -17,6 +17,7 @@ use socklab_lab::table::Table;
 use socklab_lab::workload::Workload;
 use socklab_lab::{series_export, suites, LabError};
 use socklab_net::childline::ChildLine;
+use socklab_net::link::capture::CaptureConfig;
 use socklab_net::sink::{Sink, SinkConfig};
 use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
@@ -426,8 +427,15 @@ fn run_one(
     store: &mut Store,
     hosts: &HostPlan,
     live: LiveLines,
+    capture: Option<&CaptureConfig>,
 ) -> Result<i64, (Option<i64>, Failure)> {
-    run_observed(plan, store, hosts, &mut Progress::new().with_live(live))
+    run_observed(
+        plan,
+        store,
+        hosts,
+        capture,
+        &mut Progress::new().with_live(live),
+    )
 }
 
 /// Whether a plan samples a time series (then `--json` prints JSON lines: the intervals, and
@@ -443,10 +451,14 @@ pub(crate) fn run_observed(
     plan: &Plan,
     store: &mut Store,
     hosts: &HostPlan,
+    capture: Option<&CaptureConfig>,
     progress: &mut dyn Observer,
 ) -> Result<i64, (Option<i64>, Failure)> {
     let host = socklab_sys::host::host_facts();
     let mut exec = LiveExecutor::with_hosts(exe().map_err(|f| (None, f))?, hosts.clone());
+    if let Some(c) = capture {
+        exec.set_capture(c.clone());
+    }
     if let Some(notice) = dryrun::long_run_notice(plan) {
         eprintln!("{notice}");
     }
@@ -473,12 +485,13 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
         crate::udp::check_tcp(&a)?;
         bulk_plan(&a)?
     };
+    let capture = a.link.workload_capture()?;
     if dry {
         return dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &hosts, &a.format).map(|_| ())
+    run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
 }
 
 /// Runs a one-off command's plan and prints its statistics; an interrupted run prints what it
@@ -488,10 +501,11 @@ pub(crate) fn run_and_print(
     store: &mut Store,
     hosts: &HostPlan,
     format: &SummaryFormat,
+    capture: Option<&CaptureConfig>,
 ) -> Result<i64, Failure> {
     let lines = has_series(plan);
     let live = LiveLines::for_format(format.json, format.csv);
-    let id = match run_one(plan, store, hosts, live) {
+    let id = match run_one(plan, store, hosts, live, capture) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
             eprint!(
@@ -755,12 +769,13 @@ pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
         order,
         &command_line(),
     )?;
+    let capture = a.link.workload_capture()?;
     if dry {
         return dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    run_and_print(&plan, &mut store, &hosts, &a.format).map(|_| ())
+    run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
 }
 
 // ----------------------------------------------------------------------------------------- run
@@ -957,7 +972,7 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     let mut failure = None;
     for plan in &plans {
         // Suites store their time series; the lines are for one-off commands.
-        match run_one(plan, &mut store, &hosts, LiveLines::Off) {
+        match run_one(plan, &mut store, &hosts, LiveLines::Off, None) {
             Ok(id) => {
                 ids.push(id);
                 out(&output::human(&experiment_stats_with(

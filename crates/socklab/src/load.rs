@@ -377,12 +377,12 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
             csv: a.csv,
             keep_invalid: a.keep_invalid,
         };
-        return run_and_print(&plan, &mut store, &hosts, &format).map(|_| ());
+        return run_and_print(&plan, &mut store, &hosts, &format, None).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
     let live = LiveLines::for_format(a.json, a.csv);
     let mut observer = OneRun::new(!a.json && !a.csv).with_live(live);
-    let id = run_observed(&plan, &mut store, &hosts, &mut observer).map_err(|(_, f)| f)?;
+    let id = run_observed(&plan, &mut store, &hosts, None, &mut observer).map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let gens = generator_lines(&store, id)?;
     let text = if a.json {

@@ -6,6 +6,7 @@ mod dryrun;
 mod hosts;
 mod load;
 mod netem;
+mod netem_check;
 mod progress;
 mod serve;
 mod transfer;

@@ -1,12 +1,11 @@
 //! `socklab netem`: emulated links from the command line.
 
 use std::io::Write;
-use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints};
+use socklab_net::link::capture::{Capture, CaptureConfig};
 use socklab_net::link::ns::{self, Side};
 use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport};
 use socklab_net::{LinkKeyError, NetError};
@@ -53,6 +52,54 @@ impl LinkArgs {
         Ok(LinkConfig { tag, ..cfg })
     }
 
+    /// `--capture` and its bounds, checked (`None` without `--capture`).
+    pub fn capture_config(&self) -> Result<Option<CaptureConfig>, Failure> {
+        let Some(path) = &self.capture else {
+            return Ok(None);
+        };
+        if path.extension().and_then(|e| e.to_str()) != Some("pcapng") {
+            return Err(usage(format!(
+                "--capture {}: name the file FILE.pcapng (it is written as pcapng)",
+                path.display()
+            )));
+        }
+        if self.capture_snaplen < 20 {
+            return Err(usage(format!(
+                "--capture-snaplen {}: keep at least 20 bytes (an IP header); 65535 keeps whole packets",
+                self.capture_snaplen
+            )));
+        }
+        let limit = socklab_net::units::parse_size(&self.capture_limit)
+            .map_err(|e| usage(format!("--capture-limit {}: {e}", self.capture_limit)))?;
+        if limit < 128 * 1024 {
+            return Err(usage(format!(
+                "--capture-limit {}: give at least 128K",
+                self.capture_limit
+            )));
+        }
+        Ok(Some(CaptureConfig {
+            path: path.clone(),
+            snaplen: self.capture_snaplen,
+            limit_bytes: limit,
+        }))
+    }
+
+    /// [`LinkArgs::capture_config`] for a measuring command, whose link needs `--link`.
+    pub fn workload_capture(&self) -> Result<Option<CaptureConfig>, Failure> {
+        if self.capture.is_some() && self.link.is_none() {
+            return Err(usage(
+                "--capture records the emulated link's packets: add --link (--link none: the link without impairment)",
+            ));
+        }
+        if self.capture.is_some() && !matches!(self.driver.trim(), "auto" | "tun") {
+            return Err(usage(format!(
+                "--capture records what socklab's own emulator does: use --driver tun (not {})",
+                self.driver
+            )));
+        }
+        self.capture_config()
+    }
+
     /// Adds the link keys to a workload group: one value fixed, a comma-separated list as an
     /// axis (`--link "loss 0%,loss 5%,loss 10%"`).
     pub fn add_to(&self, group: &mut socklab_lab::plan::Group) {
@@ -95,7 +142,7 @@ fn link_flags(cfg: &LinkConfig) -> Vec<String> {
         .collect()
 }
 
-fn describe(link: &EmulatedLink) -> Result<String, Failure> {
+pub(crate) fn describe(link: &EmulatedLink) -> Result<String, Failure> {
     let n = link.namespaces()?;
     Ok(format!(
         "link {} <-> {} (driver {}): {}; client {}, server {}",
@@ -146,25 +193,57 @@ pub fn accounting(r: &LinkReport) -> String {
 
 pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
     match a.action {
-        None => run_across(&a.link, a.server.as_deref(), &a.cmd, dry),
-        Some(NetemCommand::Up { name, link }) => up(&name, &link, dry),
-        Some(NetemCommand::Down { name }) => down(&name, dry),
+        None => run_across(&a.link, a.server.as_deref(), &a.cmd, a.json, dry),
+        Some(NetemCommand::Up { name, link, json }) => up(&name, &link, json, dry),
+        Some(NetemCommand::Down { name, json }) => down(&name, json, dry),
         Some(NetemCommand::Exec { name, side, cmd }) => exec(&name, &side, &cmd, dry),
-        Some(NetemCommand::List) if dry => {
+        Some(NetemCommand::List { .. }) if dry => {
             dryrun::print_checked("socklab netem list would list the sl- namespaces")
         }
-        Some(NetemCommand::List) => list(),
+        Some(NetemCommand::List { json }) => list(json),
         Some(NetemCommand::Check {
             link,
             packets,
             size,
-        }) => check(&link, packets, size, dry),
+            json,
+        }) => crate::netem_check::check(&link, packets, size, json, dry),
         Some(NetemCommand::Cleanup { .. }) if dry => dryrun::print_checked(
             "socklab netem cleanup would remove the leftovers named sl- of dead runs",
         ),
-        Some(NetemCommand::Cleanup { all }) => cleanup(all),
+        Some(NetemCommand::Cleanup { all, json }) => cleanup(all, json),
         Some(NetemCommand::Daemon { name, link }) => daemon(&name, &link),
     }
+}
+
+/// Pretty JSON and a newline on stdout.
+pub(crate) fn out_json(v: &serde_json::Value) -> Result<(), Failure> {
+    out(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    ))
+}
+
+/// `--capture` of a netem command: the capture (its window 0 labelled `label`) and a tap for
+/// the link; `None` without `--capture`. Only the tun driver can capture.
+pub(crate) fn open_capture(link_args: &LinkArgs, label: &str) -> Result<Option<Capture>, Failure> {
+    let Some(cfg) = link_args.capture_config()? else {
+        return Ok(None);
+    };
+    Ok(Some(Capture::create(&cfg, label)?))
+}
+
+/// Closes a capture and says what it holds on stderr.
+pub(crate) fn close_capture(c: Option<Capture>) -> Result<Option<serde_json::Value>, Failure> {
+    let Some(c) = c else { return Ok(None) };
+    let s = c.finish()?;
+    eprintln!("socklab netem: {}", s.describe());
+    Ok(Some(serde_json::json!({
+        "file": s.path.display().to_string(),
+        "packets": s.packets,
+        "not_captured_behind": s.behind,
+        "not_captured_limit": s.over_limit,
+        "bytes": s.bytes,
+    })))
 }
 
 /// The program `cmd` names, found as `sh` would find it (a path, or a name in `PATH`).
@@ -243,6 +322,7 @@ fn run_across(
     link_args: &LinkArgs,
     server: Option<&str>,
     cmd: &[String],
+    json: bool,
     dry: bool,
 ) -> Result<(), Failure> {
     if cmd.is_empty() {
@@ -255,6 +335,7 @@ fn run_across(
         return Err(usage("--driver udp-proxy makes no namespaces to run a command in: use it with a UDP workload (socklab pingpong --udp --link … --driver udp-proxy), or use --driver tun"));
     }
     check_program(&cmd[0])?;
+    link_args.capture_config()?;
     if dry {
         return dryrun::print_checked(&format!(
             "socklab netem would build a link ({}){} and run '{}' in the client namespace",
@@ -266,7 +347,8 @@ fn run_across(
         ));
     }
     install_interrupt_flag()?;
-    let link = EmulatedLink::start(&cfg)?;
+    let capture = open_capture(link_args, &format!("socklab netem -- {}", cmd.join(" ")))?;
+    let link = EmulatedLink::start_with(&cfg, capture.as_ref().and_then(Capture::tap))?;
     eprintln!("socklab netem: {}", describe(&link)?);
     let mut server_child = None;
     if let Some(s) = server {
@@ -294,7 +376,9 @@ fn run_across(
     // parent-death signal. It stays in our process group, so a terminal's Ctrl-C reaches it
     // as before.
     dies_with_parent(&mut c);
-    let before = link.report();
+    // With a capture the command's run is its window 1, so its counts and its comments agree.
+    let window = capture.as_ref().map(|c| c.window(&cmd.join(" ")));
+    let before = link.mark(window);
     let mut child = c
         .spawn()
         .map_err(|e| Failure::Run(format!("cannot start '{}': {e}", cmd.join(" "))))?;
@@ -312,12 +396,19 @@ fn run_across(
     if let Some(mut s) = server_child {
         stop_child(&mut s);
     }
-    let report = link.report().since(&before);
+    let report = link.mark(window.map(|_| 0)).since(&before);
     link.stop()?;
-    eprint!(
-        "socklab netem: emulator accounting\n{}",
-        accounting(&report)
-    );
+    let cap = close_capture(capture)?;
+    if json {
+        let mut v = report.to_json();
+        v["capture"] = cap.unwrap_or_default();
+        eprintln!("{v}");
+    } else {
+        eprint!(
+            "socklab netem: emulator accounting\n{}",
+            accounting(&report)
+        );
+    }
     match status {
         None => Err(Failure::Interrupted(
             "interrupted; the link and its namespaces were removed".into(),
@@ -327,9 +418,10 @@ fn run_across(
     }
 }
 
-fn up(name: &str, link_args: &LinkArgs, dry: bool) -> Result<(), Failure> {
+fn up(name: &str, link_args: &LinkArgs, json: bool, dry: bool) -> Result<(), Failure> {
     ns::check_name(name)?;
     let cfg = link_args.config(Some(name.to_string()))?;
+    let capture = link_args.capture_config()?;
     if cfg.driver == Driver::UdpProxy {
         return Err(usage("a lasting link needs --driver tun, netem or auto"));
     }
@@ -353,6 +445,19 @@ fn up(name: &str, link_args: &LinkArgs, dry: bool) -> Result<(), Failure> {
     let mut c = Command::new(exe);
     c.args(["netem", "daemon", "--name", name])
         .args(link_flags(&cfg))
+        .args(capture.iter().flat_map(|c| {
+            [
+                "--capture".to_string(),
+                std::path::absolute(&c.path)
+                    .unwrap_or_else(|_| c.path.clone())
+                    .display()
+                    .to_string(),
+                "--capture-snaplen".to_string(),
+                c.snaplen.to_string(),
+                "--capture-limit".to_string(),
+                c.limit_bytes.to_string(),
+            ]
+        }))
         .stdin(Stdio::null())
         .stdout(logf.try_clone()?)
         .stderr(logf)
@@ -374,6 +479,17 @@ fn up(name: &str, link_args: &LinkArgs, dry: bool) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    if json {
+        return out_json(&serde_json::json!({
+            "name": name,
+            "pid": child.id(),
+            "client_namespace": ns::ns_name(name, Side::Client),
+            "server_namespace": ns::ns_name(name, Side::Server),
+            "client": ns::CLIENT_ADDR.to_string(),
+            "server": ns::SERVER_ADDR.to_string(),
+            "capture": capture.map(|c| c.path.display().to_string()),
+        }));
+    }
     out(&format!(
         "{name}: up (pid {}): namespaces {} (client, {}) and {} (server, {})\n  run: socklab netem exec {name} server -- CMD   /   socklab netem exec {name} client -- CMD\n  stop: socklab netem down {name}\n",
         child.id(),
@@ -387,7 +503,8 @@ fn up(name: &str, link_args: &LinkArgs, dry: bool) -> Result<(), Failure> {
 fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     install_interrupt_flag()?;
     let cfg = link_args.config(Some(name.to_string()))?;
-    let link = EmulatedLink::start(&cfg)?;
+    let capture = open_capture(link_args, &format!("lasting link {name}"))?;
+    let link = EmulatedLink::start_with(&cfg, capture.as_ref().and_then(Capture::tap))?;
     std::fs::write(ns::state_file(name, "pid"), std::process::id().to_string())?;
     std::fs::write(ns::state_file(name, "spec"), describe(&link)?)?;
     println!("READY {}", describe(&link)?);
@@ -397,6 +514,7 @@ fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     }
     let r = link.report();
     link.stop()?;
+    close_capture(capture)?;
     println!("stopped; emulator accounting\n{}", accounting(&r));
     for ext in ["pid", "spec"] {
         let _ = std::fs::remove_file(ns::state_file(name, ext));
@@ -404,7 +522,7 @@ fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn down(name: &str, dry: bool) -> Result<(), Failure> {
+fn down(name: &str, json: bool, dry: bool) -> Result<(), Failure> {
     ns::check_name(name)?;
     if dry {
         return dryrun::print_checked(&format!("socklab netem down would remove the link {name}"));
@@ -434,6 +552,9 @@ fn down(name: &str, dry: bool) -> Result<(), Failure> {
             "no link named {name} (see 'socklab netem list')"
         )));
     }
+    if json {
+        return out_json(&serde_json::json!({ "name": name, "down": true }));
+    }
     out(&format!("{name}: down\n"))
 }
 
@@ -457,13 +578,20 @@ fn exec(name: &str, side: &str, cmd: &[String], dry: bool) -> Result<(), Failure
     Err(Failure::Run(format!("cannot run ip netns exec: {e}")))
 }
 
-fn list() -> Result<(), Failure> {
+fn list(json: bool) -> Result<(), Failure> {
     let mut s = String::new();
+    let mut rows = Vec::new();
     for n in ns::list_namespaces() {
         let owner = ns::owner(&n);
         let alive = owner.is_some_and(ns::alive);
         let tag = ns::tag_of(&n).unwrap_or("");
         let spec = std::fs::read_to_string(ns::state_file(tag, "spec")).unwrap_or_default();
+        rows.push(serde_json::json!({
+            "namespace": n,
+            "owner": owner,
+            "running": alive,
+            "spec": spec.trim(),
+        }));
         s += &format!(
             "{n}\towner {}\t{}\t{}\n",
             owner.map_or("?".into(), |p| p.to_string()),
@@ -475,14 +603,25 @@ fn list() -> Result<(), Failure> {
             spec.trim()
         );
     }
+    if json {
+        return out_json(&serde_json::Value::Array(rows));
+    }
     if s.is_empty() {
         s = "no sl- namespaces\n".into();
     }
     out(&s)
 }
 
-fn cleanup(all: bool) -> Result<(), Failure> {
+fn cleanup(all: bool, json: bool) -> Result<(), Failure> {
     let done = ns::cleanup(all)?;
+    if json {
+        return out_json(&serde_json::json!({
+            "removed_namespaces": done.removed,
+            "removed_interfaces": done.links,
+            "removed_files": done.files,
+            "kept": done.skipped,
+        }));
+    }
     let mut s = String::new();
     for n in &done.removed {
         s += &format!("removed namespace {n}\n");
@@ -500,144 +639,4 @@ fn cleanup(all: bool) -> Result<(), Failure> {
         s = "nothing to clean\n".into();
     }
     out(&s)
-}
-
-fn print_rows(title: &str, rows: &[CheckRow]) -> String {
-    let width = |f: fn(&CheckRow) -> &str, min: usize| {
-        rows.iter().map(|r| f(r).len()).max().unwrap_or(0).max(min)
-    };
-    let w = width(|r| &r.what, 0);
-    let wc = width(|r| &r.configured, 10);
-    let wm = width(|r| &r.measured, 8);
-    let mut s = format!(
-        "{title}\n  {:w$}  {:wc$}  {:wm$}  verdict\n",
-        "", "configured", "measured"
-    );
-    for r in rows {
-        s += &format!(
-            "  {:w$}  {:wc$}  {:wm$}  {}\n",
-            r.what,
-            r.configured,
-            r.measured,
-            match r.ok {
-                Some(true) => "ok",
-                Some(false) => "DIFFERS",
-                None => "",
-            }
-        );
-    }
-    s
-}
-
-fn check(link_args: &LinkArgs, packets: u64, size: usize, dry: bool) -> Result<(), Failure> {
-    if !(24..=8192).contains(&size) {
-        return Err(usage(format!("--size {size}: use 24 to 8192 bytes")));
-    }
-    if packets == 0 || packets > 1_000_000 {
-        return Err(usage(format!("--packets {packets}: use 1 to 1000000")));
-    }
-    let cfg = link_args.config(None)?;
-    if dry {
-        return dryrun::print_checked(&format!(
-            "socklab netem check would build a link ({}) and send {packets} datagrams of {size} B each way",
-            link_args.link.as_deref().unwrap_or("no impairment")
-        ));
-    }
-    install_interrupt_flag()?;
-    let ccfg = CheckConfig { packets, size };
-    let stop = || interrupted();
-    let mut text = String::new();
-    let mut all_ok = true;
-    if cfg.driver == Driver::UdpProxy {
-        // Forward direction only: sender -> proxy -> receiver, all on loopback, no root.
-        let mut link = EmulatedLink::start(&cfg)?;
-        let pair = link.pair().clone();
-        let free = std::net::UdpSocket::bind("127.0.0.1:0")?;
-        let target = free.local_addr()?;
-        drop(free);
-        let via = link.route(target)?;
-        let ends = Endpoints {
-            sender_ns: None,
-            receiver_ns: None,
-            receiver_bind: Ipv4Addr::LOCALHOST,
-            receiver_port: target.port(),
-            via: Some(via),
-        };
-        let r = probe(&ends, &pair.forward, &ccfg, &stop)?;
-        let stats = link.stop()?;
-        if interrupted() {
-            return Err(Failure::Interrupted(
-                "interrupted; the link was removed".into(),
-            ));
-        }
-        let rows = compare(&pair.forward, &r);
-        all_ok &= rows.iter().all(|r| r.ok != Some(false));
-        text += &print_rows(
-            &format!(
-                "client -> server via udp-proxy ({}), {} datagrams of {size} B sent",
-                pair.describe(),
-                r.sent
-            ),
-            &rows,
-        );
-        let f = &stats.forward.stats;
-        text += &format!(
-            "  proxy: {} in, {} dropped, {} duplicated, {} corrupted, {} reordered, {} queue-dropped, {} delivered\n",
-            f.packets_in, f.dropped, f.duplicated, f.corrupted, f.reordered, f.queue_dropped, f.delivered
-        );
-    } else {
-        let link = EmulatedLink::start(&cfg)?;
-        eprintln!("socklab netem check: {}", describe(&link)?);
-        let n = link.namespaces()?;
-        for (title, from, to, spec) in [
-            (
-                "client -> server",
-                Side::Client,
-                Side::Server,
-                &link.pair().forward,
-            ),
-            (
-                "server -> client",
-                Side::Server,
-                Side::Client,
-                &link.pair().backward,
-            ),
-        ] {
-            let ends = Endpoints {
-                sender_ns: Some(n.path(from)),
-                receiver_ns: Some(n.path(to)),
-                receiver_bind: to.addr(),
-                receiver_port: 0,
-                via: None,
-            };
-            let before = link.report();
-            let r = probe(&ends, spec, &ccfg, &stop)?;
-            if interrupted() {
-                return Err(Failure::Interrupted(
-                    "interrupted; the link was removed".into(),
-                ));
-            }
-            let rows = compare(spec, &r);
-            all_ok &= rows.iter().all(|r| r.ok != Some(false));
-            text += &print_rows(
-                &format!(
-                    "{title} ({}), {} datagrams of {size} B sent",
-                    socklab_net::link::spec_text(spec),
-                    r.sent
-                ),
-                &rows,
-            );
-            let acc = link.report().since(&before);
-            text += &accounting(&acc);
-        }
-        link.stop()?;
-    }
-    out(&text)?;
-    if all_ok {
-        Ok(())
-    } else {
-        Err(Failure::Run(
-            "some measured values differ from the configured ones beyond the 99.9 % interval (see DIFFERS above)".into(),
-        ))
-    }
 }

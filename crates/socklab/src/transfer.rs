@@ -527,12 +527,13 @@ fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
 fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
     let hosts = a.hosts.plan()?;
     let plan = transfer_plan(&a)?;
+    let capture = a.link.workload_capture()?;
     if dry {
         return crate::dryrun::print_plan(&plan);
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
-    let id = run_and_print(&plan, &mut store, &hosts, &a.format)?;
+    let id = run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref())?;
     failed_repetitions(&store, id)
 }
 

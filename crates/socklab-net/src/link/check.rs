@@ -81,6 +81,46 @@ pub struct ProbeResult {
     pub burst_bps: Option<f64>,
 }
 
+impl CheckRow {
+    /// `{"what", "configured", "measured", "verdict": "ok" | "differs" | null}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "what": self.what,
+            "configured": self.configured,
+            "measured": self.measured,
+            "verdict": self.ok.map(|ok| if ok { "ok" } else { "differs" }),
+        })
+    }
+}
+
+impl ProbeResult {
+    /// The raw counts as JSON: `sent`, `unique`, `duplicates`, `reordered`, `corrupted`,
+    /// `delay_ns` (`{"n", "mean", "sd", "p50", "p99", "max"}` of first copies, or null) and
+    /// `burst_bps` (null without a rate).
+    pub fn to_json(&self) -> serde_json::Value {
+        let d: Vec<f64> = self.delays_ns.iter().map(|&x| x as f64).collect();
+        let delay = socklab_stats::summarize(&d).map(|s| {
+            serde_json::json!({
+                "n": d.len(),
+                "mean": s.mean,
+                "sd": s.sd,
+                "p50": s.median,
+                "p99": socklab_stats::quantile(&d, 0.99).unwrap_or(s.max),
+                "max": s.max,
+            })
+        });
+        serde_json::json!({
+            "sent": self.sent,
+            "unique": self.unique,
+            "duplicates": self.duplicates,
+            "reordered": self.reordered,
+            "corrupted": self.corrupted,
+            "delay_ns": delay,
+            "burst_bps": self.burst_bps,
+        })
+    }
+}
+
 const HEADER: usize = 24;
 
 fn fnv(parts: &[&[u8]]) -> u64 {

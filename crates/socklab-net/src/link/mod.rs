@@ -13,10 +13,13 @@
 //!
 //! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
 
+pub mod capture;
 pub mod check;
 pub mod netem;
 pub mod ns;
+pub mod pcapng;
 pub mod tun;
+pub mod vnet;
 
 use std::net::SocketAddr;
 
@@ -198,6 +201,30 @@ impl DirReport {
         }
     }
 
+    /// One direction as JSON: the model's counters, the driver's (kernel drops, failed
+    /// writes, late packets, release lag) and the forwarding thread's CPU time.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.stats;
+        serde_json::json!({
+            "packets_in": s.packets_in,
+            "dropped": s.dropped,
+            "duplicated": s.duplicated,
+            "corrupted": s.corrupted,
+            "reordered": s.reordered,
+            "queue_dropped": s.queue_dropped,
+            "delivered": s.delivered,
+            "bytes_in": s.bytes_in,
+            "bytes_out": s.bytes_out,
+            "kernel_drops": self.kernel_drops,
+            "write_errors": self.write_errors,
+            "late": self.late,
+            "lag_mean_us": self.mean_lag_us(),
+            "lag_max_us": self.max_lag_ns as f64 / 1000.0,
+            "cpu_ns": self.cpu_ns,
+            "cpu_ns_per_packet": if s.packets_in == 0 { 0.0 } else { self.cpu_ns as f64 / s.packets_in as f64 },
+        })
+    }
+
     /// Fraction of delivered packets that were late.
     pub fn late_fraction(&self) -> f64 {
         if self.stats.delivered == 0 {
@@ -249,6 +276,30 @@ impl LinkReport {
         }
     }
 
+    /// The forwarding threads' CPU time per packet that entered the model (both directions;
+    /// with offloads a packet is one MTU-sized segment), ns; 0 without packets.
+    pub fn cpu_ns_per_packet(&self) -> f64 {
+        let n = self.forward.stats.packets_in + self.backward.stats.packets_in;
+        if n == 0 {
+            0.0
+        } else {
+            (self.forward.cpu_ns + self.backward.cpu_ns) as f64 / n as f64
+        }
+    }
+
+    /// The accounting as JSON (the shape `socklab netem … --json` prints; see
+    /// docs/impairment.md): `{"forward": DIR, "backward": DIR, "cpu_ns_per_packet": x,
+    /// "valid": bool, "invalid_reason": null | "…"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "forward": self.forward.to_json(),
+            "backward": self.backward.to_json(),
+            "cpu_ns_per_packet": self.cpu_ns_per_packet(),
+            "valid": self.invalid_reason().is_none(),
+            "invalid_reason": self.invalid_reason(),
+        })
+    }
+
     /// `None` when the emulator kept up; else why the run is invalid.
     pub fn invalid_reason(&self) -> Option<String> {
         let mut why = Vec::new();
@@ -279,7 +330,7 @@ impl LinkReport {
     }
 
     /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … and `emu_cpu_s`,
-    /// `emu_max_lag_us`, `emu_late`, `emu_valid`.
+    /// `emu_cpu_ns_per_packet`, `emu_max_lag_us`, `emu_late`, `emu_valid`.
     pub fn metrics(&self) -> Vec<(&'static str, f64)> {
         let f = &self.forward;
         let b = &self.backward;
@@ -299,6 +350,7 @@ impl LinkReport {
             ("link_back_queue_dropped", b.stats.queue_dropped as f64),
             ("link_back_kernel_drops", b.kernel_drops as f64),
             ("emu_cpu_s", (f.cpu_ns + b.cpu_ns) as f64 / 1e9),
+            ("emu_cpu_ns_per_packet", self.cpu_ns_per_packet()),
             (
                 "emu_max_lag_us",
                 f.max_lag_ns.max(b.max_lag_ns) as f64 / 1000.0,
@@ -498,8 +550,24 @@ impl EmulatedLink {
     /// (`auto`: netem if the kernel has it, else tun); for `udp-proxy` nothing runs until
     /// [`EmulatedLink::route`].
     pub fn start(cfg: &LinkConfig) -> Result<EmulatedLink, NetError> {
+        EmulatedLink::start_with(cfg, None)
+    }
+
+    /// [`EmulatedLink::start`], recording every packet into `capture` ([`capture`]): only the
+    /// `tun` driver can (`auto` then means `tun`).
+    pub fn start_with(
+        cfg: &LinkConfig,
+        capture: Option<capture::CaptureTap>,
+    ) -> Result<EmulatedLink, NetError> {
         check_mtu(cfg.mtu).map_err(|e| NetError::Invalid(format!("bad --mtu {}: {e}", cfg.mtu)))?;
+        if capture.is_some() && !matches!(cfg.driver, Driver::Auto | Driver::Tun) {
+            return Err(NetError::Invalid(format!(
+                "--capture records what socklab's own emulator does: use --driver tun (not {})",
+                cfg.driver
+            )));
+        }
         let driver = match cfg.driver {
+            Driver::Auto if capture.is_some() => Driver::Tun,
             Driver::UdpProxy => {
                 return Ok(EmulatedLink {
                     engine: Engine::Proxy(Vec::new()),
@@ -533,6 +601,7 @@ impl EmulatedLink {
                 cfg.pair.backward.clone(),
                 cfg.seed,
                 cfg.mtu,
+                capture,
             )?),
         };
         Ok(EmulatedLink {
@@ -688,6 +757,31 @@ impl EmulatedLink {
                 st.into()
             }
             _ => LinkReport::default(),
+        }
+    }
+
+    /// Starts capture window `window` (a number from [`capture::Capture::window`]; 0: outside
+    /// any window) and returns the cumulative accounting at that instant: with a capture, the
+    /// `tun` threads switch windows and take their counts at the same instant, so the counts
+    /// between two marks are exactly those of the packets captured in that window. Without a
+    /// window (`None`) or another driver, [`EmulatedLink::report`].
+    pub fn mark(&self, window: Option<u32>) -> LinkReport {
+        match (&self.engine, &self.ns, window) {
+            (Engine::Tun(t), Some(ns), Some(w)) => {
+                let mut r = t.mark(w);
+                r.forward.kernel_drops = tun_kernel_drops(ns, Side::Client);
+                r.backward.kernel_drops = tun_kernel_drops(ns, Side::Server);
+                r
+            }
+            _ => self.report(),
+        }
+    }
+
+    /// The `tun` driver's offload mode (`None` for the other drivers).
+    pub fn offload(&self) -> Option<tun::Offload> {
+        match &self.engine {
+            Engine::Tun(t) => Some(t.offload()),
+            _ => None,
         }
     }
 

@@ -2,22 +2,32 @@
 //! per direction that reads packets from one device, passes them through the impairment model
 //! ([`socklab_impair::Emulator`]) and writes them to the other device at their release times.
 //!
-//! Hot path per packet: one `read` into a recycled buffer (no allocation, no zeroing), the
-//! model, one `write`. A thread sleeps in `ppoll` until a packet arrives or the next release
-//! time, with nanosecond resolution.
+//! Offloads ([`Offload`], default [`Offload::Tso`]): the devices carry a virtio-net header, so
+//! the kernel hands over TCP super-packets of up to 64 KiB with their checksums left to
+//! compute. Each is cut into the MTU-sized segments the wire would carry before the model sees
+//! it ([`super::vnet::split`]): the model decides per segment, exactly as without offloads.
+//! Segments released at the same instant that continue each other are written to the far
+//! device as one super-packet again ([`super::vnet::groups`]), as GRO would receive them.
+//!
+//! Hot path per read: one `read` into a reused buffer, a copy of each segment into a recycled
+//! buffer, the model, one `write`/`writev` per released run. A thread sleeps in `ppoll` until
+//! a packet arrives, the next release time or a wake-up (a new spec, a capture window, stop),
+//! with nanosecond resolution.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::IoSlice;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use socklab_impair::{Emulator, LinkSpec, Stats};
-use socklab_sys::netns::{read_append, thread_cpu, wait_readable};
+use socklab_sys::netns::{read_append, thread_cpu, wait_readable_or_woken, TunOptions, Waker};
 
+use super::capture::{CaptureTap, Tracker};
 use super::ns::{ip, Namespaces, Side, PREFIX};
+use super::vnet::{self, VnetHdr, GSO_TCPV4, GSO_TCPV6, HDR_LEN};
 use super::{add_stats, DirReport, LinkReport};
 use crate::NetError;
 
@@ -27,10 +37,81 @@ pub const TUN_NAME: &str = "sl-tun";
 pub const DEFAULT_MTU: u32 = 1500;
 /// A packet released later than this after its scheduled time counts as late.
 pub const LAG_TOLERANCE: Duration = Duration::from_millis(1);
-/// Longest sleep of a forwarding thread, so it notices a stop or a new spec.
-const MAX_SLEEP: Duration = Duration::from_millis(20);
-/// Packets read per wake-up before releasing due ones.
+/// Longest sleep of a forwarding thread (it is woken for a new spec, a mark or stop; this only
+/// bounds how stale an idle link's published counters can be).
+const MAX_SLEEP: Duration = Duration::from_millis(200);
+/// Reads per wake-up before releasing due packets.
 const READ_BATCH: usize = 64;
+/// Segments admitted per wake-up before releasing due packets (with TSO, one or two
+/// super-packets): 64 gave the same or more throughput than 128 and the least release lag
+/// with no impairment (mean 8 µs against 14 µs, and 81–91 µs with 512; docs/benchmarks.md).
+const SEGMENT_BATCH: usize = 64;
+/// Largest packet read from a device with offloads: a 64 KiB super-packet and its header.
+const READ_BUF: usize = HDR_LEN + 65_536 + 256;
+/// The environment variable that chooses the offload mode (for bench/netem-throughput).
+pub const OFFLOAD_ENV: &str = "SOCKLAB_TUN_OFFLOAD";
+
+/// How the driver moves packets between the devices and the model: the levers measured by
+/// `bench/netem-throughput` (chosen with `SOCKLAB_TUN_OFFLOAD=off|csum|tso-split|tso`). Every
+/// mode gives the model the same MTU-sized packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Offload {
+    /// No virtio header: one packet per `read` and `write`; the kernel computes and checks
+    /// every checksum.
+    Off,
+    /// Virtio header with checksum offload: no checksum is computed on the way through (the
+    /// receiver trusts `NEEDS_CSUM`), still one packet per `read`/`write`.
+    Csum,
+    /// And TSO: 64 KiB super-packets read at once and split into segments; segments written
+    /// one by one.
+    TsoSplit,
+    /// And segments released together written as one super-packet (the default).
+    #[default]
+    Tso,
+}
+
+impl Offload {
+    /// The name in `SOCKLAB_TUN_OFFLOAD`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Offload::Off => "off",
+            Offload::Csum => "csum",
+            Offload::TsoSplit => "tso-split",
+            Offload::Tso => "tso",
+        }
+    }
+
+    /// The mode `SOCKLAB_TUN_OFFLOAD` asks for (the default when unset); an unknown value is
+    /// an error naming the choices.
+    pub fn from_env() -> Result<Offload, NetError> {
+        match std::env::var(OFFLOAD_ENV) {
+            Err(_) => Ok(Offload::default()),
+            Ok(v) => [Offload::Off, Offload::Csum, Offload::TsoSplit, Offload::Tso]
+                .into_iter()
+                .find(|o| o.as_str() == v.trim())
+                .ok_or_else(|| {
+                    NetError::Invalid(format!(
+                        "{OFFLOAD_ENV}={v}: use off, csum, tso-split or tso (the default)"
+                    ))
+                }),
+        }
+    }
+
+    fn options(self) -> TunOptions {
+        use socklab_sys::netns::offload::{CSUM, TSO4, TSO6};
+        match self {
+            Offload::Off => TunOptions::default(),
+            Offload::Csum => TunOptions {
+                vnet_hdr: true,
+                offload: CSUM,
+            },
+            Offload::TsoSplit | Offload::Tso => TunOptions {
+                vnet_hdr: true,
+                offload: CSUM | TSO4 | TSO6,
+            },
+        }
+    }
+}
 
 struct Direction {
     /// Bumped when `next_spec` holds a new spec.
@@ -38,16 +119,37 @@ struct Direction {
     next_spec: Mutex<Option<(LinkSpec, u64)>>,
     report: Mutex<DirReport>,
     tid: AtomicU32,
+    /// Capture window packets arriving now belong to (see [`TunLink::mark`]).
+    want_run: AtomicU32,
+    /// Bumped by each mark; the thread answers with its counters at that instant.
+    mark_seq: AtomicU64,
+    boundary: Mutex<Option<(u64, DirReport)>>,
+    waker: Waker,
 }
 
 impl Direction {
-    fn new(spec: LinkSpec, seed: u64) -> Direction {
-        Direction {
+    fn new(spec: LinkSpec, seed: u64) -> Result<Direction, NetError> {
+        Ok(Direction {
             generation: AtomicU64::new(0),
             next_spec: Mutex::new(Some((spec, seed))),
             report: Mutex::new(DirReport::default()),
             tid: AtomicU32::new(0),
+            want_run: AtomicU32::new(0),
+            mark_seq: AtomicU64::new(0),
+            boundary: Mutex::new(None),
+            waker: Waker::new().map_err(|e| NetError::io("eventfd", e))?,
+        })
+    }
+
+    /// The published counters with the thread's CPU time so far.
+    fn with_cpu(&self, mut r: DirReport) -> DirReport {
+        let tid = self.tid.load(Ordering::Acquire);
+        if tid != 0 {
+            if let Some(cpu) = thread_cpu(tid) {
+                r.cpu_ns = cpu.as_nanos() as u64;
+            }
         }
+        r
     }
 }
 
@@ -57,6 +159,7 @@ pub struct TunLink {
     dirs: [Arc<Direction>; 2],
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    offload: Offload,
 }
 
 impl std::fmt::Debug for Direction {
@@ -65,9 +168,9 @@ impl std::fmt::Debug for Direction {
     }
 }
 
-fn open_in(ns: &Namespaces, side: Side, mtu: u32) -> Result<File, NetError> {
+fn open_in(ns: &Namespaces, side: Side, mtu: u32, offload: Offload) -> Result<File, NetError> {
     let guard = ns.enter(side)?;
-    let dev = socklab_sys::netns::open_tun(TUN_NAME).map_err(|e| {
+    let dev = socklab_sys::netns::open_tun_with(TUN_NAME, offload.options()).map_err(|e| {
         NetError::Link(format!(
             "cannot create the TUN device in {}: {e} (is /dev/net/tun there? modprobe tun)",
             ns.name(side)
@@ -88,25 +191,36 @@ fn open_in(ns: &Namespaces, side: Side, mtu: u32) -> Result<File, NetError> {
     Ok(dev)
 }
 
+/// Nanoseconds since the Unix epoch now.
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 impl TunLink {
     /// Creates the TUN devices in `ns` (client `10.77.0.1`, server `10.77.0.2`) and starts
     /// forwarding: `forward` impairs client → server, `backward` server → client (seeded
-    /// `seed` and `seed + 1`). `mtu` is checked by the caller ([`super::check_mtu`]).
+    /// `seed` and `seed + 1`). `mtu` is checked by the caller ([`super::check_mtu`]). With
+    /// `capture`, every packet is recorded ([`super::capture`]).
     pub fn start(
         ns: &Namespaces,
         forward: LinkSpec,
         backward: LinkSpec,
         seed: u64,
         mtu: u32,
+        capture: Option<CaptureTap>,
     ) -> Result<TunLink, NetError> {
-        let client = open_in(ns, Side::Client, mtu)?;
-        let server = open_in(ns, Side::Server, mtu)?;
+        let offload = Offload::from_env()?;
+        let client = open_in(ns, Side::Client, mtu, offload)?;
+        let server = open_in(ns, Side::Server, mtu, offload)?;
         let dirs = [
-            Arc::new(Direction::new(forward, seed)),
-            Arc::new(Direction::new(backward, seed.wrapping_add(1))),
+            Arc::new(Direction::new(forward, seed)?),
+            Arc::new(Direction::new(backward, seed.wrapping_add(1))?),
         ];
         let stop = Arc::new(AtomicBool::new(false));
         let epoch = Instant::now();
+        let epoch_wall = wall_ns();
         let client2 = client
             .try_clone()
             .map_err(|e| NetError::io("dup TUN descriptor", e))?;
@@ -121,9 +235,27 @@ impl TunLink {
             let dir = dirs[i].clone();
             let stop = stop.clone();
             let name = if i == 0 { "sl-link-c2s" } else { "sl-link-s2c" };
+            let tap = capture.clone();
             let t = std::thread::Builder::new()
                 .name(name.into())
-                .spawn(move || forward_loop(&rx, &tx, &dir, &stop, epoch, mtu as usize))
+                .spawn(move || {
+                    let tracker = tap
+                        .as_ref()
+                        .map(|t| Tracker::new(i, t.snaplen(), epoch_wall));
+                    Forwarder {
+                        rx: &rx,
+                        tx: &tx,
+                        dir: &dir,
+                        epoch,
+                        mtu: mtu as usize,
+                        offload,
+                        capture: tap.zip(tracker),
+                        segs: Vec::new(),
+                        runs: Vec::new(),
+                        failed: Vec::new(),
+                    }
+                    .run(&stop)
+                })
                 .map_err(|e| NetError::io("spawn link thread", e))?;
             threads.push(t);
         }
@@ -131,10 +263,17 @@ impl TunLink {
             dirs,
             stop,
             threads,
+            offload,
         })
     }
 
-    /// Replaces both directions' impairments; packets still queued are released at once.
+    /// The offload mode the devices run with.
+    pub fn offload(&self) -> Offload {
+        self.offload
+    }
+
+    /// Replaces both directions' impairments; packets already queued are released by the old
+    /// model at the times it scheduled.
     pub fn set(&self, forward: LinkSpec, backward: LinkSpec, seed: u64) {
         for (d, (spec, s)) in self
             .dirs
@@ -145,24 +284,56 @@ impl TunLink {
                 *g = Some((spec, s));
             }
             d.generation.fetch_add(1, Ordering::Release);
+            d.waker.wake();
         }
     }
 
     /// Counters so far (cumulative since start).
     pub fn report(&self) -> LinkReport {
-        let get = |d: &Direction| {
-            let mut r = d.report.lock().map(|g| g.clone()).unwrap_or_default();
-            let tid = d.tid.load(Ordering::Acquire);
-            if tid != 0 {
-                if let Some(cpu) = thread_cpu(tid) {
-                    r.cpu_ns = cpu.as_nanos() as u64;
-                }
-            }
-            r
-        };
+        let get =
+            |d: &Direction| d.with_cpu(d.report.lock().map(|g| g.clone()).unwrap_or_default());
         LinkReport {
             forward: get(&self.dirs[0]),
             backward: get(&self.dirs[1]),
+        }
+    }
+
+    /// Starts capture window `run` (0: outside any window) in both directions and returns the
+    /// counters at the instant each thread switched: every packet counted before belongs to
+    /// the windows before, every one after to `run`, so a window's counts and its captured
+    /// comments agree exactly. Waits for the threads (they are woken; at most 2 s).
+    pub fn mark(&self, run: u32) -> LinkReport {
+        let seqs: Vec<u64> = self
+            .dirs
+            .iter()
+            .map(|d| {
+                d.want_run.store(run, Ordering::Release);
+                let s = d.mark_seq.fetch_add(1, Ordering::AcqRel) + 1;
+                d.waker.wake();
+                s
+            })
+            .collect();
+        let t0 = Instant::now();
+        let mut got: [Option<DirReport>; 2] = [None, None];
+        while got.iter().any(Option::is_none) && t0.elapsed() < Duration::from_secs(2) {
+            for (i, d) in self.dirs.iter().enumerate() {
+                if got[i].is_none() {
+                    if let Ok(b) = d.boundary.lock() {
+                        if let Some((_, r)) = b.as_ref().filter(|(s, _)| *s >= seqs[i]) {
+                            got[i] = Some(r.clone());
+                        }
+                    }
+                }
+            }
+            if got.iter().any(Option::is_none) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        let now = self.report();
+        let [f, b] = got;
+        LinkReport {
+            forward: self.dirs[0].with_cpu(f.unwrap_or(now.forward)),
+            backward: self.dirs[1].with_cpu(b.unwrap_or(now.backward)),
         }
     }
 
@@ -175,6 +346,9 @@ impl TunLink {
 
     fn halt(&mut self) {
         self.stop.store(true, Ordering::Release);
+        for d in &self.dirs {
+            d.waker.wake();
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -187,108 +361,329 @@ impl Drop for TunLink {
     }
 }
 
-/// Writes a released packet to the far device and recycles its buffer; returns 1 when the
-/// write failed (the packet is lost), else 0.
-fn send(mut tx: &File, p: Vec<u8>, pool: &mut Vec<Vec<u8>>) -> u64 {
-    let failed = tx.write(&p).is_err();
-    pool.push(p);
-    u64::from(failed)
+/// One model and what its packets look like inside it.
+struct Model {
+    emu: Emulator,
+    /// Its number (a link re-specified runs a new model; capture tells copies apart by it).
+    id: u32,
+    /// Checksums are computed in full on the way in (the model may corrupt packets, and the
+    /// receiver must see that); else they stay partial and leave with `NEEDS_CSUM`.
+    complete: bool,
 }
 
-/// One direction: read `rx`, model, write `tx`, until `stop`.
-fn forward_loop(
-    rx: &File,
-    tx: &File,
-    dir: &Direction,
-    stop: &AtomicBool,
+impl Model {
+    fn new(spec: LinkSpec, seed: u64, id: u32) -> Model {
+        let complete = spec.corrupt > 0.0;
+        Model {
+            emu: Emulator::new(spec, seed),
+            id,
+            complete,
+        }
+    }
+}
+
+/// A released packet on its way out.
+struct Out {
+    packet: Vec<u8>,
+    copy: u64,
+    due: u64,
+}
+
+impl AsRef<[u8]> for Out {
+    fn as_ref(&self) -> &[u8] {
+        &self.packet
+    }
+}
+
+/// Most iovecs of one write: the virtio header, the joined header and the payloads of at most
+/// [`vnet::MAX_RUN`] segments.
+const MAX_IOV: usize = vnet::MAX_RUN + 2;
+
+/// Counters of the thread besides the model's.
+#[derive(Default)]
+struct Counts {
+    late: u64,
+    max_lag: u64,
+    lag_sum: u64,
+    write_errors: u64,
+}
+
+/// One direction's thread: read `rx`, model, write `tx`.
+struct Forwarder<'a> {
+    rx: &'a File,
+    tx: &'a File,
+    dir: &'a Direction,
     epoch: Instant,
     mtu: usize,
-) {
-    dir.tid
-        .store(socklab_sys::netns::gettid(), Ordering::Release);
-    // Wake on time: release lag would otherwise include the default 50 µs timer slack.
-    let _ = socklab_sys::netns::set_timer_slack(1_000);
-    let now = || epoch.elapsed().as_nanos() as u64;
-    let mut generation = u64::MAX;
-    let mut emu = Emulator::new(LinkSpec::default(), 0);
-    // Models replaced by a new spec, releasing what they hold on their own schedule: a packet
-    // is never delivered early because the link was re-specified (an early SYN would teach TCP
-    // a round trip of microseconds, and BBR would then starve the connection).
-    let mut draining: Vec<Emulator> = Vec::new();
-    let mut base = Stats::default();
-    let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut late = 0u64;
-    let mut max_lag = 0u64;
-    let mut lag_sum = 0u64;
-    let mut write_errors = 0u64;
-    let tol = LAG_TOLERANCE.as_nanos() as u64;
-    while !stop.load(Ordering::Acquire) {
-        let g = dir.generation.load(Ordering::Acquire);
-        if g != generation {
-            generation = g;
-            if let Some((spec, seed)) = dir.next_spec.lock().ok().and_then(|mut s| s.take()) {
-                // New packets go to the new model; the old one keeps releasing what it holds
-                // at the times it scheduled.
-                draining.push(std::mem::replace(&mut emu, Emulator::new(spec, seed)));
+    offload: Offload,
+    capture: Option<(CaptureTap, Tracker)>,
+    /// Scratch, kept to avoid allocating per read or write.
+    segs: Vec<Vec<u8>>,
+    runs: Vec<std::ops::Range<usize>>,
+    failed: Vec<bool>,
+}
+
+impl Forwarder<'_> {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn run(mut self, stop: &AtomicBool) {
+        self.dir
+            .tid
+            .store(socklab_sys::netns::gettid(), Ordering::Release);
+        // Wake on time: release lag would otherwise include the default 50 µs timer slack.
+        let _ = socklab_sys::netns::set_timer_slack(1_000);
+        let mut generation = u64::MAX;
+        let mut models = 0u32;
+        let mut cur = Model::new(LinkSpec::default(), 0, 0);
+        // Models replaced by a new spec, releasing what they hold on their own schedule: a
+        // packet is never delivered early because the link was re-specified (an early SYN
+        // would teach TCP a round trip of microseconds, and BBR would then starve the
+        // connection).
+        let mut draining: Vec<Model> = Vec::new();
+        let mut base = Stats::default();
+        let mut pool: Vec<Vec<u8>> = Vec::new();
+        let mut rbuf: Vec<u8> = Vec::with_capacity(READ_BUF.max(self.mtu + HDR_LEN));
+        let mut outs: Vec<Out> = Vec::new();
+        let mut hdr = Vec::with_capacity(128);
+        let mut c = Counts::default();
+        let mut run = 0u32;
+        let mut mark_seen = 0u64;
+        let tol = LAG_TOLERANCE.as_nanos() as u64;
+        while !stop.load(Ordering::Acquire) {
+            let g = self.dir.generation.load(Ordering::Acquire);
+            if g != generation {
+                generation = g;
+                if let Some((spec, seed)) =
+                    self.dir.next_spec.lock().ok().and_then(|mut s| s.take())
+                {
+                    models += 1;
+                    draining.push(std::mem::replace(&mut cur, Model::new(spec, seed, models)));
+                }
+            }
+            let m = self.dir.mark_seq.load(Ordering::Acquire);
+            if m != mark_seen {
+                mark_seen = m;
+                run = self.dir.want_run.load(Ordering::Acquire);
+                let r = self.publish(&base, &draining, &cur, &c);
+                if let Ok(mut b) = self.dir.boundary.lock() {
+                    *b = Some((m, r));
+                }
+            }
+            let next = draining
+                .iter()
+                .chain(std::iter::once(&cur))
+                .filter_map(|m| m.emu.poll_timeout())
+                .min();
+            let sleep = match next {
+                Some(t) => Duration::from_nanos(t.saturating_sub(self.now())).min(MAX_SLEEP),
+                None => MAX_SLEEP,
+            };
+            // A packet already due: just try a non-blocking read, then release it.
+            let readable = sleep.is_zero()
+                || wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, sleep).unwrap_or(false);
+            if readable {
+                self.read_batch(&mut cur, &mut pool, &mut rbuf, run);
+            }
+            let t = self.now();
+            for model in draining.iter_mut().chain(std::iter::once(&mut cur)) {
+                outs.clear();
+                while let Some(due) = model.emu.poll_timeout().filter(|&d| d <= t) {
+                    let Some((copy, packet)) = model.emu.poll_transmit_copy(t) else {
+                        break;
+                    };
+                    let lag = t - due;
+                    c.lag_sum += lag;
+                    c.max_lag = c.max_lag.max(lag);
+                    if lag > tol {
+                        c.late += 1;
+                    }
+                    outs.push(Out { packet, copy, due });
+                }
+                if !outs.is_empty() {
+                    c.write_errors += self.write_out(model, &mut outs, &mut hdr, &mut pool);
+                }
+            }
+            // A drained model's counts join the base.
+            draining.retain(|m| {
+                let holding = m.emu.poll_timeout().is_some();
+                if !holding {
+                    add_stats(&mut base, m.emu.stats());
+                }
+                holding
+            });
+            let r = self.publish(&base, &draining, &cur, &c);
+            if let Ok(mut g) = self.dir.report.lock() {
+                *g = r;
             }
         }
-        let next = draining
-            .iter()
-            .chain(std::iter::once(&emu))
-            .filter_map(Emulator::poll_timeout)
-            .min();
-        let sleep = match next {
-            Some(t) => Duration::from_nanos(t.saturating_sub(now())).min(MAX_SLEEP),
-            None => MAX_SLEEP,
-        };
-        // A packet already due: just try a non-blocking read, then release it.
-        let readable = sleep.is_zero() || wait_readable(rx.as_fd(), Some(sleep)).unwrap_or(false);
-        if readable {
-            for _ in 0..READ_BATCH {
-                let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(mtu));
+        if let Some((tap, tracker)) = self.capture.as_mut() {
+            for r in tracker.finish() {
+                tap.send(r);
+            }
+        }
+    }
+
+    fn publish(&self, base: &Stats, draining: &[Model], cur: &Model, c: &Counts) -> DirReport {
+        let mut s = base.clone();
+        for m in draining {
+            add_stats(&mut s, m.emu.stats());
+        }
+        add_stats(&mut s, cur.emu.stats());
+        DirReport {
+            stats: s,
+            late: c.late,
+            max_lag_ns: c.max_lag,
+            lag_sum_ns: c.lag_sum,
+            write_errors: c.write_errors,
+            ..DirReport::default()
+        }
+    }
+
+    /// Reads what the device holds (a bounded batch) into the model `m`.
+    fn read_batch(&mut self, m: &mut Model, pool: &mut Vec<Vec<u8>>, rbuf: &mut Vec<u8>, run: u32) {
+        let mut admitted = 0;
+        for _ in 0..READ_BATCH {
+            if admitted >= SEGMENT_BATCH {
+                break;
+            }
+            if self.offload == Offload::Off {
+                let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(self.mtu));
                 buf.clear();
-                buf.reserve(mtu);
-                match read_append(rx.as_fd(), &mut buf) {
-                    Ok(n) if n > 0 => emu.enqueue(now(), buf),
+                buf.reserve(self.mtu);
+                match read_append(self.rx.as_fd(), &mut buf) {
+                    Ok(n) if n > 0 => {
+                        self.admit(m, buf, run);
+                        admitted += 1;
+                    }
                     _ => {
                         pool.push(buf);
                         break;
                     }
                 }
+                continue;
             }
-        }
-        let t = now();
-        for e in draining.iter_mut().chain(std::iter::once(&mut emu)) {
-            while let Some(due) = e.poll_timeout().filter(|&d| d <= t) {
-                let Some(p) = e.poll_transmit(t) else { break };
-                let lag = t - due;
-                lag_sum += lag;
-                max_lag = max_lag.max(lag);
-                if lag > tol {
-                    late += 1;
+            rbuf.clear();
+            match read_append(self.rx.as_fd(), rbuf) {
+                Ok(n) if n > HDR_LEN => {}
+                _ => break,
+            }
+            let Some(h) = VnetHdr::parse(rbuf) else { break };
+            let p = &rbuf[HDR_LEN..];
+            let gso = h.gso_type & !vnet::GSO_ECN;
+            if gso == GSO_TCPV4 || gso == GSO_TCPV6 {
+                let mut segs = std::mem::take(&mut self.segs);
+                let mtu = self.mtu;
+                let split = vnet::split(
+                    &h,
+                    p,
+                    &mut || pool.pop().unwrap_or_else(|| Vec::with_capacity(mtu)),
+                    &mut |s| segs.push(s),
+                );
+                admitted += segs.len();
+                for s in segs.drain(..) {
+                    self.admit(m, s, run);
                 }
-                write_errors += send(tx, p, &mut pool);
+                self.segs = segs;
+                if split.is_ok() {
+                    continue;
+                }
+            }
+            let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(self.mtu));
+            buf.clear();
+            buf.extend_from_slice(p);
+            self.admit(m, buf, run);
+            admitted += 1;
+        }
+    }
+
+    /// Hands one packet to the model (its checksum in the model's form), recording it when
+    /// capturing.
+    fn admit(&mut self, m: &mut Model, mut buf: Vec<u8>, run: u32) {
+        if self.offload != Offload::Off {
+            if m.complete {
+                vnet::complete_checksum(&mut buf);
+            } else {
+                vnet::make_partial(&mut buf);
             }
         }
-        // A drained model's counts join the base.
-        draining.retain(|e| {
-            let holding = e.poll_timeout().is_some();
-            if !holding {
-                add_stats(&mut base, e.stats());
-            }
-            holding
-        });
-        if let Ok(mut r) = dir.report.lock() {
-            let mut s = base.clone();
-            for e in &draining {
-                add_stats(&mut s, e.stats());
-            }
-            add_stats(&mut s, emu.stats());
-            r.stats = s;
-            r.late = late;
-            r.max_lag_ns = max_lag;
-            r.lag_sum_ns = lag_sum;
-            r.write_errors = write_errors;
+        let t = self.now();
+        let Some((tap, tracker)) = self.capture.as_mut() else {
+            m.emu.enqueue(t, buf);
+            return;
+        };
+        let a = tracker.begin(run, t, &buf);
+        let before = m.emu.stats().clone();
+        let c0 = m.emu.copies_queued();
+        m.emu.enqueue(t, buf);
+        let after = m.emu.stats();
+        if let Some(r) = tracker.end(
+            a,
+            t,
+            m.id,
+            &before,
+            after,
+            c0 + 1..m.emu.copies_queued() + 1,
+        ) {
+            tap.send(r);
         }
+    }
+
+    /// Writes the packets `m` released now; returns how many were lost to failed writes.
+    fn write_out(
+        &mut self,
+        m: &Model,
+        outs: &mut Vec<Out>,
+        hdr: &mut Vec<u8>,
+        pool: &mut Vec<Vec<u8>>,
+    ) -> u64 {
+        self.failed.clear();
+        if self.offload == Offload::Off {
+            for o in outs.iter() {
+                let bad = socklab_sys::io::write(self.tx.as_fd(), &o.packet).is_err();
+                self.failed.push(bad);
+            }
+        } else {
+            self.runs.clear();
+            if self.offload == Offload::Tso && !m.complete {
+                vnet::groups_into(outs, &mut self.runs);
+            } else {
+                self.runs.extend((0..outs.len()).map(|i| i..i + 1));
+            }
+            for r in &self.runs {
+                let run = &outs[r.clone()];
+                let ok = match vnet::joined_header(run, hdr) {
+                    Some((vh, hl)) => {
+                        let vb = vh.emit();
+                        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                        iov[0] = IoSlice::new(&vb);
+                        iov[1] = IoSlice::new(hdr);
+                        for (slot, o) in iov[2..].iter_mut().zip(run) {
+                            *slot = IoSlice::new(&o.packet[hl..]);
+                        }
+                        socklab_sys::io::writev(self.tx.as_fd(), &iov[..run.len() + 2]).is_ok()
+                    }
+                    None => {
+                        let p = &run[0].packet;
+                        let vb = VnetHdr::for_packet(p, !m.complete).emit();
+                        let iov = [IoSlice::new(&vb), IoSlice::new(p)];
+                        socklab_sys::io::writev(self.tx.as_fd(), &iov).is_ok()
+                    }
+                };
+                self.failed.extend(std::iter::repeat_n(!ok, r.len()));
+            }
+        }
+        let mut lost = 0u64;
+        for (o, &bad) in outs.drain(..).zip(&self.failed) {
+            lost += u64::from(bad);
+            if let Some((tap, tracker)) = self.capture.as_mut() {
+                if let Some(r) = tracker.released(m.id, o.copy, o.due, &o.packet, bad) {
+                    tap.send(r);
+                }
+            }
+            pool.push(o.packet);
+        }
+        lost
     }
 }
