@@ -13,6 +13,7 @@
 //!
 //! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
 
+pub mod capacity;
 pub mod check;
 pub mod netem;
 pub mod ns;
@@ -20,7 +21,7 @@ pub mod tun;
 
 use std::net::SocketAddr;
 
-use socklab_impair::{LinkSpec, Stats};
+pub use socklab_impair::{LinkSpec, Stats};
 
 pub use ns::{Namespaces, Side, CLIENT_ADDR, SERVER_ADDR};
 
@@ -174,20 +175,8 @@ pub struct DirReport {
 impl DirReport {
     /// What happened between `earlier` and `self`.
     pub fn since(&self, earlier: &DirReport) -> DirReport {
-        let s = &self.stats;
-        let e = &earlier.stats;
         DirReport {
-            stats: Stats {
-                packets_in: s.packets_in.saturating_sub(e.packets_in),
-                dropped: s.dropped.saturating_sub(e.dropped),
-                duplicated: s.duplicated.saturating_sub(e.duplicated),
-                corrupted: s.corrupted.saturating_sub(e.corrupted),
-                reordered: s.reordered.saturating_sub(e.reordered),
-                queue_dropped: s.queue_dropped.saturating_sub(e.queue_dropped),
-                delivered: s.delivered.saturating_sub(e.delivered),
-                bytes_in: s.bytes_in.saturating_sub(e.bytes_in),
-                bytes_out: s.bytes_out.saturating_sub(e.bytes_out),
-            },
+            stats: self.stats.since(&earlier.stats),
             late: self.late.saturating_sub(earlier.late),
             // A maximum cannot be differenced: keep the lifetime one.
             max_lag_ns: self.max_lag_ns,
@@ -278,7 +267,9 @@ impl LinkReport {
         }
     }
 
-    /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … and `emu_cpu_s`,
+    /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … (with an `aqm`, `ecn`
+    /// or a bottleneck: `_aqm_dropped`, `_aqm_marked`, `_ecn_marked`, and the mean and worst
+    /// wait at the bottleneck, `_qdelay_mean_us`, `_qdelay_max_us`) and `emu_cpu_s`,
     /// `emu_max_lag_us`, `emu_late`, `emu_valid`.
     pub fn metrics(&self) -> Vec<(&'static str, f64)> {
         let f = &self.forward;
@@ -291,6 +282,17 @@ impl LinkReport {
             ("link_fwd_reordered", f.stats.reordered as f64),
             ("link_fwd_queue_dropped", f.stats.queue_dropped as f64),
             ("link_fwd_kernel_drops", f.kernel_drops as f64),
+            ("link_fwd_aqm_dropped", f.stats.aqm_dropped as f64),
+            ("link_fwd_aqm_marked", f.stats.aqm_marked as f64),
+            ("link_fwd_ecn_marked", f.stats.loss_marked as f64),
+            (
+                "link_fwd_qdelay_mean_us",
+                f.stats.mean_queue_delay_ns() / 1000.0,
+            ),
+            (
+                "link_fwd_qdelay_max_us",
+                f.stats.queue_delay_max_ns as f64 / 1000.0,
+            ),
             ("link_back_in", b.stats.packets_in as f64),
             ("link_back_dropped", b.stats.dropped as f64),
             ("link_back_duplicated", b.stats.duplicated as f64),
@@ -298,6 +300,17 @@ impl LinkReport {
             ("link_back_reordered", b.stats.reordered as f64),
             ("link_back_queue_dropped", b.stats.queue_dropped as f64),
             ("link_back_kernel_drops", b.kernel_drops as f64),
+            ("link_back_aqm_dropped", b.stats.aqm_dropped as f64),
+            ("link_back_aqm_marked", b.stats.aqm_marked as f64),
+            ("link_back_ecn_marked", b.stats.loss_marked as f64),
+            (
+                "link_back_qdelay_mean_us",
+                b.stats.mean_queue_delay_ns() / 1000.0,
+            ),
+            (
+                "link_back_qdelay_max_us",
+                b.stats.queue_delay_max_ns as f64 / 1000.0,
+            ),
             ("emu_cpu_s", (f.cpu_ns + b.cpu_ns) as f64 / 1e9),
             (
                 "emu_max_lag_us",
@@ -432,15 +445,7 @@ impl Default for LinkConfig {
 
 /// `a += b`, counter by counter.
 pub(crate) fn add_stats(a: &mut Stats, b: &Stats) {
-    a.packets_in += b.packets_in;
-    a.dropped += b.dropped;
-    a.duplicated += b.duplicated;
-    a.corrupted += b.corrupted;
-    a.reordered += b.reordered;
-    a.queue_dropped += b.queue_dropped;
-    a.delivered += b.delivered;
-    a.bytes_in += b.bytes_in;
-    a.bytes_out += b.bytes_out;
+    a.add(b);
 }
 
 /// One `udp-proxy` relay in front of one server.

@@ -259,9 +259,10 @@ fn forward_loop(
         }
         let t = now();
         for e in draining.iter_mut().chain(std::iter::once(&mut emu)) {
-            while let Some(due) = e.poll_timeout().filter(|&d| d <= t) {
-                let Some(p) = e.poll_transmit(t) else { break };
-                let lag = t - due;
+            // The lag is measured from each packet's own release time (the next time the
+            // model names may be one of its internal decisions, not a release).
+            while let Some((due, p)) = e.poll_release(t) {
+                let lag = t.saturating_sub(due);
                 lag_sum += lag;
                 max_lag = max_lag.max(lag);
                 if lag > tol {
