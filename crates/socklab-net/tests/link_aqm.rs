@@ -184,3 +184,53 @@ fn fq_codel_cures_the_bloat_that_drop_tail_adds_beside_a_bulk_flow() {
         "ping RTT p50: drop-tail {rf:?} vs fq_codel {rq:?}"
     );
 }
+
+/// `ecn` marks TCP's packets instead of dropping them: the link's namespaces ask for ECN, the
+/// data packets are ECN-capable, the model marks them CE (netem's `loss … ecn` and an AQM's
+/// marks alike), and the transfer arrives whole.
+#[test]
+fn ecn_turns_losses_and_aqm_drops_into_marks_for_tcp() {
+    if !root_or_skip("ecn_turns_losses_into_marks") {
+        return;
+    }
+    for spec in ["loss 5% ecn", "rate 20mbit limit 1000 aqm codel ecn"] {
+        let link = EmulatedLink::start(&LinkConfig {
+            driver: Driver::Tun,
+            pair: LinkPair::parse(spec, None).unwrap(),
+            seed: 3,
+            ..LinkConfig::default()
+        })
+        .unwrap();
+        let listener = {
+            let _g = link.namespaces().unwrap().enter(Side::Server).unwrap();
+            TcpListener::bind(SocketAddr::from((SERVER_ADDR, 0))).unwrap()
+        };
+        let to = listener.local_addr().unwrap();
+        let data: Vec<u8> = (0..6_000_000u32)
+            .map(|i| (i * 31 + i / 977) as u8)
+            .collect();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            got
+        });
+        {
+            let _g = link.enter_client().unwrap();
+            let mut c = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+            socket2::SockRef::from(&c)
+                .set_tcp_congestion(b"cubic")
+                .unwrap();
+            c.write_all(&data).unwrap();
+        }
+        let got = server.join().unwrap();
+        assert!(got == data, "{spec}: the transfer arrived damaged");
+        let r = link.stop().unwrap();
+        let f = &r.forward.stats;
+        eprintln!("{spec}: {f:?}");
+        let marks = f.loss_marked + f.aqm_marked;
+        assert!(marks > 0, "{spec}: {f:?}");
+        // What is still dropped is what is not ECN-capable (the SYN, the last ACKs).
+        assert!(f.dropped + f.aqm_dropped < 10, "{spec}: {f:?}");
+    }
+}
