@@ -347,7 +347,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "link",
         "(none)",
-        "impairments in netem syntax, both directions, e.g. 'delay 50ms loss 5%' ('none': the emulated link without impairment)",
+        "impairments in netem syntax (plus socklab's aqm, trace and rate schedules), both directions, e.g. 'delay 50ms loss 5%' or 'rate 20mbit aqm fq_codel' ('none': the emulated link without impairment)",
     ),
     (
         "link_back",
