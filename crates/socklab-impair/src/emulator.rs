@@ -99,8 +99,27 @@ impl Stats {
 }
 
 /// Queue key: release time, then class (0 = sent immediately by `reorder`,
-/// which netem puts at the head of its queue), then order within the class.
+/// which netem puts at the head of its queue), then order within the class: the packet's
+/// number (reversed for class 0: the last requeued goes first, as netem's head insertion).
 type Key = (u64, u8, u64);
+
+/// A packet in netem's tfifo (its number is in the key): kept small, as the plain path moves
+/// it in and out of the tree once per packet.
+#[derive(Debug, Clone)]
+struct Held {
+    bytes: Vec<u8>,
+    /// Time it waited at the bottleneck before its transmission started.
+    queued_ns: u64,
+}
+
+/// The packet number a key carries.
+fn key_id(k: &Key) -> u64 {
+    if k.1 == 0 {
+        u64::MAX - k.2
+    } else {
+        k.2
+    }
+}
 
 /// One direction of a link with netem's impairments. Pure: no I/O and no
 /// clock; all times are nanoseconds supplied by the caller, and all
@@ -135,21 +154,22 @@ pub struct Emulator {
     reorder_p: u32,
     reorder_counter: u64,
     last_release: u64,
-    seq: u64,
     /// Packets and their release times (netem's tfifo).
-    queue: BTreeMap<Key, Entry>,
+    queue: BTreeMap<Key, Held>,
     /// The bottleneck, before the delay (aqm, trace, rate schedule).
     bottleneck: Option<Box<Bottleneck>>,
     /// Random decisions taken as packets leave the bottleneck (reorder, delay).
     depart_rng: Rng,
     /// `slot`: the gate after `queue`, and the packets it let through (with their times).
     gate: Option<Box<SlotGate>>,
-    passed: VecDeque<(u64, Entry)>,
+    passed: VecDeque<(u64, u64, Held)>,
     /// The first packet's arrival: time 0 of a trace, a schedule, slots and PIE's updates.
     origin: Option<u64>,
     next_id: u64,
     /// The packets are IP packets (false: UDP payloads, see [`Emulator::udp_payloads`]).
     ip: bool,
+    /// A bottleneck or slots: decisions of their own to take.
+    internal: bool,
     log: Log,
     departures: Vec<(u64, Entry)>,
 }
@@ -188,6 +208,7 @@ impl Emulator {
             .slot
             .filter(|s| s.is_active())
             .map(|s| Box::new(SlotGate::new(s, k_slot)));
+        let internal = bottleneck.is_some() || gate.is_some();
         Emulator {
             rng: Rng::new(seed),
             loss: LossModel::new(spec.loss),
@@ -198,7 +219,6 @@ impl Emulator {
             reorder_p: prob_to_u32(spec.reorder.map_or(0.0, |r| r.0)),
             reorder_counter: 0,
             last_release: 0,
-            seq: 0,
             queue: BTreeMap::new(),
             bottleneck,
             depart_rng: Rng::new(k_depart),
@@ -207,6 +227,7 @@ impl Emulator {
             origin: None,
             next_id: 0,
             ip: true,
+            internal,
             log: Log::default(),
             departures: Vec::new(),
             spec,
@@ -242,8 +263,9 @@ impl Emulator {
         self.log.events.iter_mut().flat_map(|v| v.drain(..))
     }
 
+    #[inline]
     fn internal(&self) -> bool {
-        self.bottleneck.is_some() || self.gate.is_some()
+        self.internal
     }
 
     fn start(&mut self, now: u64) {
@@ -328,14 +350,15 @@ impl Emulator {
         }
     }
 
+    #[inline]
     fn insert(&mut self, now: u64, id: u64, packet: Vec<u8>) {
-        let e = Entry {
-            id,
-            arrival_ns: now,
-            queued_ns: 0,
-            bytes: packet,
-        };
         if let Some(b) = &mut self.bottleneck {
+            let e = Entry {
+                id,
+                arrival_ns: now,
+                queued_ns: 0,
+                bytes: packet,
+            };
             let mut ctx = Ctx {
                 log: &mut self.log,
                 ecn: self.spec.ecn,
@@ -354,27 +377,38 @@ impl Emulator {
             self.log.event(now, id, EventKind::QueueDropped);
             return;
         }
-        self.delay_stage(now, e, false);
+        self.delay_stage(
+            now,
+            id,
+            Held {
+                bytes: packet,
+                queued_ns: 0,
+            },
+            false,
+        );
     }
 
-    /// Reorder, delay (and, without a bottleneck, the rate) for a packet entering the delay at
-    /// `now`; `departing`: it comes out of the bottleneck (its decisions use their own stream).
-    fn delay_stage(&mut self, now: u64, mut e: Entry, departing: bool) {
+    /// Reorder, delay (and, without a bottleneck, the rate) for packet `id` entering the delay
+    /// at `now`; `departing`: it comes out of the bottleneck (its decisions use their own
+    /// stream).
+    #[inline(always)]
+    fn delay_stage(&mut self, now: u64, id: u64, mut h: Held, departing: bool) {
         let rng = if departing {
             &mut self.depart_rng
         } else {
             &mut self.rng
         };
-        self.seq += 1;
         if let Some((_, gap)) = self.spec.reorder {
             let gap = u64::from(gap);
             let rnd = self.reorder_cor.next(rng);
             if gap > 0 && self.reorder_counter + 1 >= gap && chance(self.reorder_p, rnd) {
                 self.reorder_counter = 0;
                 self.log.stats.reordered += 1;
-                self.log.event(now, e.id, EventKind::Reordered);
-                self.queue.insert((now, 0, u64::MAX - self.seq), e);
-                self.gate_pass(now);
+                self.log.event(now, id, EventKind::Reordered);
+                self.queue.insert((now, 0, u64::MAX - id), h);
+                if self.gate.is_some() {
+                    self.gate_pass(now);
+                }
                 return;
             }
         }
@@ -390,8 +424,8 @@ impl Emulator {
             if let Some((&(last, _, _), _)) = self.queue.last_key_value() {
                 release = release.max(last);
             }
-            e.queued_ns = release - ready;
-            let bytes = (e.bytes.len() as i64 + i64::from(self.spec.overhead_bytes)).max(0) as u128;
+            h.queued_ns = release - ready;
+            let bytes = (h.bytes.len() as i64 + i64::from(self.spec.overhead_bytes)).max(0) as u128;
             let tx = bytes * 8 * 1_000_000_000 / u128::from(rate.max(1));
             release = release.saturating_add(u64::try_from(tx).unwrap_or(u64::MAX));
         }
@@ -400,8 +434,10 @@ impl Emulator {
         }
         self.last_release = self.last_release.max(release);
         self.reorder_counter += 1;
-        self.queue.insert((release, 1, self.seq), e);
-        self.gate_pass(now);
+        self.queue.insert((release, 1, id), h);
+        if self.gate.is_some() {
+            self.gate_pass(now);
+        }
     }
 
     /// A dequeue attempt of netem's at `now`: the slot lets through the due packets it can.
@@ -412,7 +448,8 @@ impl Emulator {
             if !g.try_pass(now, due, len) {
                 break;
             }
-            self.passed.push_back((now, head.remove()));
+            let id = key_id(head.key());
+            self.passed.push_back((now, id, head.remove()));
         }
     }
 
@@ -446,7 +483,11 @@ impl Emulator {
                     b.step(&mut ctx, &mut out);
                 }
                 for (at, e) in out.drain(..) {
-                    self.delay_stage(at, e, true);
+                    let h = Held {
+                        bytes: e.bytes,
+                        queued_ns: e.queued_ns,
+                    };
+                    self.delay_stage(at, e.id, h, true);
                 }
                 self.departures = out;
             } else {
@@ -481,39 +522,43 @@ impl Emulator {
 
     /// [`Emulator::poll_transmit`] with the time the packet was due to leave (for a driver
     /// that measures how late it releases packets).
+    #[inline]
     pub fn poll_release(&mut self, now_ns: u64) -> Option<(u64, Vec<u8>)> {
         if self.internal() {
             self.run(now_ns);
         }
-        let (t, e) = if self.gate.is_some() {
+        let (t, id, h) = if self.gate.is_some() {
             self.passed.pop_front()?
         } else {
-            let (&key, _) = self.queue.first_key_value()?;
-            if key.0 > now_ns {
+            let first = self.queue.first_entry()?;
+            if first.key().0 > now_ns {
                 return None;
             }
-            (key.0, self.queue.remove(&key)?)
+            let (key, h) = first.remove_entry();
+            (key.0, key_id(&key), h)
         };
         let s = &mut self.log.stats;
         s.delivered += 1;
-        s.bytes_out += e.bytes.len() as u64;
-        s.queue_delay_sum_ns += e.queued_ns;
-        s.queue_delay_max_ns = s.queue_delay_max_ns.max(e.queued_ns);
+        s.bytes_out += h.bytes.len() as u64;
+        s.queue_delay_sum_ns += h.queued_ns;
+        s.queue_delay_max_ns = s.queue_delay_max_ns.max(h.queued_ns);
         self.log.event(
             t,
-            e.id,
+            id,
             EventKind::Released {
-                queued_ns: e.queued_ns,
-                in_link_ns: t.saturating_sub(e.arrival_ns),
+                queued_ns: h.queued_ns,
             },
         );
-        Some((t, e.bytes))
+        Some((t, h.bytes))
     }
 
     /// When the emulator next needs the caller: the release time of the next packet, or an
     /// earlier decision of the bottleneck or the slots (after which the next packet's release
     /// may be known). `None` when it holds no packet.
     pub fn poll_timeout(&self) -> Option<u64> {
+        if !self.internal {
+            return self.queue.first_key_value().map(|(k, _)| k.0);
+        }
         let out = match &self.gate {
             Some(g) => self
                 .passed

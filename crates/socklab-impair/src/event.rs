@@ -56,13 +56,12 @@ pub enum EventKind {
         /// Time spent in the bottleneck queue so far, ns.
         sojourn_ns: u64,
     },
-    /// It left the link: returned by `poll_transmit` (`Stats::delivered`).
+    /// It left the link: returned by `poll_transmit` (`Stats::delivered`); `at_ns` is the time
+    /// it was due to leave (its time in the link is that minus its `Arrived` time).
     Released {
         /// Time it waited at the bottleneck (the rate, trace or queue discipline) before its
         /// transmission started, ns (`Stats::queue_delay_sum_ns` adds these up).
         queued_ns: u64,
-        /// Time from its arrival to its scheduled release, ns.
-        in_link_ns: u64,
     },
 }
 
