@@ -310,7 +310,7 @@ fn the_plain_path_repeats_the_earlier_versions_output_seed_for_seed() {
         let mut e = emu(spec, 42);
         let mut h = 0xcbf2_9ce4_8422_2325u64;
         let (mut x, mut now) = (1u64, 0u64);
-        let mut out = |t: u64, p: Vec<u8>, h: &mut u64| {
+        let out = |t: u64, p: Vec<u8>, h: &mut u64| {
             fnv(h, &t.to_le_bytes());
             fnv(h, &p);
         };
