@@ -103,6 +103,7 @@ impl Bottleneck {
                 self.next = None;
                 if let Some(mut e) = self.qdisc.dequeue(t, ctx) {
                     e.queued_ns = t.saturating_sub(e.arrival_ns);
+                    ctx.log.stats.queued(e.queued_ns);
                     let done = self.transmitted(t, e.bytes.len());
                     self.sending = Some(e);
                     self.next = Some(done);
@@ -116,6 +117,7 @@ impl Bottleneck {
                         None => match self.qdisc.dequeue(t, ctx) {
                             Some(mut e) => {
                                 e.queued_ns = t.saturating_sub(e.arrival_ns);
+                                ctx.log.stats.queued(e.queued_ns);
                                 let n = e.bytes.len() as u64;
                                 (e, n)
                             }

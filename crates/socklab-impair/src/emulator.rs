@@ -41,8 +41,11 @@ pub struct Stats {
     /// Packets the queue discipline marked Congestion Experienced instead of dropping them
     /// (`ecn`).
     pub aqm_marked: u64,
-    /// Sum over delivered packets of the time each waited at the bottleneck (the rate, trace or
-    /// queue discipline) before its transmission started, ns.
+    /// Packets that got past the bottleneck (the rate, trace or queue discipline: their
+    /// transmission started), each once; with no bottleneck, every packet that entered the delay.
+    pub queue_passed: u64,
+    /// Sum over those packets of the time each waited at the bottleneck before its
+    /// transmission started, ns.
     pub queue_delay_sum_ns: u64,
     /// The longest such wait, ns.
     pub queue_delay_max_ns: u64,
@@ -63,6 +66,7 @@ impl Stats {
         self.loss_marked += o.loss_marked;
         self.aqm_dropped += o.aqm_dropped;
         self.aqm_marked += o.aqm_marked;
+        self.queue_passed += o.queue_passed;
         self.queue_delay_sum_ns += o.queue_delay_sum_ns;
         self.queue_delay_max_ns = self.queue_delay_max_ns.max(o.queue_delay_max_ns);
     }
@@ -83,18 +87,27 @@ impl Stats {
             loss_marked: self.loss_marked.saturating_sub(e.loss_marked),
             aqm_dropped: self.aqm_dropped.saturating_sub(e.aqm_dropped),
             aqm_marked: self.aqm_marked.saturating_sub(e.aqm_marked),
+            queue_passed: self.queue_passed.saturating_sub(e.queue_passed),
             queue_delay_sum_ns: self.queue_delay_sum_ns.saturating_sub(e.queue_delay_sum_ns),
             queue_delay_max_ns: self.queue_delay_max_ns,
         }
     }
 
-    /// Mean wait at the bottleneck of the delivered packets, ns.
+    /// Mean wait at the bottleneck of the packets that got past it, ns.
     pub fn mean_queue_delay_ns(&self) -> f64 {
-        if self.delivered == 0 {
+        if self.queue_passed == 0 {
             0.0
         } else {
-            self.queue_delay_sum_ns as f64 / self.delivered as f64
+            self.queue_delay_sum_ns as f64 / self.queue_passed as f64
         }
+    }
+
+    /// Counts one packet's wait at the bottleneck.
+    #[inline]
+    pub(crate) fn queued(&mut self, ns: u64) {
+        self.queue_passed += 1;
+        self.queue_delay_sum_ns += ns;
+        self.queue_delay_max_ns = self.queue_delay_max_ns.max(ns);
     }
 }
 
@@ -102,15 +115,6 @@ impl Stats {
 /// which netem puts at the head of its queue), then order within the class: the packet's
 /// number (reversed for class 0: the last requeued goes first, as netem's head insertion).
 type Key = (u64, u8, u64);
-
-/// A packet in netem's tfifo (its number is in the key): kept small, as the plain path moves
-/// it in and out of the tree once per packet.
-#[derive(Debug, Clone)]
-struct Held {
-    bytes: Vec<u8>,
-    /// Time it waited at the bottleneck before its transmission started.
-    queued_ns: u64,
-}
 
 /// The packet number a key carries.
 fn key_id(k: &Key) -> u64 {
@@ -155,14 +159,18 @@ pub struct Emulator {
     reorder_counter: u64,
     last_release: u64,
     /// Packets and their release times (netem's tfifo).
-    queue: BTreeMap<Key, Held>,
+    /// (Only the packet: its number is in the key, and the plain path moves it in and out of
+    /// the tree once per packet.)
+    queue: BTreeMap<Key, Vec<u8>>,
     /// The bottleneck, before the delay (aqm, trace, rate schedule).
     bottleneck: Option<Box<Bottleneck>>,
     /// Random decisions taken as packets leave the bottleneck (reorder, delay).
     depart_rng: Rng,
     /// `slot`: the gate after `queue`, and the packets it let through (with their times).
     gate: Option<Box<SlotGate>>,
-    passed: VecDeque<(u64, u64, Held)>,
+    passed: VecDeque<(u64, u64, Vec<u8>)>,
+    /// While observed: each packet's wait at the bottleneck, for its `Released` event.
+    waits: std::collections::HashMap<u64, u64>,
     /// The first packet's arrival: time 0 of a trace, a schedule, slots and PIE's updates.
     origin: Option<u64>,
     next_id: u64,
@@ -224,6 +232,7 @@ impl Emulator {
             depart_rng: Rng::new(k_depart),
             gate,
             passed: VecDeque::new(),
+            waits: std::collections::HashMap::new(),
             origin: None,
             next_id: 0,
             ip: true,
@@ -253,7 +262,10 @@ impl Emulator {
     pub fn observe(&mut self, on: bool) {
         match (on, &self.log.events) {
             (true, None) => self.log.events = Some(Vec::new()),
-            (false, _) => self.log.events = None,
+            (false, _) => {
+                self.log.events = None;
+                self.waits = std::collections::HashMap::new();
+            }
             (true, Some(_)) => {}
         }
     }
@@ -377,22 +389,15 @@ impl Emulator {
             self.log.event(now, id, EventKind::QueueDropped);
             return;
         }
-        self.delay_stage(
-            now,
-            id,
-            Held {
-                bytes: packet,
-                queued_ns: 0,
-            },
-            false,
-        );
+        self.delay_stage(now, id, packet, 0, false);
     }
 
     /// Reorder, delay (and, without a bottleneck, the rate) for packet `id` entering the delay
-    /// at `now`; `departing`: it comes out of the bottleneck (its decisions use their own
-    /// stream).
+    /// at `now`; `departing`: it comes out of the bottleneck after waiting `queued_ns` there
+    /// (its decisions use their own stream).
     #[inline(always)]
-    fn delay_stage(&mut self, now: u64, id: u64, mut h: Held, departing: bool) {
+    fn delay_stage(&mut self, now: u64, id: u64, p: Vec<u8>, queued_ns: u64, departing: bool) {
+        let mut queued_ns = queued_ns;
         let rng = if departing {
             &mut self.depart_rng
         } else {
@@ -405,7 +410,8 @@ impl Emulator {
                 self.reorder_counter = 0;
                 self.log.stats.reordered += 1;
                 self.log.event(now, id, EventKind::Reordered);
-                self.queue.insert((now, 0, u64::MAX - id), h);
+                self.note_wait(id, queued_ns, departing);
+                self.queue.insert((now, 0, u64::MAX - id), p);
                 if self.gate.is_some() {
                     self.gate_pass(now);
                 }
@@ -424,8 +430,8 @@ impl Emulator {
             if let Some((&(last, _, _), _)) = self.queue.last_key_value() {
                 release = release.max(last);
             }
-            h.queued_ns = release - ready;
-            let bytes = (h.bytes.len() as i64 + i64::from(self.spec.overhead_bytes)).max(0) as u128;
+            queued_ns = release - ready;
+            let bytes = (p.len() as i64 + i64::from(self.spec.overhead_bytes)).max(0) as u128;
             let tx = bytes * 8 * 1_000_000_000 / u128::from(rate.max(1));
             release = release.saturating_add(u64::try_from(tx).unwrap_or(u64::MAX));
         }
@@ -434,9 +440,22 @@ impl Emulator {
         }
         self.last_release = self.last_release.max(release);
         self.reorder_counter += 1;
-        self.queue.insert((release, 1, id), h);
+        self.note_wait(id, queued_ns, departing);
+        self.queue.insert((release, 1, id), p);
         if self.gate.is_some() {
             self.gate_pass(now);
+        }
+    }
+
+    /// Counts the wait of a packet that entered the delay (the bottleneck's packets were
+    /// counted as they started their transmission) and keeps it for its `Released` event.
+    #[inline(always)]
+    fn note_wait(&mut self, id: u64, queued_ns: u64, departing: bool) {
+        if !departing {
+            self.log.stats.queued(queued_ns);
+        }
+        if self.log.events.is_some() {
+            self.waits.insert(id, queued_ns);
         }
     }
 
@@ -444,7 +463,7 @@ impl Emulator {
     fn gate_pass(&mut self, now: u64) {
         let Some(g) = &mut self.gate else { return };
         while let Some(head) = self.queue.first_entry() {
-            let (due, len) = (head.key().0, head.get().bytes.len());
+            let (due, len) = (head.key().0, head.get().len());
             if !g.try_pass(now, due, len) {
                 break;
             }
@@ -483,11 +502,7 @@ impl Emulator {
                     b.step(&mut ctx, &mut out);
                 }
                 for (at, e) in out.drain(..) {
-                    let h = Held {
-                        bytes: e.bytes,
-                        queued_ns: e.queued_ns,
-                    };
-                    self.delay_stage(at, e.id, h, true);
+                    self.delay_stage(at, e.id, e.bytes, e.queued_ns, true);
                 }
                 self.departures = out;
             } else {
@@ -527,29 +542,23 @@ impl Emulator {
         if self.internal() {
             self.run(now_ns);
         }
-        let (t, id, h) = if self.gate.is_some() {
+        let (t, id, p) = if self.gate.is_some() {
             self.passed.pop_front()?
         } else {
             let first = self.queue.first_entry()?;
             if first.key().0 > now_ns {
                 return None;
             }
-            let (key, h) = first.remove_entry();
-            (key.0, key_id(&key), h)
+            let (key, p) = first.remove_entry();
+            (key.0, key_id(&key), p)
         };
-        let s = &mut self.log.stats;
-        s.delivered += 1;
-        s.bytes_out += h.bytes.len() as u64;
-        s.queue_delay_sum_ns += h.queued_ns;
-        s.queue_delay_max_ns = s.queue_delay_max_ns.max(h.queued_ns);
-        self.log.event(
-            t,
-            id,
-            EventKind::Released {
-                queued_ns: h.queued_ns,
-            },
-        );
-        Some((t, h.bytes))
+        self.log.stats.delivered += 1;
+        self.log.stats.bytes_out += p.len() as u64;
+        if self.log.events.is_some() {
+            let queued_ns = self.waits.remove(&id).unwrap_or(0);
+            self.log.event(t, id, EventKind::Released { queued_ns });
+        }
+        Some((t, p))
     }
 
     /// When the emulator next needs the caller: the release time of the next packet, or an
