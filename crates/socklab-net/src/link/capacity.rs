@@ -17,6 +17,16 @@ use super::check::CheckRow;
 
 /// UDP payload of the capacity phase's datagrams: 1500-byte IPv4 packets.
 pub const PAYLOAD: usize = 1472;
+
+/// The capacity datagram's payload: 1500-byte IP packets across a namespace link; through the
+/// `udp-proxy` driver, whose model sees UDP payloads, 1500-byte payloads.
+pub fn payload(over_proxy: bool) -> usize {
+    if over_proxy {
+        OPPORTUNITY_BYTES as usize
+    } else {
+        PAYLOAD
+    }
+}
 /// Bits of one capacity datagram on the link.
 const PACKET_BITS: f64 = (OPPORTUNITY_BYTES * 8) as f64;
 /// Sequence numbers of the capacity phase start here (apart from the paced and burst ones).

@@ -303,7 +303,7 @@ pub fn probe(
             // A trace or a schedule: saturate first (the link's first packet is its time 0),
             // then let the queue drain.
             if let Some(p) = capacity {
-                let mut cap = vec![0u8; super::capacity::PAYLOAD];
+                let mut cap = vec![0u8; super::capacity::payload(ends.via.is_some())];
                 let t0 = Instant::now();
                 let end = t0 + Duration::from_secs(p.seconds);
                 let mut i = 0u64;
