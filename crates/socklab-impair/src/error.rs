@@ -72,6 +72,30 @@ pub enum ParseSpecError {
         /// p31 + p32, as a probability.
         p31_p32: f64,
     },
+    /// A word that belongs to another keyword, written on its own.
+    #[error("{word}: it belongs after {owner}")]
+    Misplaced {
+        /// The word as written.
+        word: String,
+        /// The keyword it belongs to, with an example.
+        owner: &'static str,
+    },
+    /// Keywords that do not go together, or one that needs another.
+    #[error("{what}: {fix}")]
+    Combination {
+        /// The keywords.
+        what: String,
+        /// Why and what to write instead.
+        fix: String,
+    },
+    /// A trace file that cannot be used.
+    #[error("trace {path}: {reason}")]
+    Trace {
+        /// The path as written.
+        path: String,
+        /// What is wrong (with the line, for a bad line) and what to do.
+        reason: String,
+    },
 }
 
 /// The only floats in it are sums of parsed probabilities (0 to 2, never NaN).

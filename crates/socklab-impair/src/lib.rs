@@ -27,17 +27,30 @@
 //! `reorder` is accepted without `delay`; `duplicate` and `corrupt`
 //! correlation are not modelled (rejected when parsing).
 
+pub mod aqm;
+pub mod bottleneck;
 pub mod distribution;
 pub mod emulator;
 pub mod error;
+pub mod event;
+pub mod ip;
 pub mod loss;
 pub mod packet;
+mod qdisc;
 pub mod rng;
+pub mod schedule;
+pub mod slot;
 pub mod spec;
+pub mod trace;
 
+pub use aqm::Aqm;
 pub use distribution::Distribution;
 pub use emulator::{Emulator, Stats};
 pub use error::ParseSpecError;
+pub use event::{Event, EventKind};
 pub use loss::{Loss, LossModel};
 pub use rng::Rng;
+pub use schedule::RateSchedule;
+pub use slot::{Slot, SlotDelay};
 pub use spec::{LinkSpec, DEFAULT_LIMIT};
+pub use trace::Trace;

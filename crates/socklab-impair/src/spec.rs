@@ -8,7 +8,10 @@
 //! loss [random] PERCENT [CORRELATION] | loss gemodel p [r [1-h [1-k]]]
 //! loss state p13 [p31 [p32 [p23 [p14]]]]
 //! duplicate PERCENT   corrupt PERCENT   reorder PERCENT [CORRELATION] [gap N]
-//! rate RATE [PACKETOVERHEAD]   limit PACKETS   fifo   fixcsum
+//! rate RATE [PACKETOVERHEAD] | rate RATE@TIME RATE@TIME … [PACKETOVERHEAD]
+//! limit PACKETS   fifo   fixcsum   ecn
+//! slot MIN [MAX] [packets N] [bytes N] | slot distribution TYPE DELAY JITTER [packets N] [bytes N]
+//! aqm {fifo|codel|fq_codel|pie} [PARAMETERS]   trace FILE [blake3 DIGEST]
 //! ```
 //!
 //! Times take `ns`, `us`, `ms` or `s` (a bare number is microseconds, as in
@@ -20,13 +23,24 @@
 //! with a delay; socklab accepts it alone (then the "immediate" packets are
 //! indistinguishable from the others) rather than rejecting it.
 //! `distribution` without jitter is accepted and has no effect, as in netem.
+//!
+//! `slot` and `ecn` are netem's ([`crate::slot`]; `ecn` marks ECN-capable packets Congestion
+//! Experienced instead of dropping them, for loss and for the queue discipline). socklab's own:
+//! `aqm` (the queue discipline at the bottleneck, [`crate::aqm`]), `trace` (Mahimahi's
+//! trace-driven links, [`crate::trace`]) and rate schedules (`rate 100mbit@0s 10mbit@5s`,
+//! [`crate::schedule`]). `aqm` needs a bottleneck (`rate` or `trace`); `trace` replaces `rate`;
+//! `ecn` needs `loss` or an `aqm` (netem refuses `ecn` without loss too).
 
 use std::fmt;
 use std::str::FromStr;
 
+use crate::aqm::Aqm;
 use crate::distribution::Distribution;
 pub use crate::error::ParseSpecError;
 use crate::loss::Loss;
+use crate::schedule::RateSchedule;
+use crate::slot::Slot;
+use crate::trace::Trace;
 
 /// netem's default queue limit in packets.
 pub const DEFAULT_LIMIT: usize = 1000;
@@ -53,8 +67,10 @@ pub struct LinkSpec {
     /// Correlation of the reorder random values (netem `reorder P CORR`);
     /// only meaningful with `reorder`.
     pub reorder_correlation: f64,
-    /// Serialisation rate in bits per second.
+    /// Serialisation rate in bits per second (constant; `None` with a schedule).
     pub rate_bps: Option<u64>,
+    /// A rate that changes over time (`rate A@T0 B@T1 …`), instead of `rate_bps`.
+    pub rate_schedule: Option<RateSchedule>,
     /// Bytes added to (or, negative, removed from) each packet's length for
     /// the rate computation.
     pub overhead_bytes: i32,
@@ -66,6 +82,15 @@ pub struct LinkSpec {
     /// TCP/UDP checksum, so the corrupted bytes reach the application (netem's corruption
     /// leaves the checksum wrong, so the receiving kernel drops the packet).
     pub fix_checksum: bool,
+    /// netem's `slot`: packets leave in bursts.
+    pub slot: Option<Slot>,
+    /// netem's `ecn`: loss and the queue discipline mark ECN-capable packets CE instead of
+    /// dropping them.
+    pub ecn: bool,
+    /// The queue discipline at the bottleneck.
+    pub aqm: Aqm,
+    /// A Mahimahi trace giving the bottleneck's delivery opportunities, instead of a rate.
+    pub trace: Option<Trace>,
 }
 
 impl Default for LinkSpec {
@@ -81,11 +106,36 @@ impl Default for LinkSpec {
             reorder: None,
             reorder_correlation: 0.0,
             rate_bps: None,
+            rate_schedule: None,
             overhead_bytes: 0,
             limit: DEFAULT_LIMIT,
             keep_order: false,
             fix_checksum: false,
+            slot: None,
+            ecn: false,
+            aqm: Aqm::Fifo,
+            trace: None,
         }
+    }
+}
+
+impl LinkSpec {
+    /// Whether the emulator needs its bottleneck model ([`crate::bottleneck`]): a queue
+    /// discipline other than drop-tail, a trace or a rate schedule.
+    pub fn needs_bottleneck(&self) -> bool {
+        self.aqm != Aqm::Fifo || self.trace.is_some() || self.rate_schedule.is_some()
+    }
+
+    /// The capacity the link sustains, bits/s: the rate, a schedule's slowest step, a trace's
+    /// mean; `None` without a limit.
+    pub fn sustained_bps(&self) -> Option<f64> {
+        if let Some(t) = &self.trace {
+            return Some(t.mean_bps());
+        }
+        if let Some(s) = &self.rate_schedule {
+            return Some(s.min_bps() as f64);
+        }
+        self.rate_bps.map(|r| r as f64)
     }
 }
 
@@ -101,18 +151,29 @@ const KEYWORDS: &[&str] = &[
     "limit",
     "fifo",
     "fixcsum",
+    "slot",
+    "ecn",
+    "aqm",
+    "trace",
 ];
 
 pub(crate) const KEYWORD_LIST: &str =
-    "delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo, fixcsum";
+    "delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, limit, fifo, fixcsum, slot, ecn, aqm, trace";
 
-struct Tokens<'a> {
+/// The words of a spec, read left to right.
+#[derive(Debug)]
+pub(crate) struct Tokens<'a> {
     toks: Vec<&'a str>,
     pos: usize,
 }
 
 impl<'a> Tokens<'a> {
-    fn next(&mut self) -> Option<&'a str> {
+    /// The next word, without taking it.
+    pub(crate) fn peek(&self) -> Option<&'a str> {
+        self.toks.get(self.pos).copied()
+    }
+
+    pub(crate) fn next(&mut self) -> Option<&'a str> {
         let t = self.toks.get(self.pos).copied();
         if t.is_some() {
             self.pos += 1;
@@ -121,7 +182,7 @@ impl<'a> Tokens<'a> {
     }
 
     /// The next token if it looks like a value (not a keyword).
-    fn next_value(&mut self) -> Option<&'a str> {
+    pub(crate) fn next_value(&mut self) -> Option<&'a str> {
         let t = *self.toks.get(self.pos)?;
         let looks_numeric = t
             .chars()
@@ -136,7 +197,12 @@ impl<'a> Tokens<'a> {
     }
 
     /// A required value after `ctx`.
-    fn value(&mut self, ctx: &str, what: &str, example: &str) -> Result<&'a str, ParseSpecError> {
+    pub(crate) fn value(
+        &mut self,
+        ctx: &str,
+        what: &str,
+        example: &str,
+    ) -> Result<&'a str, ParseSpecError> {
         let next = self.toks.get(self.pos).copied();
         if let Some(t) = next.filter(|t| !KEYWORDS.contains(&t.to_ascii_lowercase().as_str())) {
             self.pos += 1;
@@ -157,7 +223,7 @@ fn split_number(tok: &str) -> (&str, &str) {
     tok.split_at(end)
 }
 
-fn err(ctx: &str, tok: &str, reason: &str) -> ParseSpecError {
+pub(crate) fn err(ctx: &str, tok: &str, reason: &str) -> ParseSpecError {
     ParseSpecError::BadValue {
         context: ctx.to_string(),
         value: tok.to_string(),
@@ -165,7 +231,7 @@ fn err(ctx: &str, tok: &str, reason: &str) -> ParseSpecError {
     }
 }
 
-fn parse_time(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
+pub(crate) fn parse_time(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
     let (num, unit) = split_number(tok);
     let v: f64 = num.parse().map_err(|_| {
         err(
@@ -262,7 +328,7 @@ fn parse_corr(ctx: &str, tok: &str) -> Result<f64, ParseSpecError> {
     parse_fraction(ctx, tok, "correlation")
 }
 
-fn parse_rate(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
+pub(crate) fn parse_rate(ctx: &str, tok: &str) -> Result<u64, ParseSpecError> {
     let (num, unit) = split_number(tok);
     let v: f64 = num
         .parse()
@@ -396,8 +462,24 @@ impl FromStr for LinkSpec {
                 }
                 "rate" => {
                     let v = t.value("rate", "a rate", "rate 100mbit")?;
-                    spec.rate_bps = Some(parse_rate("rate", v)?);
                     spec.overhead_bytes = 0;
+                    spec.rate_schedule = None;
+                    if v.contains('@') {
+                        let mut more = Vec::new();
+                        while let Some(n) = t.peek().filter(|n| n.contains('@')) {
+                            t.next();
+                            more.push(n);
+                        }
+                        match RateSchedule::parse_steps(v, &more)? {
+                            Ok(s) => {
+                                spec.rate_schedule = Some(s);
+                                spec.rate_bps = None;
+                            }
+                            Err(r) => spec.rate_bps = Some(r),
+                        }
+                    } else {
+                        spec.rate_bps = Some(parse_rate("rate", v)?);
+                    }
                     if let Some(o) = t.next_value() {
                         spec.overhead_bytes = o.parse().map_err(|_| {
                             err(
@@ -420,12 +502,72 @@ impl FromStr for LinkSpec {
                 }
                 "fifo" => spec.keep_order = true,
                 "fixcsum" => spec.fix_checksum = true,
+                "ecn" => spec.ecn = true,
+                "slot" => spec.slot = Some(Slot::parse(&mut t)?),
+                "aqm" => spec.aqm = Aqm::parse(&mut t)?,
+                "trace" => {
+                    let path = t.value("trace", "a file", "trace ./verizon-lte-down.trace")?;
+                    let trace = Trace::load(path)?;
+                    if t.peek().is_some_and(|w| w.eq_ignore_ascii_case("blake3")) {
+                        t.next();
+                        let ex = format!("trace {path} blake3 {}", trace.digest_hex());
+                        let h = t.value("trace blake3", "a digest", &ex)?;
+                        if !h.eq_ignore_ascii_case(&trace.digest_hex()) {
+                            return Err(ParseSpecError::Trace {
+                                path: path.to_string(),
+                                reason: format!(
+                                    "its content changed: blake3 {h} was recorded, the file now has {}; use the file that ran, or drop 'blake3 {h}' to take this one",
+                                    trace.digest_hex()
+                                ),
+                            });
+                        }
+                    }
+                    spec.trace = Some(trace);
+                }
+                "packets" | "bytes" | "target" | "interval" | "flows" | "quantum" | "tupdate"
+                | "alpha" | "beta" | "blake3" => {
+                    return Err(ParseSpecError::Misplaced {
+                        word: kw.to_string(),
+                        owner: match kw.to_ascii_lowercase().as_str() {
+                            "packets" | "bytes" => "slot, e.g. slot 10ms packets 8",
+                            "blake3" => "trace, e.g. trace ./x.trace blake3 DIGEST",
+                            "flows" | "quantum" => "aqm fq_codel, e.g. aqm fq_codel flows 1024",
+                            "tupdate" | "alpha" | "beta" => "aqm pie, e.g. aqm pie tupdate 15ms",
+                            _ => "an aqm, e.g. aqm codel target 5ms interval 100ms",
+                        },
+                    })
+                }
                 _ => {
                     return Err(ParseSpecError::UnknownKeyword {
                         keyword: kw.to_string(),
                     })
                 }
             }
+        }
+        if spec.trace.is_some() && (spec.rate_bps.is_some() || spec.rate_schedule.is_some()) {
+            return Err(ParseSpecError::Combination {
+                what: "trace and rate".into(),
+                fix: "both set the bottleneck's capacity: use one".into(),
+            });
+        }
+        if spec.aqm != Aqm::Fifo
+            && spec.trace.is_none()
+            && spec.rate_bps.is_none()
+            && spec.rate_schedule.is_none()
+        {
+            return Err(ParseSpecError::Combination {
+                what: format!("aqm {}", spec.aqm.name()),
+                fix: format!(
+                    "a queue discipline needs a bottleneck to queue at: add rate RATE (or a rate schedule, or trace FILE), e.g. rate 20mbit aqm {}",
+                    spec.aqm.name()
+                ),
+            });
+        }
+        if spec.ecn && spec.loss == Loss::None && spec.aqm == Aqm::Fifo {
+            return Err(ParseSpecError::Combination {
+                what: "ecn".into(),
+                fix: "marks packets instead of dropping them, so it needs loss or an aqm, e.g. loss 5% ecn or rate 20mbit aqm codel ecn".into(),
+            });
         }
         if let Some(g) = gap {
             match spec.reorder.as_mut() {
@@ -513,7 +655,7 @@ fn pct(p: f64) -> String {
     format!("{}%", shift_right2(&format!("{p}")))
 }
 
-fn time(ns: u64) -> String {
+pub(crate) fn time(ns: u64) -> String {
     if ns == 0 {
         "0us".to_string()
     } else if ns.is_multiple_of(1_000_000_000) {
@@ -527,7 +669,7 @@ fn time(ns: u64) -> String {
     }
 }
 
-fn rate(bits: u64) -> String {
+pub(crate) fn rate(bits: u64) -> String {
     for (unit, scale) in [
         ("tbit", 1_000_000_000_000u64),
         ("gbit", 1_000_000_000),
@@ -610,8 +752,12 @@ impl fmt::Display for LinkSpec {
             }
             parts.push(s);
         }
-        if let Some(r) = self.rate_bps {
-            let mut s = format!("rate {}", rate(r));
+        let rate_text = match (&self.rate_schedule, self.rate_bps) {
+            (Some(s), _) => Some(format!("rate {s}")),
+            (None, Some(r)) => Some(format!("rate {}", rate(r))),
+            (None, None) => None,
+        };
+        if let Some(mut s) = rate_text {
             if self.overhead_bytes != 0 {
                 s += &format!(" {}", self.overhead_bytes);
             }
@@ -625,6 +771,18 @@ impl fmt::Display for LinkSpec {
         }
         if self.fix_checksum {
             parts.push("fixcsum".to_string());
+        }
+        if let Some(slot) = &self.slot {
+            parts.push(format!("slot {slot}"));
+        }
+        if self.ecn {
+            parts.push("ecn".to_string());
+        }
+        if self.aqm != Aqm::Fifo {
+            parts.push(format!("aqm {}", self.aqm));
+        }
+        if let Some(t) = &self.trace {
+            parts.push(format!("trace {} blake3 {}", t.path(), t.digest_hex()));
         }
         f.write_str(&parts.join(" "))
     }

@@ -108,8 +108,10 @@ impl UdpProxy {
     ) -> Result<ProxyStats, NetError> {
         let t0 = Instant::now();
         let now = || t0.elapsed().as_nanos() as u64;
-        let mut fwd = Emulator::new(self.cfg.forward.clone(), self.cfg.seed);
-        let mut bwd = Emulator::new(self.cfg.backward.clone(), self.cfg.seed.wrapping_add(1));
+        // The relay carries datagrams, not IP packets: one flow each way, nothing to mark.
+        let mut fwd = Emulator::new(self.cfg.forward.clone(), self.cfg.seed).udp_payloads();
+        let mut bwd =
+            Emulator::new(self.cfg.backward.clone(), self.cfg.seed.wrapping_add(1)).udp_payloads();
         let mut base = ProxyStats::default();
         let mut client: Option<SocketAddr> = None;
         let mut buf = vec![0u8; MAX_DATAGRAM];
@@ -131,8 +133,8 @@ impl UdpProxy {
                         }
                         add_stats(&mut base.forward, fwd.stats());
                         add_stats(&mut base.backward, bwd.stats());
-                        fwd = Emulator::new(f, seed);
-                        bwd = Emulator::new(b, seed.wrapping_add(1));
+                        fwd = Emulator::new(f, seed).udp_payloads();
+                        bwd = Emulator::new(b, seed.wrapping_add(1)).udp_payloads();
                     }
                     c.applied.store(g, Ordering::Release);
                 }

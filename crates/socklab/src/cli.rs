@@ -173,7 +173,7 @@ pub enum Command {
         "      --server 'socklab echo --port 7000' -- socklab pingpong --to server:7000\n",
         "  socklab netem cleanup       # leftovers of killed runs (everything named sl-)\n",
         "\n",
-        "The command after -- runs in the client namespace; it must be installed (socklab's own pingpong, bulk or transfer always are). The spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …'), plus socklab's fifo (jitter without reordering) and fixcsum (corruption that reaches the application). --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve. --capture FILE.pcapng (on every command that takes --link; tun driver) records every packet entering the emulator with its decision (dropped, duplicated, queued_ns=…) in the packet's comment; see docs/impairment.md.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
+        "The command after -- runs in the client namespace; it must be installed (socklab's own pingpong, bulk or transfer always are). The spec is netem's own syntax (paste the arguments of 'tc qdisc add dev X root netem …', slot and ecn included), plus socklab's fifo (jitter without reordering), fixcsum (corruption that reaches the application), aqm codel|fq_codel|pie (a queue discipline at the rate), trace FILE (a Mahimahi trace) and rate schedules (rate 100mbit@0s 10mbit@5s); see docs/impairment.md. --link applies to both directions unless --link-back is given. Inside the namespaces the names client (10.77.0.1) and server (10.77.0.2) resolve. --capture FILE.pcapng (on every command that takes --link; tun driver) records every packet entering the emulator with its decision (dropped, aqm-marked, queued_ns=…) in the packet's comment; see docs/impairment.md.\n\nDrivers: tun (socklab's own emulator between TUN devices, needs root), netem (the kernel's tc netem on veth, where the kernel has it), auto (netem if present, else tun), udp-proxy (no root, UDP only: socklab pingpong --udp --link … --driver udp-proxy).\n\nExit codes: the command's own; 1 the link failed; 2 bad spec or argument; 130 interrupted."
     )
     )]
     Netem(Box<NetemArgs>),
@@ -192,7 +192,8 @@ pub enum Command {
 #[derive(Debug, Args, Clone)]
 pub struct LinkArgs {
     /// Impairments in netem syntax, both directions (client → server and back), e.g.
-    /// "delay 50ms 10ms distribution normal loss 5% rate 100mbit".
+    /// "delay 50ms 10ms distribution normal loss 5% rate 100mbit", "rate 20mbit aqm fq_codel",
+    /// "trace ./lte-down.trace".
     #[arg(long, value_name = "SPEC")]
     pub link: Option<String>,
     /// Impairments of the server → client direction, if different ("" for none).

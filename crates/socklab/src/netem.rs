@@ -155,6 +155,21 @@ pub(crate) fn describe(link: &EmulatedLink) -> Result<String, Failure> {
     ))
 }
 
+/// The queue discipline's drops and marks, netem's ECN marks and the wait at the bottleneck,
+/// when there was any (issue 19).
+fn bottleneck_line(st: &socklab_net::link::Stats) -> Option<String> {
+    (st.aqm_dropped + st.aqm_marked + st.loss_marked + st.queue_delay_sum_ns > 0).then(|| {
+        format!(
+            "aqm {} dropped, {} ECN-marked; loss ECN-marked {}; bottleneck wait mean {:.3} ms max {:.3} ms",
+            st.aqm_dropped,
+            st.aqm_marked,
+            st.loss_marked,
+            st.mean_queue_delay_ns() / 1e6,
+            st.queue_delay_max_ns as f64 / 1e6
+        )
+    })
+}
+
 /// The emulator's accounting as a few lines for stderr.
 pub fn accounting(r: &LinkReport) -> String {
     let mut s = String::new();
@@ -178,6 +193,9 @@ pub fn accounting(r: &LinkReport) -> String {
             d.late,
             d.cpu_ns as f64 / 1e9
         );
+        if let Some(line) = bottleneck_line(st) {
+            s += &format!("  {name}: {line}\n");
+        }
         if d.write_errors > 0 {
             s += &format!(
                 "  {name}: {} packets lost because writing them to the far TUN device failed\n",

@@ -6,7 +6,9 @@
 //! a receiver thread (in the server namespace) records arrivals. One process, one monotonic
 //! clock, so one-way delays are exact. Loss, duplication, reordering and corruption are
 //! compared with the configured rates through a binomial 99.9 % interval; with `rate`, a
-//! back-to-back burst measures the serialisation rate.
+//! back-to-back burst measures the serialisation rate; with a trace or a rate schedule, the
+//! probe first saturates the link and counts what it delivers each second
+//! ([`super::capacity`]).
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -79,6 +81,8 @@ pub struct ProbeResult {
     pub delays_ns: Vec<u64>,
     /// Burst phase: measured rate, bits/s (IP packet bits), if measured.
     pub burst_bps: Option<f64>,
+    /// Capacity phase (trace or rate schedule): datagrams delivered in each second.
+    pub capacity: Option<Vec<u64>>,
 }
 
 impl CheckRow {
@@ -95,8 +99,9 @@ impl CheckRow {
 
 impl ProbeResult {
     /// The raw counts as JSON: `sent`, `unique`, `duplicates`, `reordered`, `corrupted`,
-    /// `delay_ns` (`{"n", "mean", "sd", "p50", "p99", "max"}` of first copies, or null) and
-    /// `burst_bps` (null without a rate).
+    /// `delay_ns` (`{"n", "mean", "sd", "p50", "p99", "max"}` of first copies, or null),
+    /// `burst_bps` (null without a rate) and `capacity_per_second` (datagrams delivered in each
+    /// second of the saturating phase; null without a trace or a rate schedule).
     pub fn to_json(&self) -> serde_json::Value {
         let d: Vec<f64> = self.delays_ns.iter().map(|&x| x as f64).collect();
         let delay = socklab_stats::summarize(&d).map(|s| {
@@ -117,6 +122,7 @@ impl ProbeResult {
             "corrupted": self.corrupted,
             "delay_ns": delay,
             "burst_bps": self.burst_bps,
+            "capacity_per_second": self.capacity,
         })
     }
 }
@@ -189,10 +195,23 @@ fn enter(ns: &Option<PathBuf>) -> Result<Option<socklab_sys::netns::NetnsGuard>,
 /// offered load below 80 % of its rate.
 pub fn pacing_gap(spec: &LinkSpec, size: usize) -> Duration {
     let by_queue = 2 * max_delay(spec).as_nanos() as u64 / spec.limit.max(1) as u64;
-    let by_rate = spec.rate_bps.map_or(0, |r| {
-        ((size + 28) as u128 * 8 * 1_000_000_000 * 5 / 4 / u128::from(r.max(1))) as u64
+    // The rate, a schedule's slowest step, a trace's slowest second.
+    let sustained = match &spec.trace {
+        Some(t) => Some(super::capacity::slowest_second_bps(t)),
+        None => spec.sustained_bps(),
+    };
+    let by_rate = sustained.map_or(0, |r| {
+        ((size + 28) as f64 * 8.0 * 1e9 * 5.0 / 4.0 / r.max(1.0)) as u64
     });
-    Duration::from_nanos(by_queue.max(by_rate).max(100_000))
+    // A trace's longest gap between opportunities must not fill half the queue.
+    let by_gap = spec.trace.as_ref().map_or(0, |t| {
+        let longest = (1..=t.len() as u64)
+            .map(|j| t.opportunity_ns(j) - t.opportunity_ns(j - 1))
+            .max()
+            .unwrap_or(0);
+        2 * longest / spec.limit.max(1) as u64
+    });
+    Duration::from_nanos(by_queue.max(by_rate).max(by_gap).max(100_000))
 }
 
 /// Sends `cfg.packets` paced datagrams (then, with a rate, a burst) from the sender side to the
@@ -217,6 +236,7 @@ pub fn probe(
     } else {
         0
     };
+    let capacity = super::capacity::plan(spec);
     let (tx_addr, rx_addr) = std::sync::mpsc::channel::<Result<SocketAddr, NetError>>();
     let (tx_done, rx_done) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
@@ -244,6 +264,7 @@ pub fn probe(
             let mut buf = vec![0u8; 65536];
             let mut done_at: Option<Instant> = None;
             let (mut b_first, mut b_last, mut b_bytes) = (None::<u64>, 0u64, 0u64);
+            let (mut cap_arrivals, mut cap_origin) = (Vec::new(), u64::MAX);
             loop {
                 // Done when the sender says so, or when it is gone (it failed).
                 if done_at.is_none()
@@ -274,6 +295,11 @@ pub fn probe(
                     r.corrupted += 1;
                     continue;
                 };
+                if seq >= super::capacity::SEQ_BASE {
+                    cap_arrivals.push(now);
+                    cap_origin = cap_origin.min(sent);
+                    continue;
+                }
                 let Some(slot) = seen.get_mut(seq as usize) else {
                     r.corrupted += 1;
                     continue;
@@ -304,6 +330,13 @@ pub fn probe(
                     r.burst_bps = Some(b_bytes as f64 * 8.0 / ((b_last - f) as f64 / 1e9));
                 }
             }
+            if let Some(p) = capacity {
+                r.capacity = Some(super::capacity::per_second(
+                    &cap_arrivals,
+                    cap_origin,
+                    p.seconds,
+                ));
+            }
             Ok(r)
         });
         let sender = s.spawn(move || -> Result<u64, NetError> {
@@ -316,6 +349,32 @@ pub fn probe(
                 .map_err(|e| NetError::io("bind probe sender", e))?;
             sock.connect(to)
                 .map_err(|e| NetError::io("connect probe sender", e))?;
+            // A trace or a schedule: saturate first (the link's first packet is its time 0),
+            // then let the queue drain.
+            if let Some(p) = capacity {
+                let mut cap = vec![0u8; super::capacity::payload(ends.via.is_some())];
+                let t0 = Instant::now();
+                let end = t0 + Duration::from_secs(p.seconds);
+                let mut i = 0u64;
+                while !stop() {
+                    let now = Instant::now();
+                    if now >= end {
+                        break;
+                    }
+                    let due = ((now - t0).as_secs_f64() * p.send_pps) as u64 + 1;
+                    while i < due {
+                        fill(
+                            &mut cap,
+                            super::capacity::SEQ_BASE + i,
+                            epoch.elapsed().as_nanos() as u64,
+                        );
+                        let _ = sock.send(&cap);
+                        i += 1;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                pause_until(Instant::now() + p.drain, stop);
+            }
             let mut buf = vec![0u8; size];
             let start = Instant::now();
             let mut sent = 0;
@@ -455,8 +514,13 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
             what: "one-way delay mean".into(),
             configured: ms(spec.delay_ns as f64),
             measured: ms(sum.mean),
-            ok: (spec.distribution == socklab_impair::Distribution::Uniform || spec.jitter_ns == 0)
-                .then_some((sum.mean - spec.delay_ns as f64).abs() <= tol),
+            // Slots, traces and schedules add waits of their own: no verdict then.
+            ok: ((spec.distribution == socklab_impair::Distribution::Uniform
+                || spec.jitter_ns == 0)
+                && spec.slot.is_none()
+                && spec.trace.is_none()
+                && spec.rate_schedule.is_none())
+            .then_some((sum.mean - spec.delay_ns as f64).abs() <= tol),
         });
         rows.push(CheckRow {
             what: "one-way delay sd".into(),
@@ -475,6 +539,9 @@ pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
             ),
             ok: None,
         });
+    }
+    if let Some(per_second) = &r.capacity {
+        rows.extend(super::capacity::rows(spec, per_second));
     }
     if let Some(rate) = spec.rate_bps {
         let measured = r.burst_bps.unwrap_or(0.0);

@@ -13,6 +13,7 @@
 //!
 //! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
 
+pub mod capacity;
 pub mod capture;
 pub mod check;
 pub mod netem;
@@ -23,7 +24,7 @@ pub mod vnet;
 
 use std::net::SocketAddr;
 
-use socklab_impair::{LinkSpec, Stats};
+pub use socklab_impair::{LinkSpec, Stats};
 
 pub use ns::{Namespaces, Side, CLIENT_ADDR, SERVER_ADDR};
 
@@ -177,20 +178,8 @@ pub struct DirReport {
 impl DirReport {
     /// What happened between `earlier` and `self`.
     pub fn since(&self, earlier: &DirReport) -> DirReport {
-        let s = &self.stats;
-        let e = &earlier.stats;
         DirReport {
-            stats: Stats {
-                packets_in: s.packets_in.saturating_sub(e.packets_in),
-                dropped: s.dropped.saturating_sub(e.dropped),
-                duplicated: s.duplicated.saturating_sub(e.duplicated),
-                corrupted: s.corrupted.saturating_sub(e.corrupted),
-                reordered: s.reordered.saturating_sub(e.reordered),
-                queue_dropped: s.queue_dropped.saturating_sub(e.queue_dropped),
-                delivered: s.delivered.saturating_sub(e.delivered),
-                bytes_in: s.bytes_in.saturating_sub(e.bytes_in),
-                bytes_out: s.bytes_out.saturating_sub(e.bytes_out),
-            },
+            stats: self.stats.since(&earlier.stats),
             late: self.late.saturating_sub(earlier.late),
             // A maximum cannot be differenced: keep the lifetime one.
             max_lag_ns: self.max_lag_ns,
@@ -201,8 +190,9 @@ impl DirReport {
         }
     }
 
-    /// One direction as JSON: the model's counters, the driver's (kernel drops, failed
-    /// writes, late packets, release lag) and the forwarding thread's CPU time.
+    /// One direction as JSON: the model's counters (the bottleneck's too: aqm drops and marks,
+    /// loss ECN marks, the wait at the bottleneck), the driver's (kernel drops, failed writes,
+    /// late packets, release lag) and the forwarding thread's CPU time.
     pub fn to_json(&self) -> serde_json::Value {
         let s = &self.stats;
         serde_json::json!({
@@ -215,6 +205,11 @@ impl DirReport {
             "delivered": s.delivered,
             "bytes_in": s.bytes_in,
             "bytes_out": s.bytes_out,
+            "aqm_dropped": s.aqm_dropped,
+            "aqm_marked": s.aqm_marked,
+            "ecn_marked": s.loss_marked,
+            "qdelay_mean_us": s.mean_queue_delay_ns() / 1000.0,
+            "qdelay_max_us": s.queue_delay_max_ns as f64 / 1000.0,
             "kernel_drops": self.kernel_drops,
             "write_errors": self.write_errors,
             "late": self.late,
@@ -329,7 +324,9 @@ impl LinkReport {
         }
     }
 
-    /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … and `emu_cpu_s`,
+    /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … (with an `aqm`, `ecn`
+    /// or a bottleneck: `_aqm_dropped`, `_aqm_marked`, `_ecn_marked`, and the mean and worst
+    /// wait at the bottleneck, `_qdelay_mean_us`, `_qdelay_max_us`) and `emu_cpu_s`,
     /// `emu_cpu_ns_per_packet`, `emu_max_lag_us`, `emu_late`, `emu_valid`.
     pub fn metrics(&self) -> Vec<(&'static str, f64)> {
         let f = &self.forward;
@@ -342,6 +339,17 @@ impl LinkReport {
             ("link_fwd_reordered", f.stats.reordered as f64),
             ("link_fwd_queue_dropped", f.stats.queue_dropped as f64),
             ("link_fwd_kernel_drops", f.kernel_drops as f64),
+            ("link_fwd_aqm_dropped", f.stats.aqm_dropped as f64),
+            ("link_fwd_aqm_marked", f.stats.aqm_marked as f64),
+            ("link_fwd_ecn_marked", f.stats.loss_marked as f64),
+            (
+                "link_fwd_qdelay_mean_us",
+                f.stats.mean_queue_delay_ns() / 1000.0,
+            ),
+            (
+                "link_fwd_qdelay_max_us",
+                f.stats.queue_delay_max_ns as f64 / 1000.0,
+            ),
             ("link_back_in", b.stats.packets_in as f64),
             ("link_back_dropped", b.stats.dropped as f64),
             ("link_back_duplicated", b.stats.duplicated as f64),
@@ -349,6 +357,17 @@ impl LinkReport {
             ("link_back_reordered", b.stats.reordered as f64),
             ("link_back_queue_dropped", b.stats.queue_dropped as f64),
             ("link_back_kernel_drops", b.kernel_drops as f64),
+            ("link_back_aqm_dropped", b.stats.aqm_dropped as f64),
+            ("link_back_aqm_marked", b.stats.aqm_marked as f64),
+            ("link_back_ecn_marked", b.stats.loss_marked as f64),
+            (
+                "link_back_qdelay_mean_us",
+                b.stats.mean_queue_delay_ns() / 1000.0,
+            ),
+            (
+                "link_back_qdelay_max_us",
+                b.stats.queue_delay_max_ns as f64 / 1000.0,
+            ),
             ("emu_cpu_s", (f.cpu_ns + b.cpu_ns) as f64 / 1e9),
             ("emu_cpu_ns_per_packet", self.cpu_ns_per_packet()),
             (
@@ -386,7 +405,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "link",
         "(none)",
-        "impairments in netem syntax, both directions, e.g. 'delay 50ms loss 5%' ('none': the emulated link without impairment)",
+        "impairments in netem syntax (plus socklab's aqm, trace and rate schedules), both directions, e.g. 'delay 50ms loss 5%' or 'rate 20mbit aqm fq_codel' ('none': the emulated link without impairment)",
     ),
     (
         "link_back",
@@ -484,15 +503,7 @@ impl Default for LinkConfig {
 
 /// `a += b`, counter by counter.
 pub(crate) fn add_stats(a: &mut Stats, b: &Stats) {
-    a.packets_in += b.packets_in;
-    a.dropped += b.dropped;
-    a.duplicated += b.duplicated;
-    a.corrupted += b.corrupted;
-    a.reordered += b.reordered;
-    a.queue_dropped += b.queue_dropped;
-    a.delivered += b.delivered;
-    a.bytes_in += b.bytes_in;
-    a.bytes_out += b.bytes_out;
+    a.add(b);
 }
 
 /// One `udp-proxy` relay in front of one server.

@@ -39,13 +39,18 @@ pub fn kernel_has_netem() -> bool {
     })
 }
 
-/// Whether netem can express the pair: socklab's extensions `fifo` and `fixcsum` have no
-/// netem equivalent.
+/// Whether netem can express the pair: socklab's extensions `fifo`, `fixcsum`, `aqm`, `trace`
+/// and rate schedules have no netem equivalent (netem's own `slot` and `ecn` pass through).
 pub fn expressible(pair: &LinkPair) -> Result<(), NetError> {
     for s in [&pair.forward, &pair.backward] {
-        if s.keep_order || s.fix_checksum {
+        if s.keep_order
+            || s.fix_checksum
+            || s.aqm != socklab_impair::Aqm::Fifo
+            || s.trace.is_some()
+            || s.rate_schedule.is_some()
+        {
             return Err(NetError::Invalid(format!(
-                "\"{s}\" uses socklab's own keywords (fifo, fixcsum) that tc netem lacks: use --driver tun"
+                "\"{s}\" uses socklab's own keywords (fifo, fixcsum, aqm, trace, rate schedules) that tc netem lacks: use --driver tun"
             )));
         }
     }
@@ -173,6 +178,21 @@ mod tests {
         let p = LinkPair::parse("corrupt 1%", Some("corrupt 1% fixcsum")).unwrap();
         assert!(expressible(&p).is_err());
         expressible(&LinkPair::parse("loss 1%", None).unwrap()).unwrap();
+        for ext in [
+            "rate 20mbit aqm fq_codel",
+            "rate 10mbit@0s 1mbit@1s",
+            "rate 1mbit aqm codel ecn",
+        ] {
+            let e = expressible(&LinkPair::parse(ext, None).unwrap()).unwrap_err();
+            assert!(e.to_string().contains("--driver tun"), "{ext}: {e}");
+        }
+        // netem's own slot and ecn go to tc as written.
+        let p = LinkPair::parse("loss 5% ecn slot 10ms 20ms packets 8", None).unwrap();
+        expressible(&p).unwrap();
+        assert_eq!(
+            tc_args("x", "add", &p.forward).join(" "),
+            "-n x qdisc add dev sl-veth root netem loss 5% slot 10ms 20ms packets 8 ecn limit 1000"
+        );
     }
 
     #[test]

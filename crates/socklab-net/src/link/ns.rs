@@ -109,8 +109,14 @@ pub fn run_tool(tool: &str, args: &[&str]) -> Result<String, NetError> {
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// The sysctls socklab sets in both namespaces of a link (recorded with every experiment that
-/// uses one): TCP keeps no per-destination metrics between connections.
-pub const SYSCTLS: &[(&str, &str)] = &[("net.ipv4.tcp_no_metrics_save", "1")];
+/// uses one): TCP keeps no per-destination metrics between connections; TCP asks for ECN
+/// (RFC 3168; Linux's default only accepts it), so that a spec with `ecn` marks TCP's data
+/// packets instead of dropping them. Without `ecn` in the spec nothing marks, and an
+/// ECN-capable packet is dropped like any other.
+pub const SYSCTLS: &[(&str, &str)] = &[
+    ("net.ipv4.tcp_no_metrics_save", "1"),
+    ("net.ipv4.tcp_ecn", "1"),
+];
 
 /// A fresh tag for this process: `<pid>-<n>`, so concurrent links (tests, threads) never clash
 /// and `cleanup` can tell whose namespaces they are.

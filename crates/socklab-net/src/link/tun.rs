@@ -9,8 +9,14 @@
 //! Segments released at the same instant that continue each other are written to the far
 //! device as one super-packet again ([`super::vnet::groups`]), as GRO would receive them.
 //!
+//! The model sees each segment's own IP header, so a queue discipline hashes it to its flow
+//! and `ecn` marks it CE (with its IPv4 header checksum updated); a marked segment differs
+//! from its neighbours in TOS/traffic class and is never joined with them.
+//!
 //! Hot path per read: one `read` into a reused buffer, a copy of each segment into a recycled
-//! buffer, the model, one `write`/`writev` per released run. A thread sleeps in `ppoll` until
+//! buffer, the model, one `write`/`writev` per released run. Each packet's release lag is
+//! measured from its own due time ([`Emulator::poll_release`]). With `--capture` the model's
+//! observer is on and its events go to the capture's [`Tracker`]; otherwise it stays off. A thread sleeps in `ppoll` until
 //! a packet arrives, the next release time or a wake-up (a new spec, a capture window, stop),
 //! with nanosecond resolution.
 
@@ -364,7 +370,7 @@ impl Drop for TunLink {
 /// One model and what its packets look like inside it.
 struct Model {
     emu: Emulator,
-    /// Its number (a link re-specified runs a new model; capture tells copies apart by it).
+    /// Its number (a link re-specified runs a new model; capture tells packets apart by it).
     id: u32,
     /// Checksums are computed in full on the way in (the model may corrupt packets, and the
     /// receiver must see that); else they stay partial and leave with `NEEDS_CSUM`.
@@ -372,21 +378,19 @@ struct Model {
 }
 
 impl Model {
-    fn new(spec: LinkSpec, seed: u64, id: u32) -> Model {
+    /// `observed`: the model records its per-packet events (only when capturing: off, it pays
+    /// one untaken branch per decision).
+    fn new(spec: LinkSpec, seed: u64, id: u32, observed: bool) -> Model {
         let complete = spec.corrupt > 0.0;
-        Model {
-            emu: Emulator::new(spec, seed),
-            id,
-            complete,
-        }
+        let mut emu = Emulator::new(spec, seed);
+        emu.observe(observed);
+        Model { emu, id, complete }
     }
 }
 
 /// A released packet on its way out.
 struct Out {
     packet: Vec<u8>,
-    copy: u64,
-    due: u64,
 }
 
 impl AsRef<[u8]> for Out {
@@ -436,7 +440,8 @@ impl Forwarder<'_> {
         let _ = socklab_sys::netns::set_timer_slack(1_000);
         let mut generation = u64::MAX;
         let mut models = 0u32;
-        let mut cur = Model::new(LinkSpec::default(), 0, 0);
+        let observed = self.capture.is_some();
+        let mut cur = Model::new(LinkSpec::default(), 0, 0, observed);
         // Models replaced by a new spec, releasing what they hold on their own schedule: a
         // packet is never delivered early because the link was re-specified (an early SYN
         // would teach TCP a round trip of microseconds, and BBR would then starve the
@@ -459,7 +464,10 @@ impl Forwarder<'_> {
                     self.dir.next_spec.lock().ok().and_then(|mut s| s.take())
                 {
                     models += 1;
-                    draining.push(std::mem::replace(&mut cur, Model::new(spec, seed, models)));
+                    draining.push(std::mem::replace(
+                        &mut cur,
+                        Model::new(spec, seed, models, observed),
+                    ));
                 }
             }
             let m = self.dir.mark_seq.load(Ordering::Acquire);
@@ -488,22 +496,34 @@ impl Forwarder<'_> {
             }
             let t = self.now();
             for model in draining.iter_mut().chain(std::iter::once(&mut cur)) {
-                outs.clear();
-                while let Some(due) = model.emu.poll_timeout().filter(|&d| d <= t) {
-                    let Some((copy, packet)) = model.emu.poll_transmit_copy(t) else {
-                        break;
-                    };
-                    let lag = t - due;
+                // The lag is measured from each packet's own release time (the next time the
+                // model names may be one of its internal decisions, not a release).
+                while let Some((due, packet)) = model.emu.poll_release(t) {
+                    let lag = t.saturating_sub(due);
                     c.lag_sum += lag;
                     c.max_lag = c.max_lag.max(lag);
                     if lag > tol {
                         c.late += 1;
                     }
-                    outs.push(Out { packet, copy, due });
+                    outs.push(Out { packet });
                 }
+                self.failed.clear();
                 if !outs.is_empty() {
-                    c.write_errors += self.write_out(model, &mut outs, &mut hdr, &mut pool);
+                    c.write_errors += self.write_out(model, &outs, &mut hdr);
                 }
+                if let Some((tap, tracker)) = self.capture.as_mut() {
+                    // The model's decisions since the last arrival (those it takes at its own
+                    // times: dequeues, opportunities, slots) and the releases just written.
+                    tracker.released(
+                        model.id,
+                        model.emu.drain_events(),
+                        outs.iter()
+                            .zip(&self.failed)
+                            .map(|(o, &f)| (&o.packet[..], f)),
+                        &mut |r| tap.send(r),
+                    );
+                }
+                pool.extend(outs.drain(..).map(|o| o.packet));
             }
             // A drained model's counts join the base.
             draining.retain(|m| {
@@ -614,31 +634,13 @@ impl Forwarder<'_> {
             return;
         };
         let a = tracker.begin(run, t, &buf);
-        let before = m.emu.stats().clone();
-        let c0 = m.emu.copies_queued();
         m.emu.enqueue(t, buf);
-        let after = m.emu.stats();
-        if let Some(r) = tracker.end(
-            a,
-            t,
-            m.id,
-            &before,
-            after,
-            c0 + 1..m.emu.copies_queued() + 1,
-        ) {
-            tap.send(r);
-        }
+        tracker.enqueued(a, m.id, m.emu.drain_events(), &mut |r| tap.send(r));
     }
 
-    /// Writes the packets `m` released now; returns how many were lost to failed writes.
-    fn write_out(
-        &mut self,
-        m: &Model,
-        outs: &mut Vec<Out>,
-        hdr: &mut Vec<u8>,
-        pool: &mut Vec<Vec<u8>>,
-    ) -> u64 {
-        self.failed.clear();
+    /// Writes the packets `m` released now (`self.failed` says, per packet, whether its write
+    /// failed); returns how many were lost to failed writes.
+    fn write_out(&mut self, m: &Model, outs: &[Out], hdr: &mut Vec<u8>) -> u64 {
         if self.offload == Offload::Off {
             for o in outs.iter() {
                 let bad = socklab_sys::io::write(self.tx.as_fd(), &o.packet).is_err();
@@ -674,16 +676,6 @@ impl Forwarder<'_> {
                 self.failed.extend(std::iter::repeat_n(!ok, r.len()));
             }
         }
-        let mut lost = 0u64;
-        for (o, &bad) in outs.drain(..).zip(&self.failed) {
-            lost += u64::from(bad);
-            if let Some((tap, tracker)) = self.capture.as_mut() {
-                if let Some(r) = tracker.released(m.id, o.copy, o.due, &o.packet, bad) {
-                    tap.send(r);
-                }
-            }
-            pool.push(o.packet);
-        }
-        lost
+        self.failed.iter().map(|&bad| u64::from(bad)).sum()
     }
 }
