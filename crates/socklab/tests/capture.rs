@@ -189,6 +189,81 @@ fn capture_comments_equal_the_emulators_stored_counts() {
     assert!(stored("emu_cpu_ns_per_packet") > 0, "{m}");
 }
 
+/// A queue discipline that marks and drops at dequeue: the capture's `aqm-dropped` and
+/// `aqm-marked` words (taken from the model's own events, at the instant of the decision)
+/// equal the stored counts exactly, in both directions.
+#[test]
+fn capture_aqm_drops_and_marks_equal_the_stored_counts() {
+    if !root_or_skip("capture_aqm_drops_and_marks_equal_the_stored_counts") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let cap = dir.path().join("aqm.pcapng");
+    // A cubic flow (ECN negotiated: the link's namespaces set tcp_ecn = 1) fills the 20 Mbit/s
+    // bottleneck; CoDel marks its data segments and drops what is not ECN-capable.
+    let (code, out, err) = run(&[
+        "bulk",
+        "--link",
+        "rate 20mbit limit 100 aqm codel ecn",
+        "--driver",
+        "tun",
+        "--cc",
+        "cubic",
+        "--duration",
+        "2s",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (_, json, _) = run(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let m = &v[0]["metrics"];
+    let stored = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k} in {m}")) as u64;
+    let mut readers = vec![("socklab's reader", read_ours(&cap))];
+    if let Some(c) = read_tshark(&cap) {
+        readers.push(("tshark", c));
+    }
+    for (who, counts) in &readers {
+        for (d, key) in [("c2s", "fwd"), ("s2c", "back")] {
+            let w = window(counts, d, "cell 1 rep 1");
+            for (word, metric) in [
+                ("packets", "in"),
+                ("aqm-dropped", "aqm_dropped"),
+                ("aqm-marked", "aqm_marked"),
+                ("queue-dropped", "queue_dropped"),
+            ] {
+                assert_eq!(
+                    get(w, word),
+                    stored(&format!("link_{key}_{metric}")),
+                    "{who} {d} {word}"
+                );
+            }
+            // Each drop and mark carries the sojourn it was decided on.
+            assert_eq!(
+                get(w, "sojourn_ns"),
+                get(w, "aqm-dropped") + get(w, "aqm-marked"),
+                "{who} {d}"
+            );
+        }
+        let fwd = window(counts, "c2s", "cell 1 rep 1");
+        // The flow negotiated ECN and CoDel acted on it: marks, and each mark left as CE.
+        assert!(get(fwd, "aqm-marked") > 0, "{who}: {fwd:?}");
+        assert!(
+            get(fwd, "ecn-ce") >= get(fwd, "aqm-marked"),
+            "{who}: {fwd:?}"
+        );
+        // Packets waited at the bottleneck, and said so.
+        assert!(get(fwd, "qdelay_ns") > 100, "{who}: {fwd:?}");
+    }
+}
+
 #[test]
 fn netem_check_json_and_capture_agree_per_probe() {
     if !root_or_skip("netem_check_json_and_capture_agree_per_probe") {

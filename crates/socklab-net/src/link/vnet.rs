@@ -615,6 +615,77 @@ mod tests {
         assert_eq!(groups(&[&b"\x45junk"[..], &a[..]]), vec![0..1, 1..2]);
     }
 
+    /// TSO super-packets of one ECN-capable flow, split and sent through the model with a
+    /// CoDel bottleneck that marks (`ecn`), released together: each marked segment carries CE
+    /// with a valid IPv4 header checksum (and its TCP checksum still completes), and no
+    /// super-packet joined again mixes marked and unmarked segments.
+    #[test]
+    fn aqm_marks_split_segments_and_marked_segments_are_not_joined() {
+        use socklab_impair::{ip, Emulator};
+        let mut emu = Emulator::new("rate 20mbit limit 2000 aqm codel ecn".parse().unwrap(), 1);
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4,
+            hdr_len: 52,
+            gso_size: 1448,
+            csum_start: 20,
+            csum_offset: 16,
+        };
+        let mut segs = 0u64;
+        for i in 0..40u32 {
+            let mut sp = tcp4(&vec![i as u8; 1448 * 44], i as u16 * 44, 1448 * 44 * i, ACK);
+            sp[1] = ip::ECT0;
+            ipv4_header_checksum(&mut sp);
+            make_partial(&mut sp);
+            let mut add = |b: Vec<u8>| {
+                emu.enqueue(u64::from(i) * 1_000_000, b);
+                segs += 1;
+            };
+            split(&h, &sp, &mut Vec::new, &mut add).unwrap();
+        }
+        // Everything released at one instant, in release order (as a late wake-up would).
+        let mut out = Vec::new();
+        while let Some((_, p)) = emu.poll_release(u64::MAX) {
+            out.push(p);
+        }
+        let st = emu.stats();
+        assert_eq!(st.packets_in, segs);
+        assert_eq!(
+            st.aqm_dropped, 0,
+            "every segment is ECN-capable: marked, never dropped"
+        );
+        assert!(st.aqm_marked > 20, "{st:?}");
+        let ce: Vec<bool> = out.iter().map(|p| ip::ecn(p) == Some(ip::CE)).collect();
+        assert_eq!(ce.iter().filter(|&&c| c).count() as u64, st.aqm_marked);
+        for (p, &c) in out.iter().zip(&ce) {
+            assert_eq!(ip::ipv4_header_checksum_ok(p), Some(true));
+            assert_eq!(p[1] & 3, if c { ip::CE } else { ip::ECT0 });
+            let mut full = p.clone();
+            complete_checksum(&mut full);
+            assert!(checksum_ok(&full));
+        }
+        let runs = groups(&out);
+        // Some marked segment sat between unmarked ones that continue it (else nothing here
+        // could have joined them), and runs of unmarked segments did join.
+        assert!(runs.iter().any(|r| r.len() > 1));
+        assert!((1..out.len() - 1).any(|i| ce[i] && !ce[i - 1] && !ce[i + 1]));
+        let mut hdr = Vec::new();
+        for r in runs {
+            assert!(
+                ce[r.clone()].iter().all(|&c| c == ce[r.start]),
+                "run {r:?} mixes CE and non-CE segments"
+            );
+            if let Some((_, hl)) = joined_header(&out[r.clone()], &mut hdr) {
+                assert_eq!(hl, 52);
+                assert_eq!(
+                    hdr[1], out[r.start][1],
+                    "the joined header keeps the ECN field"
+                );
+                assert_eq!(ip::ipv4_header_checksum_ok(&hdr), Some(true));
+            }
+        }
+    }
+
     #[test]
     fn single_packets_carry_needs_csum_only_when_partial() {
         let p = tcp4(b"x", 1, 0, ACK);
