@@ -4,6 +4,9 @@
 //! /proc/thread-self/schedstat where there is one, so other load on the machine does not count;
 //! else wall time).
 //!
+//! Rows marked `observed` run with the per-packet observer on and its events drained after
+//! each arrival and each round of releases, as the TUN driver does while capturing.
+//!
 //! `cargo run --release -p socklab-impair --example per_packet [PACKETS [SPEC]]` (a SPEC: only
 //! that one, e.g. for `valgrind --tool=callgrind` or `perf stat`)
 
@@ -19,9 +22,11 @@ fn cpu_ns(wall: Instant) -> u64 {
         .unwrap_or_else(|| wall.elapsed().as_nanos() as u64)
 }
 
-fn run(spec: &str, packets: u64, gap_ns: u64) -> f64 {
+fn run(spec: &str, packets: u64, gap_ns: u64, observed: bool) -> f64 {
     let spec: LinkSpec = spec.parse().expect("spec");
     let mut e = Emulator::new(spec, 1);
+    e.observe(observed);
+    let mut events = 0u64;
     let mut pool: Vec<Vec<u8>> = (0..4096).map(|_| vec![0x45u8; 1500]).collect();
     let wall = Instant::now();
     let t0 = cpu_ns(wall);
@@ -30,15 +35,21 @@ fn run(spec: &str, packets: u64, gap_ns: u64) -> f64 {
         now += gap_ns;
         let p = pool.pop().unwrap_or_else(|| vec![0x45u8; 1500]);
         e.enqueue(now, p);
+        if observed {
+            events += e.drain_events().map(|ev| ev.packet & 1).sum::<u64>();
+        }
         while let Some(t) = e.poll_timeout().filter(|&t| t <= now) {
             match e.poll_transmit(t.max(now)) {
                 Some(p) => pool.push(p),
                 None => break,
             }
         }
+        if observed {
+            events += e.drain_events().map(|ev| ev.packet & 1).sum::<u64>();
+        }
     }
     let ns = (cpu_ns(wall) - t0) as f64 / packets as f64;
-    std::hint::black_box(e.stats());
+    std::hint::black_box((e.stats(), events));
     ns
 }
 
@@ -49,27 +60,34 @@ fn main() {
         .unwrap_or(2_000_000);
     let only = std::env::args().nth(2);
     println!("{:<48} {:>10}", "spec", "ns/packet");
-    for spec in [
-        "",
-        "rate 900mbit",
-        "delay 10ms rate 900mbit",
-        "delay 10ms 1ms loss 1%",
-        "rate 900mbit aqm codel",
-        "rate 900mbit aqm fq_codel",
-        "rate 900mbit aqm pie",
-        "rate 900mbit@0s 500mbit@1s",
-        "delay 1ms slot 1ms packets 32",
+    for (spec, observed) in [
+        ("", false),
+        ("rate 900mbit", false),
+        ("delay 10ms rate 900mbit", false),
+        ("delay 10ms 1ms loss 1%", false),
+        ("rate 900mbit aqm codel", false),
+        ("rate 900mbit aqm fq_codel", false),
+        ("rate 900mbit aqm pie", false),
+        ("rate 900mbit@0s 500mbit@1s", false),
+        ("delay 1ms slot 1ms packets 32", false),
+        ("delay 10ms 1ms loss 1%", true),
+        ("rate 900mbit aqm fq_codel", true),
     ] {
         if only.as_deref().is_some_and(|o| o != spec) {
             continue;
         }
+        let label = if observed {
+            format!("'{spec}' observed")
+        } else {
+            format!("'{spec}'")
+        };
         match spec.parse::<LinkSpec>() {
             Ok(_) => println!(
                 "{:<48} {:>10.1}",
-                format!("'{spec}'"),
-                run(spec, packets, 13_400)
+                label,
+                run(spec, packets, 13_400, observed)
             ),
-            Err(e) => println!("{:<48} {:>10}", format!("'{spec}'"), format!("({e})")),
+            Err(e) => println!("{:<48} {:>10}", label, format!("({e})")),
         }
     }
 }

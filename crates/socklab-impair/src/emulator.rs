@@ -170,7 +170,7 @@ pub struct Emulator {
     gate: Option<Box<SlotGate>>,
     passed: VecDeque<(u64, u64, Vec<u8>)>,
     /// While observed: each packet's wait at the bottleneck, for its `Released` event.
-    waits: std::collections::HashMap<u64, u64>,
+    waits: crate::event::PacketMap<u64, u64>,
     /// The first packet's arrival: time 0 of a trace, a schedule, slots and PIE's updates.
     origin: Option<u64>,
     next_id: u64,
@@ -232,7 +232,7 @@ impl Emulator {
             depart_rng: Rng::new(k_depart),
             gate,
             passed: VecDeque::new(),
-            waits: std::collections::HashMap::new(),
+            waits: Default::default(),
             origin: None,
             next_id: 0,
             ip: true,
@@ -264,7 +264,7 @@ impl Emulator {
             (true, None) => self.log.events = Some(Vec::new()),
             (false, _) => {
                 self.log.events = None;
-                self.waits = std::collections::HashMap::new();
+                self.waits = Default::default();
             }
             (true, Some(_)) => {}
         }

@@ -85,3 +85,37 @@ impl Log {
         }
     }
 }
+
+/// A hasher for packet numbers (and small tuples of them), for maps an observer keys by
+/// [`Event::packet`]: the numbers are dense and never chosen by a peer, so a multiplicative
+/// hash (Fibonacci hashing) spreads them at a fraction of SipHash's cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PacketHasher(u64);
+
+impl std::hash::Hasher for PacketHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by packet numbers (see [`PacketHasher`]).
+pub type PacketMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<PacketHasher>>;

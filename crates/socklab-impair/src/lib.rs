@@ -47,7 +47,7 @@ pub use aqm::Aqm;
 pub use distribution::Distribution;
 pub use emulator::{Emulator, Stats};
 pub use error::ParseSpecError;
-pub use event::{Event, EventKind};
+pub use event::{Event, EventKind, PacketMap};
 pub use loss::{Loss, LossModel};
 pub use rng::Rng;
 pub use schedule::RateSchedule;

@@ -18,10 +18,9 @@
 //! timestamps of the packet's arrival at the emulator; each packet's comment is
 //! [`Record::comment`]; at the end one statistics block per interface.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
-use socklab_impair::{Event, EventKind};
+use socklab_impair::{Event, EventKind, PacketMap};
 
 mod file;
 
@@ -202,9 +201,9 @@ pub struct Tracker {
     snaplen: usize,
     wall_ns: u64,
     next: u64,
-    open: HashMap<u64, Open>,
+    open: PacketMap<u64, Open>,
     /// (model, the model's packet number) → capture number, while that copy is in the model.
-    ids: HashMap<(u32, u64), u64>,
+    ids: PacketMap<(u32, u64), u64>,
 }
 
 impl Tracker {
@@ -216,8 +215,8 @@ impl Tracker {
             snaplen: snaplen as usize,
             wall_ns,
             next: 0,
-            open: HashMap::new(),
-            ids: HashMap::new(),
+            open: PacketMap::default(),
+            ids: PacketMap::default(),
         }
     }
 
