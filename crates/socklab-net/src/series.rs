@@ -18,6 +18,11 @@
 //! Gbit/s agree with the run's end-to-end figure. Kernels without `tcpi_bytes_acked` (before
 //! 4.1) fall back to bytes written.
 //!
+//! **A down stream** (the sink sends, `--reverse`, `--bidir`) is sampled on the client, at its
+//! receiving socket: bytes per interval are the bytes the client read, and of `TCP_INFO` only
+//! the receiver's view counts (`tcpi_rcv_rtt`, `tcpi_rcv_space`); the sender's congestion
+//! window, RTT and retransmissions are the sink's, reported once at the end of the stream.
+//!
 //! The run's end is taken under the same lock as each reading ([`Sampler::end`]), so a reading
 //! is either before the end (kept, and printed live) or not taken at all: a reading the sampler
 //! happened to take just after the sink answered would otherwise be printed live and then
@@ -220,6 +225,11 @@ pub struct TcpInterval {
     pub rwnd_limited_us: Option<u64>,
     /// Microseconds of the interval limited by the send buffer.
     pub sndbuf_limited_us: Option<u64>,
+    /// The receiving socket's RTT estimate at the end, µs (a down stream, read on the client;
+    /// `None` for an up stream or before the receiver has one).
+    pub rcv_rtt_us: Option<u32>,
+    /// The receiving socket's space estimate at the end, bytes (a down stream).
+    pub rcv_space: Option<u32>,
 }
 
 impl TcpInterval {
@@ -288,6 +298,8 @@ fn interval(
         busy_us: delta(p.busy_time_us, c.busy_time_us),
         rwnd_limited_us: delta(p.rwnd_limited_us, c.rwnd_limited_us),
         sndbuf_limited_us: delta(p.sndbuf_limited_us, c.sndbuf_limited_us),
+        rcv_rtt_us: (direction == Direction::Down && c.rcv_rtt_us > 0).then_some(c.rcv_rtt_us),
+        rcv_space: (direction == Direction::Down).then_some(c.rcv_space),
     }
 }
 
