@@ -337,6 +337,7 @@ fn connect(addr: SocketAddr) -> TcpStream {
 fn hostile_test_requests_are_refused_or_bounded() {
     let sink = TestSink::start(SinkConfig {
         idle_timeout: Duration::from_secs(1),
+        max_conns: 8,
         ..sink_cfg()
     });
     let ask = |req: &str| {
@@ -354,6 +355,12 @@ fn hostile_test_requests_are_refused_or_bounded() {
     assert!(l.starts_with("ERROR down streams take one of"), "{l}");
     let l = ask("SOCKLAB BULK/2 test=1 down=1 strategy=single nbufs=1024 bufsize=1048576 cc=cubic rounds=1\n");
     assert!(l.contains("sink busy") && l.contains("read buffers"), "{l}");
+    // More streams than the sink serves connections at once (--max-conns 8 here).
+    let l = ask("SOCKLAB BULK/2 test=1 up=8\n");
+    assert!(
+        l.starts_with("ERROR a test of 8 streams needs 9 connections; this sink serves at most 8"),
+        "{l}"
+    );
 
     // A real test: index out of range, taken twice, GO too early.
     let mut ctl = connect(sink.addr);
