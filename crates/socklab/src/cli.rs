@@ -68,9 +68,11 @@ pub enum Command {
         "      --driver udp-proxy      # loss, jitter, reordering, one-way delay\n",
         "  socklab bulk --udp --rate max              # the highest rate without loss\n",
         "  socklab bulk --interval 100ms --omit 2s --duration 10s --reps 3\n",
-        "  socklab bulk --streams 4 --duration 10s     # iperf3 -P 4: per stream, total, fairness\n",
-        "  socklab bulk --reverse ; socklab bulk --bidir   # the sink sends; both at once\n",
-        "  socklab bulk --cc cubic,bbr --pacing-rate 500M --affinity 0 --server-affinity 1\n",
+        "  socklab bulk --streams 4 --duration 10s    # iperf3 -P 4\n",
+        "  socklab bulk --reverse                     # the sink sends (iperf3 -R)\n",
+        "  socklab bulk --bidir                       # both ways at once\n",
+        "  socklab bulk --cc cubic,bbr --pacing-rate 500M --affinity 0 \\\n",
+        "      --server-affinity 1\n",
         "\n",
         "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists (--strategy, --cc, --streams, --pacing-rate) are crossed. --streams N runs N connections (each its own thread on both ends, all started at once); --reverse makes the sink send, --bidir both (N each way); each stream's Gbit/s and Jain's fairness are stored beside the total (every stream's bytes over the span to the last stream's end). Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. --interval prints a line per interval as the run goes (JSON lines with --json) and stores the time series (socklab results series); --omit leaves the start out of the summary (iperf3 -O). A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )

@@ -181,10 +181,13 @@ impl Default for Done {
 /// Runs stream `index` and reports its end on `events` (its start too, as [`Event::Ready`]).
 pub(crate) fn spawned(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) {
     let r = run(sh, index, events);
-    if r.is_err() {
+    let failed = r.is_err();
+    // Reported before the others are told to give up, so the main thread sees this stream's
+    // error before any "another stream failed".
+    let _ = events.send(Event::Done(index, Box::new(r)));
+    if failed {
         sh.abort.store(true, Ordering::SeqCst);
     }
-    let _ = events.send(Event::Done(index, Box::new(r)));
 }
 
 /// Pins the calling thread to the stream's CPU, read back.

@@ -121,4 +121,4 @@ pub fn table(st: &ExperimentStats) -> Option<Table> {
 }
 
 /// The caption of [`table`].
-pub const NOTE: &str = "Each stream's Gbit/s (its bytes over its own time, from the common start to its receiver having read its last byte), mean over the measured repetitions; streams 0 … n-1 send up, then (down, bidir) the sink's. *total* is every stream's bytes over the span to the last stream's end (the cell's gbps); *up* and *down* the same per direction (bidir); *fairness* is Jain's index over the streams' Gbit/s (1: equal shares; 1/n: one stream takes everything).";
+pub const NOTE: &str = "Each stream's Gbit/s (its bytes over its own time, from the common start to its receiver having read its last byte), mean over the measured repetitions; with direction = down every stream is the sink's sending, with bidir streams 0 … n-1 send up and n … 2n-1 down. *total* is every stream's bytes over the span to the last stream's end (the cell's gbps); *up* and *down* the same per direction (bidir); *fairness* is Jain's index over the streams' Gbit/s (1: equal shares; 1/n: one stream takes everything).";
