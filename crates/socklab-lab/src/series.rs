@@ -123,6 +123,20 @@ pub const INTERVAL_METRICS: &[Metric] = &[
         Better::Lower,
     ),
     m(
+        "rcv_rtt_us",
+        "us",
+        "rcv rtt us",
+        "a down stream: the receiving socket's RTT estimate at the interval's end (tcpi_rcv_rtt)",
+        Better::Lower,
+    ),
+    m(
+        "rcv_space",
+        "B",
+        "rcv space",
+        "a down stream: the receiving socket's space estimate at the interval's end (tcpi_rcv_space, what receive autotuning sizes the buffer by)",
+        Better::Neither,
+    ),
+    m(
         "req_per_s",
         "req/s",
         "req/s",
@@ -217,8 +231,29 @@ pub fn ordered<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     names.into_iter().map(String::from).collect()
 }
 
-/// A TCP stream's interval in the lab's vocabulary.
+/// A TCP stream's interval in the lab's vocabulary. A down stream is read at the client's
+/// receiving socket: its bytes read and the receiver's estimates, none of the sender's fields
+/// (the sink's socket has those).
 pub fn tcp_interval(i: &TcpInterval) -> Interval {
+    if i.direction == Direction::Down {
+        let mut values: Vec<(MetricName, f64)> = vec![
+            ("gbps".into(), i.gbps()),
+            ("bytes".into(), i.delivered as f64),
+        ];
+        for (n, v) in [("rcv_rtt_us", i.rcv_rtt_us), ("rcv_space", i.rcv_space)] {
+            if let Some(v) = v {
+                values.push((n.into(), f64::from(v)));
+            }
+        }
+        return Interval {
+            stream: i.stream,
+            direction: i.direction,
+            start_s: i.start.as_secs_f64(),
+            end_s: i.end.as_secs_f64(),
+            omitted: i.omitted,
+            values,
+        };
+    }
     let mut values: Vec<(MetricName, f64)> = vec![
         ("gbps".into(), i.gbps()),
         ("bytes".into(), i.delivered as f64),
@@ -332,6 +367,7 @@ pub fn live_line(label: &str, rep: usize, warmup: bool, i: &Interval) -> String 
             ("cwnd", "cwnd", ""),
             ("srtt_us", "srtt", " us"),
             ("retrans", "retrans", ""),
+            ("rcv_rtt_us", "rcv rtt", " us"),
             ("loss_pct", "loss", " %"),
             ("jitter_us", "jitter", " us"),
         ] {

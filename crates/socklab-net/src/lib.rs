@@ -7,7 +7,9 @@
 //! - [`protocol`] — the sink's control lines (documented in `docs/sink-protocol.md`);
 //! - [`sink`] — the receiving server (`socklab sink`);
 //! - [`childline`] — the lines a server started by the lab prints (LISTENING, EFFECTIVE, STATS);
-//! - [`bulk`] — the sending client (`socklab bulk`);
+//! - [`bulk`] — the client of `socklab bulk`: streams up, down or both, each on its own thread;
+//! - [`cpus`] — CPU lists (`--affinity 0-3`), round-robin per stream;
+//! - [`send`] — the sending side of a stream (the write strategies), shared by `bulk` and the sink;
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
 //! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
 //! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
@@ -19,6 +21,7 @@
 pub mod aligned;
 pub mod bulk;
 pub mod childline;
+pub mod cpus;
 pub mod echo;
 pub mod error;
 pub mod link;
@@ -29,6 +32,7 @@ pub mod payload;
 pub mod pingpong;
 pub mod protocol;
 pub mod reference;
+pub mod send;
 pub mod series;
 pub mod server;
 pub mod sink;

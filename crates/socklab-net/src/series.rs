@@ -18,6 +18,11 @@
 //! Gbit/s agree with the run's end-to-end figure. Kernels without `tcpi_bytes_acked` (before
 //! 4.1) fall back to bytes written.
 //!
+//! **A down stream** (the sink sends, `--reverse`, `--bidir`) is sampled on the client, at its
+//! receiving socket: bytes per interval are the bytes the client read, and of `TCP_INFO` only
+//! the receiver's view counts (`tcpi_rcv_rtt`, `tcpi_rcv_space`); the sender's congestion
+//! window, RTT and retransmissions are the sink's, reported once at the end of the stream.
+//!
 //! The run's end is taken under the same lock as each reading ([`Sampler::end`]), so a reading
 //! is either before the end (kept, and printed live) or not taken at all: a reading the sampler
 //! happened to take just after the sink answered would otherwise be printed live and then
@@ -26,7 +31,7 @@
 //! The pure part — readings in, intervals out ([`intervals`]) — is separate from the thread
 //! ([`Sampler`]) and unit-tested.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -220,6 +225,11 @@ pub struct TcpInterval {
     pub rwnd_limited_us: Option<u64>,
     /// Microseconds of the interval limited by the send buffer.
     pub sndbuf_limited_us: Option<u64>,
+    /// The receiving socket's RTT estimate at the end, µs (a down stream, read on the client;
+    /// `None` for an up stream or before the receiver has one).
+    pub rcv_rtt_us: Option<u32>,
+    /// The receiving socket's space estimate at the end, bytes (a down stream).
+    pub rcv_space: Option<u32>,
 }
 
 impl TcpInterval {
@@ -288,6 +298,8 @@ fn interval(
         busy_us: delta(p.busy_time_us, c.busy_time_us),
         rwnd_limited_us: delta(p.rwnd_limited_us, c.rwnd_limited_us),
         sndbuf_limited_us: delta(p.sndbuf_limited_us, c.sndbuf_limited_us),
+        rcv_rtt_us: (direction == Direction::Down && c.rcv_rtt_us > 0).then_some(c.rcv_rtt_us),
+        rcv_space: (direction == Direction::Down).then_some(c.rcv_space),
     }
 }
 
@@ -414,12 +426,17 @@ impl Sampler {
     }
 
     /// The run has ended: its time since the start, taken under the readings' lock, after which
-    /// the thread takes no more readings.
+    /// the thread takes no more readings. A second call returns the first one's time.
     pub fn end(&self) -> Duration {
-        let mut e = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-        let at = self.t0.elapsed();
-        *e = Some(at);
-        at
+        self.ender().end()
+    }
+
+    /// A handle that ends the run from another thread (the last stream of a test to finish).
+    pub fn ender(&self) -> Ender {
+        Ender {
+            ended: self.ended.clone(),
+            t0: self.t0,
+        }
     }
 
     /// Stops the thread and returns every stream's intervals, the last of each ending at
@@ -469,13 +486,29 @@ impl Drop for Sampler {
     }
 }
 
-/// The sampler thread: reads every stream at each deadline until told to stop.
+/// Ends a sampled run ([`Sampler::ender`]): cheap to clone, usable from any thread.
+#[derive(Debug, Clone)]
+pub struct Ender {
+    ended: Arc<Mutex<Option<Duration>>>,
+    t0: Instant,
+}
+
+impl Ender {
+    /// The run has ended now: its time since the start, taken under the readings' lock (no
+    /// reading follows it). A second call returns the first one's time.
+    pub fn end(&self) -> Duration {
+        let mut e = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        *e.get_or_insert_with(|| self.t0.elapsed())
+    }
+}
+
 /// The sampler's view of the run's clock: its start, and its end once known.
 struct Clock<'a> {
     t0: Instant,
     ended: &'a Mutex<Option<Duration>>,
 }
 
+/// The sampler thread: reads every stream at each deadline until told to stop.
 fn sample_loop(
     probes: Vec<Probe>,
     meta: &[(u32, Direction)],
@@ -538,65 +571,6 @@ fn sample_loop(
         }
     }
     (out, getrusage(Who::Thread).cpu())
-}
-
-/// The series of a sender of one stream (stream 0, up): a no-op when sampling is off.
-#[derive(Debug)]
-pub struct StreamSeries {
-    on: Option<(Sampler, Arc<AtomicU64>)>,
-}
-
-impl StreamSeries {
-    /// Starts sampling the socket `fd` if `sampling` is on; `t0` is the start of the run.
-    pub fn start(
-        fd: BorrowedFd<'_>,
-        sampling: Sampling,
-        t0: Instant,
-        live: Option<LiveTcp>,
-    ) -> Result<StreamSeries, NetError> {
-        if !sampling.is_on() {
-            return Ok(StreamSeries { on: None });
-        }
-        let counter = Arc::new(AtomicU64::new(0));
-        let probe = Probe {
-            stream: 0,
-            direction: Direction::Up,
-            fd: fd
-                .try_clone_to_owned()
-                .map_err(|e| NetError::io("dup of the socket for the sampler", e))?,
-            counter: counter.clone(),
-        };
-        let sampler = Sampler::start(vec![probe], sampling, t0, live)?;
-        Ok(StreamSeries {
-            on: Some((sampler, counter)),
-        })
-    }
-
-    /// The run has ended: its time since `t0` (when sampling, taken so that no reading
-    /// follows it).
-    pub fn end(&self, t0: Instant) -> Duration {
-        match &self.on {
-            Some((s, _)) => s.end(),
-            None => t0.elapsed(),
-        }
-    }
-
-    /// The sender has written `total` bytes so far (one relaxed store; nothing when off).
-    #[inline]
-    pub fn wrote(&self, total: u64) {
-        if let Some((_, c)) = &self.on {
-            c.store(total, Ordering::Relaxed);
-        }
-    }
-
-    /// The intervals, the last ending at `end` with `written` bytes and `info`, and the
-    /// sampler's CPU (nothing when off).
-    pub fn finish(self, end: Duration, written: u64, info: TcpInfo) -> SeriesOutput {
-        match self.on {
-            Some((s, _)) => s.finish(end, &[(written, info)]),
-            None => SeriesOutput::default(),
-        }
-    }
 }
 
 #[cfg(test)]

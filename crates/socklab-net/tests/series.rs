@@ -46,6 +46,7 @@ fn cfg(to: std::net::SocketAddr, limit: Limit, sampling: Sampling) -> BulkConfig
         timeout: None,
         grace: socklab_net::bulk::GRACE,
         sampling,
+        ..BulkConfig::new(to)
     }
 }
 

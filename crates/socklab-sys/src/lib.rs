@@ -15,6 +15,7 @@
 //! - [`procs`] — the classic servers' primitives: `fork`/`_exit`/reaping, an `fcntl` lock, a
 //!   process-shared mutex and counters in shared memory, `SCM_RIGHTS` passing, `RLIMIT_NOFILE`;
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
+//! - [`sched`] — CPU affinity of the calling thread;
 //! - [`fs`] — free space of a file system (`fstatvfs`);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
@@ -36,6 +37,7 @@ pub mod mmsg;
 pub mod netns;
 pub mod process;
 pub mod procs;
+pub mod sched;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;

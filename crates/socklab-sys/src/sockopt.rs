@@ -132,3 +132,64 @@ pub fn get(fd: BorrowedFd<'_>, opt: IntOpt) -> io::Result<i32> {
     })?;
     Ok(v)
 }
+
+/// `SO_MAX_PACING_RATE` (bytes per second, 64-bit: Linux 4.20 takes a `u64` when the option
+/// length says so; `u64::MAX` is unlimited). The kernel paces TCP at most at this rate (with
+/// the fq qdisc, or TCP's own internal pacing otherwise).
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_sec: u64) -> io::Result<()> {
+    let v: u64 = bytes_per_sec;
+    // SAFETY: v is a valid u64 of the stated size for the duration of the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&v as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// `SO_MAX_PACING_RATE` read back, bytes per second (`u64::MAX`: unlimited). A kernel that
+/// answers with 32 bits (`~0U`: unlimited) is widened.
+pub fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut v: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: v is a writable u64 and len its size; the kernel writes at most len bytes.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&mut v as *mut u64).cast(),
+            &mut len,
+        )
+    })?;
+    if len as usize == std::mem::size_of::<u32>() {
+        let v32 = v as u32;
+        return Ok(if v32 == u32::MAX {
+            u64::MAX
+        } else {
+            u64::from(v32)
+        });
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn max_pacing_rate_reads_back_what_was_set() {
+        let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert_eq!(max_pacing_rate(s.as_fd()).unwrap(), u64::MAX);
+        set_max_pacing_rate(s.as_fd(), 62_500_000).unwrap();
+        assert_eq!(max_pacing_rate(s.as_fd()).unwrap(), 62_500_000);
+        // Above 32 bits (40 Gbit/s = 5 GB/s).
+        set_max_pacing_rate(s.as_fd(), 5_000_000_000).unwrap();
+        assert_eq!(max_pacing_rate(s.as_fd()).unwrap(), 5_000_000_000);
+    }
+}

@@ -50,6 +50,12 @@ pub struct TcpInfo {
     pub snd_ssthresh: u32,
     /// Bytes written by the application and not yet sent (`tcpi_notsent_bytes`).
     pub notsent_bytes: u32,
+    /// The receiver's RTT estimate in microseconds (`tcpi_rcv_rtt`: measured by a receiving
+    /// socket from the data it gets, for its window autotuning; 0 until it has one).
+    pub rcv_rtt_us: u32,
+    /// The receiver's space estimate, bytes (`tcpi_rcv_space`: what it expects to receive per
+    /// RTT, which drives receive-buffer autotuning).
+    pub rcv_space: u32,
     /// The most recent delivery-rate sample in bytes/s (`tcpi_delivery_rate`, Linux 4.9).
     pub delivery_rate: Option<u64>,
     /// Microseconds the connection was busy sending data (`tcpi_busy_time`, Linux 4.10;
@@ -116,6 +122,8 @@ impl TcpInfo {
             retrans_out: ti.tcpi_retrans,
             snd_ssthresh: ti.tcpi_snd_ssthresh,
             notsent_bytes: ti.tcpi_notsent_bytes,
+            rcv_rtt_us: ti.tcpi_rcv_rtt,
+            rcv_space: ti.tcpi_rcv_space,
             delivery_rate: has(offset::DELIVERY_RATE).then_some(ti.tcpi_delivery_rate),
             busy_time_us: has(offset::BUSY_TIME).then_some(ti.tcpi_busy_time),
             rwnd_limited_us: has(offset::RWND_LIMITED).then_some(ti.tcpi_rwnd_limited),

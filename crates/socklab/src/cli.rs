@@ -68,8 +68,13 @@ pub enum Command {
         "      --driver udp-proxy      # loss, jitter, reordering, one-way delay\n",
         "  socklab bulk --udp --rate max              # the highest rate without loss\n",
         "  socklab bulk --interval 100ms --omit 2s --duration 10s --reps 3\n",
+        "  socklab bulk --streams 4 --duration 10s    # iperf3 -P 4\n",
+        "  socklab bulk --reverse                     # the sink sends (iperf3 -R)\n",
+        "  socklab bulk --bidir                       # both ways at once\n",
+        "  socklab bulk --cc cubic,bbr --pacing-rate 500M --affinity 0 \\\n",
+        "      --server-affinity 1\n",
         "\n",
-        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists are crossed. Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. --interval prints a line per interval as the run goes (JSON lines with --json) and stores the time series (socklab results series); --omit leaves the start out of the summary (iperf3 -O). A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists (--strategy, --cc, --streams, --pacing-rate) are crossed. --streams N runs N connections (each its own thread on both ends, all started at once); --reverse makes the sink send, --bidir both (N each way); each stream's Gbit/s and Jain's fairness are stored beside the total (every stream's bytes over the span to the last stream's end). Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. --interval prints a line per interval as the run goes (JSON lines with --json) and stores the time series (socklab results series); --omit leaves the start out of the summary (iperf3 -O). A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )
     )]
     Bulk(Box<BulkArgs>),
@@ -444,9 +449,32 @@ pub struct BulkArgs {
     /// Run order: interleaved (A B C A B C), random (seeded), sequential.
     #[arg(long, default_value = "interleaved")]
     pub order: String,
-    /// Congestion control of the sending socket (always set and recorded).
-    #[arg(long, default_value = bulk::CC.default)]
-    pub cc: String,
+    /// Congestion control of the sending sockets (always set and recorded; list allowed:
+    /// cubic,bbr makes a cell of each).
+    #[arg(long, value_delimiter = ',', default_value = bulk::CC.default)]
+    pub cc: Vec<String>,
+    /// Streams per direction (iperf3 -P), each its own connection and thread, started
+    /// together: per-stream and total Gbit/s, Jain's fairness (list allowed).
+    #[arg(long, short = 'P', value_delimiter = ',', value_name = "N", default_value = bulk::STREAMS.default)]
+    pub streams: Vec<String>,
+    /// The sink sends and the client reads (iperf3 -R): the same write strategies on the
+    /// sink's side, the reads counted on the client.
+    #[arg(long, short = 'R', conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once on separate connections, --streams each way (iperf3 --bidir),
+    /// each direction with its own figures.
+    #[arg(long)]
+    pub bidir: bool,
+    /// SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal), read back; the
+    /// sink's with --reverse (list allowed).
+    #[arg(long, value_delimiter = ',', value_name = "RATE")]
+    pub pacing_rate: Vec<String>,
+    /// CPUs of the client's stream threads (0, 0,2, 0-3): stream i on the (i mod n)-th.
+    #[arg(long, value_name = "CPUS")]
+    pub affinity: Option<String>,
+    /// CPUs of the sink's stream threads, round-robin as --affinity.
+    #[arg(long, value_name = "CPUS")]
+    pub server_affinity: Option<String>,
     /// Set TCP_NODELAY on the sender.
     #[arg(long)]
     pub nodelay: bool,

@@ -321,7 +321,6 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     if let Some(t) = &a.timeout {
         fixed.set("timeout", t.clone());
     }
-    fixed.set("cc", a.cc.clone());
     fixed.set("nodelay", a.nodelay.to_string());
     if let Some(s) = &a.sndbuf {
         fixed.set("sndbuf", s.clone());
@@ -335,6 +334,18 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     if let Some(o) = &a.omit {
         fixed.set("omit", o.clone());
     }
+    if a.reverse {
+        fixed.set("direction", "down");
+    }
+    if a.bidir {
+        fixed.set("direction", "bidir");
+    }
+    if let Some(c) = &a.affinity {
+        fixed.set("affinity", c.clone());
+    }
+    if let Some(c) = &a.server_affinity {
+        fixed.set("server_affinity", c.clone());
+    }
 
     let mut sweeps = Vec::new();
     for s in &a.sweep {
@@ -343,6 +354,11 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     let swept = |k: &str| sweeps.iter().any(|(key, _)| key == k);
     let mut axes = Vec::new();
     list_axis("strategy", &a.strategy, &mut axes, &mut fixed);
+    list_axis("cc", &a.cc, &mut axes, &mut fixed);
+    list_axis("streams", &a.streams, &mut axes, &mut fixed);
+    if !a.pacing_rate.is_empty() {
+        list_axis("pacing_rate", &a.pacing_rate, &mut axes, &mut fixed);
+    }
     let (nb, bs) = (!swept("nbufs"), !swept("bufsize"));
     if nb && bs && a.nbufs.len() > 1 && a.bufsize.len() > 1 && !a.cross {
         axes.push(
@@ -479,6 +495,9 @@ pub(crate) fn run_observed(
 pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
     a.hosts.check_to(a.to.as_deref())?;
     let hosts = a.hosts.plan()?;
+    if a.hosts.client_host.is_none() {
+        check_local_cpus("--affinity", a.affinity.as_deref())?;
+    }
     let plan = if a.udp {
         crate::udp::plan(&a)?
     } else {
@@ -492,6 +511,24 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
     run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
+}
+
+/// `--affinity` names CPUs this process may run on (checked here, where the client runs).
+fn check_local_cpus(flag: &str, list: Option<&str>) -> Result<(), Failure> {
+    let Some(text) = list else {
+        return Ok(());
+    };
+    let list: socklab_net::cpus::CpuList = text
+        .parse()
+        .map_err(|e: String| usage(format!("{flag} {e}")))?;
+    let allowed = socklab_sys::sched::thread_affinity().unwrap_or_default();
+    if let Some(bad) = list.cpus().iter().find(|c| !allowed.contains(c)) {
+        return Err(usage(format!(
+            "{flag} {text}: CPU {bad} is not one this process may run on (here: {}); choose among those",
+            socklab_net::cpus::CpuList::from_vec(allowed)
+        )));
+    }
+    Ok(())
 }
 
 /// Runs a one-off command's plan and prints its statistics; an interrupted run prints what it

@@ -141,7 +141,13 @@ fn tcp_only(a: &BulkArgs) -> Option<&'static str> {
         (a.cross, "--cross"),
         (a.iterations.is_some(), "--iterations"),
         (a.bytes.is_some(), "--bytes"),
-        (a.cc != bulk::CC.default, "--cc"),
+        (not_default(&a.cc, bulk::CC.default), "--cc"),
+        (not_default(&a.streams, bulk::STREAMS.default), "--streams"),
+        (a.reverse, "--reverse"),
+        (a.bidir, "--bidir"),
+        (!a.pacing_rate.is_empty(), "--pacing-rate"),
+        (a.affinity.is_some(), "--affinity"),
+        (a.server_affinity.is_some(), "--server-affinity"),
         (a.nodelay, "--nodelay"),
         (a.read_size != bulk::READ_SIZE.default, "--read-size"),
         (a.verify, "--verify"),
@@ -180,9 +186,14 @@ pub fn plan(a: &BulkArgs) -> Result<Plan, Failure> {
         ));
     }
     if let Some(flag) = tcp_only(a) {
-        return Err(usage(format!(
-            "--udp does not take {flag} (TCP bulk's): UDP bulk sends --size-byte datagrams at --rate"
-        )));
+        return Err(usage(match flag {
+            "--reverse" | "--bidir" | "--streams" => format!(
+                "--udp does not take {flag}: UDP bulk is one paced sender here and the receiver socklab starts; {flag} is TCP bulk's (drop --udp)"
+            ),
+            _ => format!(
+                "--udp does not take {flag} (TCP bulk's): UDP bulk sends --size-byte datagrams at --rate"
+            ),
+        }));
     }
     let mut fixed = Params::new();
     if let Some(d) = &a.duration {

@@ -209,6 +209,54 @@ fn bulk_with_link_runs_the_sink_in_the_server_namespace_and_stores_emulator_coun
     }
 }
 
+/// Several streams both ways over the emulated link (issue 17 items 1, 2): every stream
+/// thread of the client runs in the client namespace, the sink's in the server namespace, and
+/// every byte of both directions arrives verified across the link.
+#[test]
+fn bidir_streams_cross_the_link_both_ways_verified() {
+    if !root_or_skip("bidir_streams_cross_the_link") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let db = db.to_str().unwrap();
+    let (code, out, err) = run(&[
+        "bulk",
+        "--link",
+        "delay 2ms",
+        "--driver",
+        "tun",
+        "--bidir",
+        "-P",
+        "2",
+        "--bytes",
+        "4M",
+        "--verify",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        db,
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (_, json, _) = run(&["results", "export", "--json", "--db", db]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let r = &v[0];
+    assert_eq!(r["extra"]["verified"], true, "{r}");
+    let m = &r["metrics"];
+    for i in 0..4 {
+        assert_eq!(
+            m[format!("bytes.s{i}")].as_f64(),
+            Some(4.0 * 1048576.0),
+            "{m}"
+        );
+    }
+    // Both directions crossed the emulator.
+    assert!(m["link_fwd_in"].as_f64().unwrap() > 1000.0, "{m}");
+    assert!(m["link_back_in"].as_f64().unwrap() > 1000.0, "{m}");
+}
+
 #[test]
 fn up_exec_down_and_cleanup_after_sigkill_leave_nothing() {
     if !root_or_skip("up_exec_down") {

@@ -317,8 +317,8 @@ impl Workload {
 }
 
 /// Looks a metric up by name in every workload's table (the first definition wins); a table
-/// entry named `prefix.<file>` stands for every `prefix.…` name; unknown names get a neutral
-/// definition.
+/// entry named `prefix<…>` (`retx.<file>`, `gbps.s<n>`) stands for every `prefix…` name;
+/// unknown names get a neutral definition.
 pub fn metric(name: &str) -> Metric {
     let all = || REGISTRY.iter().flat_map(|k| k.metrics.iter().copied());
     all()
@@ -326,7 +326,8 @@ pub fn metric(name: &str) -> Metric {
         .or_else(|| {
             all().find(|m| {
                 m.name
-                    .strip_suffix("<file>")
+                    .strip_suffix('>')
+                    .and_then(|n| n.rfind('<').map(|i| &m.name[..i]))
                     .is_some_and(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
             })
         })

@@ -9,8 +9,9 @@
 //! connection; the sink goes on serving. Every blocking call wakes at least every [`TICK`], so
 //! `stop()` ends the sink, open connections included, within about two ticks.
 //!
-//! The shape leaves room for more kinds of request (several streams of one test, the sink
-//! sending): a connection is sniffed into a [`Request`], then served by the code of its kind.
+//! A connection is sniffed into a [`Request`], then served by the code of its kind: a raw
+//! stream, a `BULK/1` test, or a `BULK/2` test's control connection and its streams (up: the
+//! sink reads; down: the sink sends with the client's write strategy), see [`multi`].
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -26,8 +27,11 @@ use socklab_sys::usage::{getrusage, Usage, Who};
 
 use crate::aligned::AlignedBuf;
 use crate::error::{is_timeout, is_transient_accept_error};
+use crate::protocol::multi::{Join, TestHello};
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
+
+mod multi;
 
 /// How often every blocking call of the sink wakes to look at the stop flag and the idle
 /// clock (a socket timeout or a `poll` timeout; an active stream never waits for it).
@@ -70,10 +74,26 @@ impl Default for SinkConfig {
 /// How a connection was spoken to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// The socklab protocol: counts were sent back.
+    /// The socklab protocol (`BULK/1`): counts were sent back.
     Socklab,
     /// A raw byte stream: counted only.
     Raw,
+    /// The control connection of a `BULK/2` test.
+    Control {
+        /// The test.
+        test: u64,
+        /// Its streams.
+        streams: u32,
+    },
+    /// A stream of a `BULK/2` test.
+    Stream {
+        /// The test.
+        test: u64,
+        /// The stream.
+        index: u32,
+        /// The sink sent on it (its `reads` are then the sink's send calls).
+        down: bool,
+    },
 }
 
 /// How a connection ended.
@@ -120,18 +140,27 @@ impl ConnReport {
             Outcome::Refused(e) => format!("refused ({e})"),
             Outcome::Stopped => "stopped with the sink".to_string(),
         };
+        let what = match self.mode {
+            Mode::Socklab => "socklab".to_string(),
+            Mode::Raw => "raw".to_string(),
+            Mode::Control { test, streams } => {
+                return format!(
+                    "{} control of test {test:016x} ({streams} streams): {how}",
+                    self.peer
+                )
+            }
+            Mode::Stream { test, index, down } => format!(
+                "test {test:016x} stream {index} {}",
+                if down { "down" } else { "up" }
+            ),
+        };
+        let calls = match self.mode {
+            Mode::Stream { down: true, .. } => "writes",
+            _ => "reads",
+        };
         format!(
-            "{} {}: {} bytes in {} reads, {:.3} s, {:.3} Gbit/s, {}",
-            self.peer,
-            match self.mode {
-                Mode::Socklab => "socklab",
-                Mode::Raw => "raw",
-            },
-            self.result.bytes,
-            self.result.reads,
-            secs,
-            gbps,
-            how
+            "{} {what}: {} bytes in {} {calls}, {:.3} s, {:.3} Gbit/s, {}",
+            self.peer, self.result.bytes, self.result.reads, secs, gbps, how
         )
     }
 }
@@ -150,6 +179,8 @@ struct Shared {
     /// Raised when the sink stops: every connection ends within a [`TICK`].
     stop: AtomicBool,
     buffers: BufferPool,
+    /// The `BULK/2` tests whose control connection is open.
+    tests: multi::Registry,
 }
 
 /// Read buffers: checked out per connection within a byte budget, a few kept for reuse (a
@@ -187,6 +218,23 @@ impl BufferPool {
                 AlignedBuf::zeroed(len)
             }
         })
+    }
+
+    /// Counts `len` bytes of other memory (a down stream's payload) against the budget, or
+    /// `Err(bytes in use)`.
+    fn reserve(&self, len: usize) -> Result<(), usize> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.out + len > self.budget {
+            return Err(st.out);
+        }
+        st.out += len;
+        Ok(())
+    }
+
+    /// Returns what [`BufferPool::reserve`] counted.
+    fn release(&self, len: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.out = st.out.saturating_sub(len);
     }
 
     /// Returns a buffer taken with [`BufferPool::take`].
@@ -249,6 +297,7 @@ impl Sink {
                 cfg,
                 stop: AtomicBool::new(false),
                 buffers,
+                tests: multi::Registry::default(),
             }),
         })
     }
@@ -362,6 +411,10 @@ enum Request {
     Raw(Vec<u8>),
     /// A socklab bulk test (`SOCKLAB BULK/1`).
     Bulk(Hello),
+    /// The control connection of a test of several streams (`SOCKLAB BULK/2`).
+    Test(Box<TestHello>),
+    /// A stream joining a test (`SOCKLAB JOIN/2`).
+    Join(Join),
 }
 
 /// One connection, on its own thread: blocking reads and writes that wake every [`TICK`] to
@@ -371,6 +424,8 @@ struct Conn<'a> {
     sh: &'a Shared,
     /// Since when no byte moved (set at the first tick without progress).
     idle_since: Option<Instant>,
+    /// The test this connection belongs to, given up when its control connection ended.
+    test_abort: Option<Arc<AtomicBool>>,
 }
 
 impl Conn<'_> {
@@ -381,6 +436,13 @@ impl Conn<'_> {
         }
         if self.sh.stop.load(Ordering::Relaxed) {
             return Err(Outcome::Stopped);
+        }
+        if self
+            .test_abort
+            .as_ref()
+            .is_some_and(|a| a.load(Ordering::Relaxed))
+        {
+            return Err(Outcome::Aborted("its test was given up".into()));
         }
         let since = *self.idle_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= self.sh.cfg.idle_timeout {
@@ -440,10 +502,13 @@ impl Conn<'_> {
                     return Err((Outcome::Refused("data before READY".into()), true));
                 }
                 let line = String::from_utf8_lossy(&head[..nl]).into_owned();
-                return match Hello::parse(&line) {
-                    Ok(h) => Ok(Request::Bulk(h)),
-                    Err(e) => Err((Outcome::Refused(e), true)),
+                let kind = line[MAGIC.len()..].split_whitespace().next().unwrap_or("");
+                let request = match kind {
+                    "BULK/2" => TestHello::parse(&line).map(|h| Request::Test(Box::new(h))),
+                    "JOIN/2" => Join::parse(&line).map(Request::Join),
+                    _ => Hello::parse(&line).map(Request::Bulk),
                 };
+                return request.map_err(|e| (Outcome::Refused(e), true));
             }
             if head.len() >= MAX_LINE {
                 return Err((
@@ -489,6 +554,7 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
         stream,
         sh,
         idle_since: None,
+        test_abort: None,
     };
     let done =
         |result: SinkResult, mode, outcome| finish(peer, mode, result, cpu0, t0, outcome, None);
@@ -503,6 +569,8 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
         }
     };
     match request {
+        Request::Test(h) => multi::control(c, &h, peer, cpu0),
+        Request::Join(j) => multi::join(c, j, peer),
         Request::Raw(head) => {
             result.bytes = head.len() as u64;
             if head.is_empty() {

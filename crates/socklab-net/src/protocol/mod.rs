@@ -7,9 +7,15 @@
 //! sink → client   RESULT bytes=… reads=… user_us=… sys_us=… elapsed_ns=… hash=<hex|->\n, then close
 //! ```
 //!
+//! Several streams of one test, and streams the sink sends on, speak `BULK/2` ([`multi`]): a
+//! control connection and one data connection per stream. A `BULK/1` client (one stream, the
+//! client sends) is served as it always was.
+//!
 //! A client that does not start with `SOCKLAB ` is a raw client (`nc`, `dd | nc`, iperf-style
 //! checks): the sink just counts its bytes and reads and answers nothing. Lines are ASCII,
 //! at most [`MAX_LINE`] bytes; unknown `key=value` pairs are ignored so newer peers can add keys.
+
+pub mod multi;
 
 /// The first word of every socklab control line sent by a client.
 pub const MAGIC: &str = "SOCKLAB ";
@@ -18,12 +24,12 @@ pub const MAX_LINE: usize = 512;
 /// Largest read size a client may ask the sink for.
 pub const MAX_READ_SIZE: usize = 64 << 20;
 
-fn pairs(rest: &str) -> impl Iterator<Item = (&str, &str)> {
+pub(crate) fn pairs(rest: &str) -> impl Iterator<Item = (&str, &str)> {
     rest.split_ascii_whitespace()
         .filter_map(|tok| tok.split_once('='))
 }
 
-fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+pub(crate) fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
     v.parse().map_err(|_| format!("bad value '{v}' for {key}"))
 }
 
@@ -54,7 +60,7 @@ impl Hello {
             .ok_or("not a socklab request")?;
         let rest = rest.strip_prefix("BULK/1").ok_or_else(|| {
             format!(
-                "unsupported request '{}': this sink speaks BULK/1",
+                "unsupported request '{}': this sink speaks BULK/1, BULK/2 and JOIN/2",
                 rest.split_whitespace().next().unwrap_or("")
             )
         })?;
@@ -186,7 +192,7 @@ impl SinkResult {
     }
 }
 
-fn truncate(s: &str) -> String {
+pub(crate) fn truncate(s: &str) -> String {
     s.chars().take(60).collect()
 }
 

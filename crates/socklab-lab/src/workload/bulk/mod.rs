@@ -1,14 +1,19 @@
 //! The `bulk` workload: TCP bulk throughput by write strategy and buffer size (seeds 000 and
 //! 003), against a sink socklab starts itself (kept for the whole plan) or one somebody else
-//! started, optionally over an emulated link.
+//! started, optionally over an emulated link; one stream or several (`streams`), the client
+//! sending, the sink sending or both (`direction`), paced (`pacing_rate`) and pinned
+//! (`affinity`, `server_affinity`). Per-stream figures are stored as metrics named
+//! `<metric>.s<stream>` (`gbps.s0`, …) and shown in a table of their own.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::bulk::{BulkConfig, BulkResult, Limit};
+use socklab_net::bulk::{BulkConfig, BulkResult, Flow, Limit};
+use socklab_net::cpus::CpuList;
 use socklab_net::series::{LiveTcp, Sampling, TcpInterval};
+use socklab_net::udpbulk::{format_bps, parse_rate, Rate};
 use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_net::Strategy;
 
@@ -22,8 +27,10 @@ use crate::workload::key::{
     MAX_COUNT,
 };
 use crate::workload::link::{self, LinkParams};
-use crate::workload::Spec;
+use crate::workload::{ReportTable, Spec};
 use crate::LabError;
+
+mod streams;
 
 /// The parameters of a bulk-throughput test: the socket layer's configuration, and where to
 /// send (the address in `cfg` is filled in when the run starts).
@@ -108,7 +115,57 @@ pub const KEYS: &[Key] = &[
         "",
         "leave the first this long out of the summary (iperf3 -O; needs duration): gbps covers the rest, the omitted intervals stay stored and flagged",
     ),
+    STREAMS,
+    DIRECTION,
+    Key::new(
+        "pacing_rate",
+        "",
+        "SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal, as iperf3 --fq-rate), read back; the sink's for down streams (default: unlimited)",
+    ),
+    Key::new(
+        "affinity",
+        "",
+        "CPUs of the client's stream threads (0, 0,2, 0-3): stream i runs on the list's (i mod length)-th, read back (default: not pinned)",
+    ),
+    Key::new(
+        "server_affinity",
+        "",
+        "CPUs of the sink's stream threads, round-robin as affinity (a sink of socklab that speaks BULK/2)",
+    ),
 ];
+
+/// `streams`.
+pub const STREAMS: Key = Key::new(
+    "streams",
+    "1",
+    "streams per direction (iperf3 -P), each its own connection and thread, started together; gbps is their total",
+);
+
+/// `direction`.
+pub const DIRECTION: Key = Key::new(
+    "direction",
+    "up",
+    "up (the client sends), down (the sink sends, iperf3 -R) or bidir (both at once, streams each way, iperf3 --bidir)",
+);
+
+/// A `pacing_rate`: bits per second.
+fn parse_pacing(s: &str) -> Result<u64, String> {
+    match parse_rate(s).map_err(|e| e.replace(", or max", ""))? {
+        Rate::Bps(b) => Ok(b),
+        Rate::Max => Err("max is no pacing rate: give bits/s, e.g. 500M, or leave it unset".into()),
+    }
+}
+
+/// A `streams` count (its bound is checked with the direction).
+fn parse_streams(s: &str) -> Result<u32, String> {
+    let n = crate::params::parse_count(s)?;
+    u32::try_from(n).map_err(|_| {
+        format!(
+            "{n} streams: use 1 to {}",
+            socklab_net::protocol::multi::MAX_STREAMS
+        )
+    })
+}
 
 /// `timeout`.
 pub const TIMEOUT: Key = Key::new(
@@ -139,19 +196,25 @@ pub const SECONDS: Metric = m(
     "seconds",
     "s",
     "time s",
-    "end-to-end time (sink READY to RESULT)",
+    "end-to-end time: the start (READY; with several streams, all READY) to the last stream's receiver having read every byte",
     Better::Lower,
 );
 
 /// `bytes`.
-pub const BYTES: Metric = m("bytes", "B", "bytes", "bytes sent", Better::Neither);
+pub const BYTES: Metric = m(
+    "bytes",
+    "B",
+    "bytes",
+    "bytes sent (every stream)",
+    Better::Neither,
+);
 
 /// `writes`.
 pub const WRITES: Metric = m(
     "writes",
     "calls",
     "writes",
-    "send system calls issued by the sender",
+    "send system calls issued by the sending ends (every stream; the sink's for down streams)",
     Better::Neither,
 );
 
@@ -160,7 +223,7 @@ pub const READS: Metric = m(
     "reads",
     "calls",
     "reads",
-    "read() calls at the receiver that returned data",
+    "read() calls at the receiving ends that returned data (every stream; the client's for down streams)",
     Better::Neither,
 );
 
@@ -169,7 +232,7 @@ pub const RCV_USER_S: Metric = m(
     "rcv_user_s",
     "s",
     "rcv usr",
-    "receiver user CPU",
+    "receiver user CPU (every stream's receiving thread: the sink's for up streams, the client's for down)",
     Better::Lower,
 );
 
@@ -178,13 +241,72 @@ pub const RCV_SYS_S: Metric = m(
     "rcv_sys_s",
     "s",
     "rcv sys",
-    "receiver system CPU",
+    "receiver system CPU (every stream's receiving thread)",
     Better::Lower,
 );
+
+/// Prefix of the per-stream metrics (`gbps.s0`, `bytes.s1`, …): `<metric>.s<stream>`.
+pub const PER_STREAM: &[&str] = &["gbps", "bytes", "retrans", "cwnd", "rtt_us"];
 
 /// The metrics of the bulk workload.
 pub const METRICS: &[Metric] = &[
     GBPS,
+    m(
+        "gbps_up",
+        "Gbit/s",
+        "Gbit/s up",
+        "direction = bidir: the up streams' bytes over their span",
+        Better::Higher,
+    ),
+    m(
+        "gbps_down",
+        "Gbit/s",
+        "Gbit/s down",
+        "direction = bidir: the down streams' bytes over their span",
+        Better::Higher,
+    ),
+    m(
+        "fairness",
+        "",
+        "fairness",
+        "several streams: Jain's index over the streams' Gbit/s, 1 = equal shares, 1/n = one stream takes all",
+        Better::Higher,
+    ),
+    m(
+        "gbps.s<n>",
+        "Gbit/s",
+        "Gbit/s",
+        "several streams: this stream's bytes over its own time (start to its end)",
+        Better::Higher,
+    ),
+    m(
+        "bytes.s<n>",
+        "B",
+        "bytes",
+        "several streams: this stream's bytes",
+        Better::Neither,
+    ),
+    m(
+        "retrans.s<n>",
+        "segments",
+        "retrans",
+        "several streams: this stream's retransmitted segments (its sender's TCP_INFO)",
+        Better::Lower,
+    ),
+    m(
+        "cwnd.s<n>",
+        "segments",
+        "cwnd",
+        "several streams: this stream's final congestion window",
+        Better::Neither,
+    ),
+    m(
+        "rtt_us.s<n>",
+        "us",
+        "rtt us",
+        "several streams: this stream's final smoothed RTT (its sender's)",
+        Better::Lower,
+    ),
     SECONDS,
     m(
         "send_seconds",
@@ -207,14 +329,14 @@ pub const METRICS: &[Metric] = &[
         "snd_user_s",
         "s",
         "snd usr",
-        "sender user CPU",
+        "sender user CPU (every stream's sending thread: the client's for up streams, the sink's for down)",
         Better::Lower,
     ),
     m(
         "snd_sys_s",
         "s",
         "snd sys",
-        "sender system CPU",
+        "sender system CPU (every stream's sending thread)",
         Better::Lower,
     ),
     m(
@@ -237,21 +359,21 @@ pub const METRICS: &[Metric] = &[
         "retrans",
         "segments",
         "retrans",
-        "TCP segments retransmitted (TCP_INFO)",
+        "TCP segments retransmitted (TCP_INFO of every stream's sender)",
         Better::Lower,
     ),
     m(
         "cwnd",
         "segments",
         "cwnd",
-        "final congestion window (TCP_INFO)",
+        "final congestion window (TCP_INFO of stream 0's sender)",
         Better::Neither,
     ),
     m(
         "rtt_us",
         "us",
         "rtt us",
-        "final smoothed RTT (TCP_INFO)",
+        "final smoothed RTT (TCP_INFO of stream 0's sender)",
         Better::Lower,
     ),
     m(
@@ -305,6 +427,7 @@ impl Spec for BulkSpec {
         "snd_cpu_pct",
         "rcv_cpu_pct",
         "retrans",
+        "fairness",
     ];
 
     fn parse(p: &Params) -> Result<Self, LabError> {
@@ -355,6 +478,11 @@ impl Spec for BulkSpec {
                     interval: p.parse_opt("interval", parse_interval)?,
                     omit: p.parse_opt("omit", parse_omit)?.flatten(),
                 },
+                streams: p.value(&STREAMS, parse_streams)?,
+                flow: p.value(&DIRECTION, |s| s.parse::<Flow>())?,
+                pacing_rate: p.parse_opt("pacing_rate", parse_pacing)?,
+                affinity: p.parse_opt("affinity", |s| s.parse::<CpuList>())?,
+                server_affinity: p.parse_opt("server_affinity", |s| s.parse::<CpuList>())?,
             },
         };
         // Check the combination now, before anything runs.
@@ -396,7 +524,37 @@ impl Spec for BulkSpec {
         if let Some(o) = b.sampling.omit {
             p.set("omit", format_duration(o));
         }
+        // The keys of several streams and directions: printed only when not the default, so
+        // a plan stored before them keeps its text.
+        if b.streams != 1 {
+            p.set("streams", b.streams.to_string());
+        }
+        if b.flow != Flow::Up {
+            p.set("direction", b.flow.as_str());
+        }
+        if let Some(r) = b.pacing_rate {
+            p.set("pacing_rate", format_bps(r));
+        }
+        if let Some(l) = &b.affinity {
+            p.set("affinity", l.to_string());
+        }
+        if let Some(l) = &b.server_affinity {
+            p.set("server_affinity", l.to_string());
+        }
         p
+    }
+
+    fn tables(st: &crate::summary::ExperimentStats) -> Vec<ReportTable> {
+        streams::table(st)
+            .map(|table| ReportTable {
+                title: "Streams",
+                text_heading: "Gbit/s per stream (mean):",
+                class: "per-stream",
+                note: streams::NOTE,
+                table,
+            })
+            .into_iter()
+            .collect()
     }
 
     fn run(
@@ -471,7 +629,13 @@ impl BulkSpec {
 pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
     let secs = |d: Duration| d.as_secs_f64();
     let snd_cpu = secs(r.sender_cpu.cpu());
-    let rcv_cpu = (r.sink.user_us + r.sink.sys_us) as f64 / 1e6;
+    let rcv_cpu = secs(r.receiver_cpu.cpu());
+    let received: u64 = r.streams.iter().map(|s| s.received).sum();
+    let retrans: u64 = r
+        .streams
+        .iter()
+        .map(|s| u64::from(s.tcp.total_retrans))
+        .sum();
     let mut s = Sample::new(
         [
             ("gbps", r.gbps()),
@@ -479,11 +643,11 @@ pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
             ("send_seconds", r.send_seconds),
             ("bytes", r.bytes as f64),
             ("writes", r.syscalls as f64),
-            ("reads", r.sink.reads as f64),
+            ("reads", r.reads as f64),
             (
                 "bytes_per_read",
-                if r.sink.reads > 0 {
-                    r.sink.bytes as f64 / r.sink.reads as f64
+                if r.reads > 0 {
+                    received as f64 / r.reads as f64
                 } else {
                     0.0
                 },
@@ -491,10 +655,10 @@ pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
             ("snd_user_s", secs(r.sender_cpu.user)),
             ("snd_sys_s", secs(r.sender_cpu.sys)),
             ("snd_cpu_pct", 100.0 * snd_cpu / r.seconds.max(1e-9)),
-            ("rcv_user_s", r.sink.user_us as f64 / 1e6),
-            ("rcv_sys_s", r.sink.sys_us as f64 / 1e6),
+            ("rcv_user_s", secs(r.receiver_cpu.user)),
+            ("rcv_sys_s", secs(r.receiver_cpu.sys)),
             ("rcv_cpu_pct", 100.0 * rcv_cpu / r.seconds.max(1e-9)),
-            ("retrans", r.tcp.total_retrans as f64),
+            ("retrans", retrans as f64),
             ("cwnd", r.tcp.snd_cwnd as f64),
             ("rtt_us", r.tcp.rtt_us as f64),
         ],
@@ -510,6 +674,7 @@ pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
             "verified": r.verified,
         }),
     );
+    streams::add(&mut s, r);
     s.intervals = r
         .series
         .intervals
@@ -540,183 +705,4 @@ pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::workload::Workload;
-
-    #[test]
-    fn bulk_parses_with_defaults_and_prints_back_the_same_text() {
-        let p = Params::new()
-            .with("strategy", "writev")
-            .with("nbufs", "100")
-            .with("bufsize", "15")
-            .with("iterations", "20000");
-        let w = Workload::from_params("bulk", &p).unwrap();
-        let full = w.params();
-        assert_eq!(full.get("cc"), Some("cubic"));
-        assert_eq!(full.get("to"), Some("self"));
-        assert_eq!(full.get("iterations"), Some("20000"));
-        assert_eq!(full.get("duration"), None);
-        assert_eq!(Workload::from_params("bulk", &full).unwrap(), w);
-    }
-
-    #[test]
-    fn bad_bulk_params_name_the_key_and_the_fix() {
-        let e = |p: Params| Workload::from_params("bulk", &p).unwrap_err().to_string();
-        assert!(
-            e(Params::new().with("bufsize", "0")).starts_with("bufsize = '0': must be at least 1")
-        );
-        assert!(
-            e(Params::new().with("strategy", "writeev")).contains("choose one of write, writev")
-        );
-        assert!(e(Params::new().with("nbuf", "3")).contains("unknown parameter 'nbuf'"));
-        assert!(e(Params::new()
-            .with("nbufs", "2000")
-            .with("strategy", "writev"))
-        .contains("IOV_MAX"));
-        assert!(
-            e(Params::new().with("iterations", "1").with("duration", "1s")).contains("only one of")
-        );
-        assert!(e(Params::new().with("to", "localhost")).contains("missing port"));
-        assert!(Workload::from_params("bulkk", &Params::new())
-            .unwrap_err()
-            .to_string()
-            .contains("unknown workload 'bulkk'"));
-    }
-
-    #[test]
-    fn timeout_is_auto_by_default_and_printed_only_when_given() {
-        let spec = |p: Params| BulkSpec::parse(&p);
-        let auto = spec(Params::new()).unwrap();
-        assert_eq!(auto.cfg.timeout, None);
-        assert_eq!(auto.cfg.grace, socklab_net::bulk::GRACE);
-        assert_eq!(
-            auto.cfg.deadline(),
-            Some(Duration::from_secs(2) + socklab_net::bulk::GRACE)
-        );
-        assert_eq!(
-            auto.params().get("timeout"),
-            None,
-            "old plans keep their text"
-        );
-        // Over a link the grace covers its round trips too.
-        let linked = spec(Params::new().with("link", "delay 50ms")).unwrap();
-        assert_eq!(
-            linked.cfg.grace,
-            socklab_net::bulk::GRACE + Duration::from_millis(200)
-        );
-        let given = spec(Params::new().with("timeout", "5s")).unwrap();
-        assert_eq!(given.cfg.deadline(), Some(Duration::from_secs(5)));
-        assert_eq!(given.params().get("timeout"), Some("5s"));
-        assert_eq!(BulkSpec::parse(&given.params()).unwrap(), given);
-        // A count-limited test has no deadline unless one is given.
-        let counted = spec(Params::new().with("iterations", "10")).unwrap();
-        assert_eq!(counted.cfg.deadline(), None);
-        let e = spec(Params::new().with("duration", "3s").with("timeout", "2s"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("--timeout 2s is not longer than --duration 3s"),
-            "{e}"
-        );
-        let e = spec(Params::new().with("timeout", "soon"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("timeout = 'soon'"), "{e}");
-    }
-
-    #[test]
-    fn a_result_maps_to_its_metrics() {
-        let r = BulkResult {
-            bytes: 1_000_000_000,
-            rounds: 7630,
-            syscalls: 7630,
-            seconds: 0.5,
-            send_seconds: 0.49,
-            sink: socklab_net::protocol::SinkResult {
-                bytes: 1_000_000_000,
-                reads: 4000,
-                user_us: 100_000,
-                sys_us: 150_000,
-                ..Default::default()
-            },
-            sender_cpu: Default::default(),
-            tcp: Default::default(),
-            cc: "cubic".into(),
-            sndbuf: 0,
-            rcvbuf: 0,
-            zerocopy: None,
-            verified: Some(true),
-            series: Default::default(),
-        };
-        let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
-        assert_eq!(s.get("gbps"), Some(16.0));
-        assert!(s.intervals.is_empty() && s.get("gbps_all").is_none());
-        assert_eq!(s.get("bytes_per_read"), Some(250_000.0));
-        assert_eq!(s.get("rcv_cpu_pct"), Some(50.0));
-        assert_eq!(s.get("writes"), Some(7630.0));
-        assert_eq!(s.get("zc_completions"), None);
-        assert_eq!(s.extra["verified"], true);
-        assert_eq!(s.extra["link"], serde_json::Value::Null);
-        // Omitted start (issue 17 item 5): gbps covers what follows it; the end-to-end figure
-        // is gbps_all; the intervals are the sample's.
-        let iv = |a: u64, b: u64, bytes: u64, omitted: bool| TcpInterval {
-            start: Duration::from_millis(a),
-            end: Duration::from_millis(b),
-            delivered: bytes,
-            omitted,
-            ..TcpInterval::default()
-        };
-        let r = BulkResult {
-            series: socklab_net::series::SeriesOutput {
-                intervals: vec![
-                    iv(0, 200, 100_000_000, true),
-                    iv(200, 400, 400_000_000, false),
-                    iv(400, 500, 500_000_000, false),
-                ],
-                sampler_cpu: Duration::from_millis(3),
-            },
-            ..r
-        };
-        let s = sample(&r, "127.0.0.1:9".parse().unwrap(), LinkRun::default());
-        assert_eq!(s.intervals.len(), 3);
-        assert!((s.get("gbps").unwrap() - 900e6 * 8.0 / 0.3 / 1e9).abs() < 1e-9);
-        assert_eq!(s.get("gbps_all"), Some(16.0));
-        assert_eq!(s.get("omitted_s"), Some(0.2));
-        assert_eq!(s.get("sampler_cpu_s"), Some(0.003));
-        assert_eq!(s.metrics.iter().filter(|(n, _)| n == "gbps").count(), 1);
-    }
-
-    #[test]
-    fn interval_and_omit_parse_print_and_refuse_bad_values() {
-        let p = Params::new()
-            .with("interval", "100ms")
-            .with("omit", "2s")
-            .with("duration", "10s");
-        let w = Workload::from_params("bulk", &p).unwrap();
-        let full = w.params();
-        assert_eq!(
-            (full.get("interval"), full.get("omit")),
-            (Some("100ms"), Some("2s"))
-        );
-        assert_eq!(Workload::from_params("bulk", &full).unwrap(), w);
-        assert_eq!(
-            Workload::from_params("bulk", &Params::new())
-                .unwrap()
-                .params()
-                .get("interval"),
-            None,
-            "unset keys are not printed"
-        );
-        let e = |p: Params| Workload::from_params("bulk", &p).unwrap_err().to_string();
-        assert!(e(Params::new().with("interval", "0"))
-            .starts_with("interval = '0': must be more than 0"));
-        let m = e(Params::new().with("omit", "2s"));
-        assert!(
-            m.contains("--omit 2s is not shorter than --duration 2s"),
-            "{m}"
-        );
-        let m = e(Params::new().with("omit", "1s").with("iterations", "10"));
-        assert!(m.contains("needs a run bounded by --duration"), "{m}");
-    }
-}
+mod tests;

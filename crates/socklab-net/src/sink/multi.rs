@@ -1,0 +1,622 @@
+//! The sink's side of `BULK/2` (see [`crate::protocol::multi`]): a test's control connection,
+//! and its streams joining it, each on its own connection thread.
+//!
+//! The control connection's thread registers the test, answers READY, waits for GO (every
+//! stream has joined by then), then writes each stream's RESULT as the stream's thread reports
+//! it, and ends the test. A stream's thread checks its JOIN against the registry (a test that
+//! exists, an index in range and free, not started), sets up its socket and thread (the
+//! congestion control, `SO_MAX_PACING_RATE`, the CPU), answers READY, then reads (up) or sends
+//! (down, from GO until the test's rounds or duration) and reports.
+//!
+//! Bounds: a test is removed, and its streams given up, when its control connection ends for
+//! whatever reason (so a down stream never outlives its test); a down stream sends at most what
+//! the request stated; every wait is bounded by the idle timeout and the sink's stop.
+
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use socket2::SockRef;
+use socklab_sys::tcp::tcp_info;
+use socklab_sys::usage::{getrusage, Usage, Who};
+
+use super::{busy, finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
+use crate::payload::Payload;
+use crate::protocol::multi::{
+    test_id_text, Join, JoinReady, SendEnd, SenderTcp, StreamLine, StreamResult, TestHello,
+    TestReady, GO,
+};
+use crate::protocol::{SinkResult, MAX_LINE};
+use crate::send::{read_back, SendOpts, Sender};
+
+/// The open tests, by id.
+#[derive(Debug, Default)]
+pub(super) struct Registry {
+    tests: Mutex<HashMap<u64, Arc<Test>>>,
+}
+
+/// One open test.
+#[derive(Debug)]
+struct Test {
+    hello: TestHello,
+    /// Which streams have joined.
+    joined: Mutex<Vec<bool>>,
+    /// When GO came (the down streams start then).
+    go: Mutex<Option<Instant>>,
+    started: Condvar,
+    /// Raised when the control connection ended: every stream of the test gives up.
+    abort: Arc<AtomicBool>,
+    /// The streams' results, to the control connection's thread.
+    results: Mutex<mpsc::Sender<StreamLine>>,
+    /// The round the down streams send.
+    payload: Option<Payload>,
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Test>>> {
+        self.tests.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Removes a test when its control connection's thread ends, however it ends, and gives its
+/// streams up.
+struct Registered<'a> {
+    sh: &'a Shared,
+    id: u64,
+    test: Arc<Test>,
+    reserved: usize,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.test.abort.store(true, Ordering::SeqCst);
+        self.test.started.notify_all();
+        self.sh.tests.lock().remove(&self.id);
+        self.sh.buffers.release(self.reserved);
+    }
+}
+
+/// Serves a test's control connection.
+pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Usage) -> ConnReport {
+    let sh = c.sh;
+    let t0 = Instant::now();
+    let mode = Mode::Control {
+        test: h.test,
+        streams: h.streams(),
+    };
+    let done = |outcome| finish(peer, mode, SinkResult::default(), cpu0, t0, outcome, None);
+    let refuse = |c: &mut Conn<'_>, why: String| {
+        let _ = c.write_all(format!("ERROR {why}\n").as_bytes());
+        done(Outcome::Refused(why))
+    };
+    let n = h.streams();
+    if n as usize >= sh.cfg.max_conns {
+        return refuse(
+            &mut c,
+            format!(
+                "a test of {n} streams needs {} connections; this sink serves at most {} at once (socklab sink --max-conns)",
+                n + 1,
+                sh.cfg.max_conns
+            ),
+        );
+    }
+    // The down streams' round, counted against the read-buffer budget.
+    let (payload, reserved) = match &h.send {
+        Some(p) => {
+            let round = p.nbufs * p.bufsize;
+            let iov_max = socklab_sys::io::iov_max();
+            if p.strategy.uses_iovecs() && p.nbufs > iov_max {
+                return refuse(
+                    &mut c,
+                    format!(
+                        "nbufs {} exceeds this sink's IOV_MAX ({iov_max}) for strategy {}",
+                        p.nbufs, p.strategy
+                    ),
+                );
+            }
+            if let Err(used) = sh.buffers.reserve(round) {
+                let why = match busy(sh, used) {
+                    Outcome::Refused(w) => w,
+                    _ => "sink busy".into(),
+                };
+                return refuse(&mut c, why);
+            }
+            (Some(Payload::new(p.nbufs, p.bufsize, p.seed)), round)
+        }
+        None => (None, 0),
+    };
+    let (tx, rx) = mpsc::channel();
+    let test = Arc::new(Test {
+        hello: h.clone(),
+        joined: Mutex::new(vec![false; n as usize]),
+        go: Mutex::new(None),
+        started: Condvar::new(),
+        abort: Arc::new(AtomicBool::new(false)),
+        results: Mutex::new(tx),
+        payload,
+    });
+    {
+        let mut tests = sh.tests.lock();
+        if tests.contains_key(&h.test) {
+            drop(tests);
+            sh.buffers.release(reserved);
+            return refuse(
+                &mut c,
+                format!("test {} is in progress already", test_id_text(h.test)),
+            );
+        }
+        tests.insert(h.test, test.clone());
+    }
+    let _registered = Registered {
+        sh,
+        id: h.test,
+        test: test.clone(),
+        reserved,
+    };
+    let ready = TestReady {
+        test: h.test,
+        streams: n,
+    };
+    if let Err(o) = c.write_all(ready.emit().as_bytes()) {
+        return done(o);
+    }
+    // GO, once every stream has joined.
+    match read_go(&mut c) {
+        Ok(()) => {}
+        Err(o) => return done(o),
+    }
+    let joined = test
+        .joined
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter(|j| **j)
+        .count();
+    if joined != n as usize {
+        return refuse(
+            &mut c,
+            format!("GO with {joined} of {n} streams joined: join every stream first"),
+        );
+    }
+    *test.go.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    test.started.notify_all();
+    // Every stream's result, as it comes; the client leaving gives the test up.
+    let mut reported = 0;
+    while reported < n {
+        match rx.recv_timeout(TICK) {
+            Ok(line) => {
+                if let Err(o) = c.write_all(line.emit().as_bytes()) {
+                    return done(o);
+                }
+                reported += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if sh.stop.load(Ordering::Relaxed) {
+                    return done(Outcome::Stopped);
+                }
+                if let Err(o) = client_still_there(&c) {
+                    return done(o);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    done(Outcome::Complete)
+}
+
+/// Reads the `GO` line (and nothing after it).
+fn read_go(c: &mut Conn<'_>) -> Result<(), Outcome> {
+    let mut line = Vec::with_capacity(8);
+    let mut byte = [0u8; 1];
+    loop {
+        match c.read(&mut byte)? {
+            0 => return Err(Outcome::Aborted("closed before GO".into())),
+            _ if byte[0] == b'\n' => break,
+            _ if line.len() >= MAX_LINE => {
+                return Err(Outcome::Refused("control line too long".into()))
+            }
+            _ => line.push(byte[0]),
+        }
+    }
+    let l = String::from_utf8_lossy(&line);
+    if format!("{l}\n") == GO {
+        Ok(())
+    } else {
+        let why = format!(
+            "expected GO, got '{}'",
+            l.chars().take(40).collect::<String>()
+        );
+        let _ = c.write_all(format!("ERROR {why}\n").as_bytes());
+        Err(Outcome::Refused(why))
+    }
+}
+
+/// Whether the control connection is still open: the client sends nothing after GO, so a
+/// readable socket is its end (or a protocol error).
+fn client_still_there(c: &Conn<'_>) -> Result<(), Outcome> {
+    use socklab_sys::io::{poll_flags, poll_one};
+    if poll_one(c.stream.as_fd(), poll_flags::IN, 0).unwrap_or(0) == 0 {
+        return Ok(());
+    }
+    let mut b = [0u8; 16];
+    match (&c.stream).read(&mut b) {
+        Ok(0) => Err(Outcome::Aborted("the client closed the test".into())),
+        Ok(_) => Err(Outcome::Refused(
+            "data on the control connection after GO".into(),
+        )),
+        Err(e) if super::is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(()),
+        Err(e) => Err(Outcome::Aborted(e.to_string())),
+    }
+}
+
+/// Posts a stream's result to its test's control connection (a `FAILED` line unless
+/// [`Posting::result`] was called), once.
+struct Posting {
+    test: Arc<Test>,
+    index: u32,
+    sent: bool,
+}
+
+impl Posting {
+    fn send(&mut self, line: StreamLine) {
+        if !self.sent {
+            self.sent = true;
+            let tx = self.test.results.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = tx.send(line);
+        }
+    }
+
+    fn failed(&mut self, o: &Outcome) {
+        let reason = match o {
+            Outcome::Complete => "ended early".to_string(),
+            Outcome::Aborted(e) => format!("aborted ({e})"),
+            Outcome::IdleTimeout => "idle timeout".to_string(),
+            Outcome::Refused(e) => format!("refused ({e})"),
+            Outcome::Stopped => "the sink stopped".to_string(),
+        };
+        self.send(StreamLine::Failed {
+            index: self.index,
+            reason,
+        });
+    }
+}
+
+impl Drop for Posting {
+    fn drop(&mut self) {
+        self.failed(&Outcome::Aborted("the stream's thread ended".into()));
+    }
+}
+
+/// Serves a stream joining a test.
+pub(super) fn join(mut c: Conn<'_>, j: Join, peer: SocketAddr) -> ConnReport {
+    let sh = c.sh;
+    let cpu0 = getrusage(Who::Thread);
+    let t0 = Instant::now();
+    let test = sh.tests.lock().get(&j.test).cloned();
+    let down = test.as_ref().is_some_and(|t| t.hello.is_down(j.index));
+    let mode = Mode::Stream {
+        test: j.test,
+        index: j.index,
+        down,
+    };
+    let refuse = |c: &mut Conn<'_>, why: String| {
+        let _ = c.write_all(format!("ERROR {why}\n").as_bytes());
+        finish(
+            peer,
+            mode,
+            SinkResult::default(),
+            cpu0,
+            t0,
+            Outcome::Refused(why),
+            None,
+        )
+    };
+    let Some(test) = test else {
+        return refuse(
+            &mut c,
+            format!(
+                "unknown test {}: a stream joins a test its control connection opened (SOCKLAB BULK/2)",
+                test_id_text(j.test)
+            ),
+        );
+    };
+    {
+        let mut joined = test.joined.lock().unwrap_or_else(|p| p.into_inner());
+        let why = if j.index >= test.hello.streams() {
+            Some(format!(
+                "stream {} of a test of {}",
+                j.index,
+                test.hello.streams()
+            ))
+        } else if joined[j.index as usize] {
+            Some(format!("stream {} has joined already", j.index))
+        } else if test.go.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            Some("the test has started".into())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            drop(joined);
+            return refuse(&mut c, why);
+        }
+        joined[j.index as usize] = true;
+    }
+    let mut post = Posting {
+        test: test.clone(),
+        index: j.index,
+        sent: false,
+    };
+    c.test_abort = Some(test.abort.clone());
+    // Pinned first, as the client's streams are.
+    let cpu = match test
+        .hello
+        .cpus
+        .as_ref()
+        .and_then(|l| l.pick(j.index as usize))
+    {
+        None => None,
+        Some(cpu) => match socklab_sys::sched::set_thread_affinity(&[cpu]) {
+            Ok(()) => socklab_sys::sched::thread_affinity()
+                .ok()
+                .filter(|v| v.len() == 1)
+                .map(|v| v[0]),
+            Err(e) => {
+                let why = format!(
+                    "cannot run stream {} on CPU {cpu} of this sink: {e}",
+                    j.index
+                );
+                post.failed(&Outcome::Refused(why.clone()));
+                return refuse(&mut c, why);
+            }
+        },
+    };
+    let r = if down {
+        send_down(&mut c, &test, j.index, cpu, &mut post)
+    } else {
+        receive_up(&mut c, &test, j.index, cpu, &mut post)
+    };
+    match r {
+        Ok((result, outcome)) => finish(peer, mode, result, cpu0, t0, outcome, None),
+        Err(why) => refuse(&mut c, why),
+    }
+}
+
+/// An up stream: READY, read to the end, close, report.
+fn receive_up(
+    c: &mut Conn<'_>,
+    test: &Test,
+    index: u32,
+    cpu: Option<usize>,
+    post: &mut Posting,
+) -> Result<(SinkResult, Outcome), String> {
+    let sh = c.sh;
+    let h = &test.hello;
+    let mut buf = sh.buffers.take(h.read_size).map_err(|used| {
+        let o = busy(sh, used);
+        post.failed(&o);
+        match o {
+            Outcome::Refused(w) => w,
+            _ => "sink busy".into(),
+        }
+    })?;
+    let sock = SockRef::from(&c.stream);
+    let ready = JoinReady {
+        index,
+        down: false,
+        rcvbuf: sock.recv_buffer_size().unwrap_or(0),
+        sndbuf: sock.send_buffer_size().unwrap_or(0),
+        cc: None,
+        pacing: None,
+        cpu,
+    };
+    let cpu0 = getrusage(Who::Thread);
+    let mut result = SinkResult::default();
+    if let Err(o) = c.write_all(ready.emit().as_bytes()) {
+        sh.buffers.give(buf);
+        post.failed(&o);
+        return Ok((result, o));
+    }
+    let t0 = Instant::now();
+    let mut hasher = h.verify.then(blake3::Hasher::new);
+    let outcome = c.receive(&mut buf, &mut result, &mut hasher);
+    sh.buffers.give(buf);
+    let elapsed = t0.elapsed();
+    // The client's clock stops when this connection closes: close first, then report.
+    let _ = c.stream.shutdown(Shutdown::Write);
+    let used = getrusage(Who::Thread).since(&cpu0);
+    result.elapsed_ns = elapsed.as_nanos() as u64;
+    result.hash = hasher.map(|x| x.finalize().to_hex().to_string());
+    if outcome == Outcome::Complete {
+        post.send(StreamLine::Result(StreamResult {
+            index,
+            bytes: result.bytes,
+            reads: result.reads,
+            writes: 0,
+            user_us: used.user.as_micros() as u64,
+            sys_us: used.sys.as_micros() as u64,
+            elapsed_ns: result.elapsed_ns,
+            hash: result.hash.clone(),
+            tcp: None,
+        }));
+    } else {
+        post.failed(&outcome);
+    }
+    Ok((result, outcome))
+}
+
+/// A down stream: the sender's options, READY, GO, rounds until the test's end, FIN, the
+/// client's close, report.
+fn send_down(
+    c: &mut Conn<'_>,
+    test: &Test,
+    index: u32,
+    cpu: Option<usize>,
+    post: &mut Posting,
+) -> Result<(SinkResult, Outcome), String> {
+    let sh = c.sh;
+    let (Some(p), Some(payload)) = (&test.hello.send, &test.payload) else {
+        let why = "a down stream of a test without send keys".to_string();
+        post.failed(&Outcome::Refused(why.clone()));
+        return Err(why);
+    };
+    let fail = |post: &mut Posting, why: String| {
+        post.failed(&Outcome::Refused(why.clone()));
+        why
+    };
+    let opts = SendOpts {
+        cc: p.cc.clone(),
+        nodelay: p.nodelay,
+        sndbuf: p.sndbuf,
+        pacing: p.pacing,
+    };
+    opts.apply(SockRef::from(&c.stream))
+        .map_err(|e| fail(post, e.to_string()))?;
+    let applied = read_back(SockRef::from(&c.stream)).map_err(|e| fail(post, e.to_string()))?;
+    let mut sender = Sender::new(p.strategy, payload, c.stream.as_fd())
+        .map_err(|e| fail(post, e.to_string()))?;
+    let sock = SockRef::from(&c.stream);
+    let ready = JoinReady {
+        index,
+        down: true,
+        rcvbuf: sock.recv_buffer_size().unwrap_or(0),
+        sndbuf: applied.sndbuf,
+        cc: Some(applied.cc),
+        pacing: applied.pacing,
+        cpu,
+    };
+    let mut result = SinkResult::default();
+    if let Err(o) = c.write_all(ready.emit().as_bytes()) {
+        post.failed(&o);
+        return Ok((result, o));
+    }
+    let go = match wait_go(c, test) {
+        Ok(go) => go,
+        Err(o) => {
+            post.failed(&o);
+            return Ok((result, o));
+        }
+    };
+    let cpu0 = getrusage(Who::Thread);
+    let fd = c.stream.as_fd();
+    let round_len = payload.round_len() as u64;
+    let (max_rounds, duration) = match p.end {
+        SendEnd::Rounds(n) => (n, None),
+        SendEnd::Duration(d) => (u64::MAX, Some(d)),
+    };
+    let stop = &sh.stop;
+    let abort = &test.abort;
+    let idle = sh.cfg.idle_timeout;
+    let halted: std::cell::Cell<Option<Outcome>> = std::cell::Cell::new(None);
+    let mut wait = |e: io::Error, since: Instant| -> io::Result<()> {
+        let o = if !crate::partial::is_no_progress(&e) {
+            super::conn_error(&e)
+        } else if stop.load(Ordering::Relaxed) {
+            Outcome::Stopped
+        } else if abort.load(Ordering::Relaxed) {
+            Outcome::Aborted("its test was given up".into())
+        } else if since.elapsed() >= idle {
+            Outcome::IdleTimeout
+        } else {
+            return Ok(());
+        };
+        halted.set(Some(o));
+        Err(io::Error::other("given up"))
+    };
+    let mut rounds = 0u64;
+    let mut writes = 0u64;
+    let mut outcome = Outcome::Complete;
+    while rounds < max_rounds {
+        match sender.round(fd, payload, &mut wait) {
+            Ok(n) => writes += n,
+            Err(e) => {
+                outcome = halted.take().unwrap_or_else(|| super::conn_error(&e));
+                break;
+            }
+        }
+        rounds += 1;
+        if duration.is_some_and(|d| go.elapsed() >= d) {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            outcome = Outcome::Stopped;
+            break;
+        }
+        if abort.load(Ordering::Relaxed) {
+            outcome = Outcome::Aborted("its test was given up".into());
+            break;
+        }
+    }
+    let elapsed = go.elapsed();
+    result.bytes = rounds * round_len;
+    result.reads = writes;
+    result.elapsed_ns = elapsed.as_nanos() as u64;
+    if outcome != Outcome::Complete {
+        post.failed(&outcome);
+        return Ok((result, outcome));
+    }
+    let stopped = || stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed);
+    let _ = sender.drain(fd, idle.min(Duration::from_secs(10)), &stopped);
+    let _ = c.stream.shutdown(Shutdown::Write);
+    // The client closes once it has read every byte; then every byte is acknowledged and the
+    // sender's figures are final.
+    let mut junk = [0u8; 64];
+    let outcome = match c.read(&mut junk) {
+        Ok(0) => Outcome::Complete,
+        Ok(_) => Outcome::Refused("data on a down stream".into()),
+        Err(o) => o,
+    };
+    let used = getrusage(Who::Thread).since(&cpu0);
+    let info = tcp_info(c.stream.as_fd()).unwrap_or_default();
+    if outcome == Outcome::Complete {
+        post.send(StreamLine::Result(StreamResult {
+            index,
+            bytes: result.bytes,
+            reads: 0,
+            writes,
+            user_us: used.user.as_micros() as u64,
+            sys_us: used.sys.as_micros() as u64,
+            elapsed_ns: result.elapsed_ns,
+            hash: None,
+            tcp: Some(SenderTcp {
+                retrans: info.total_retrans,
+                cwnd: info.snd_cwnd,
+                rtt_us: info.rtt_us,
+                min_rtt_us: info.min_rtt_us,
+                mss: info.snd_mss,
+            }),
+        }));
+    } else {
+        post.failed(&outcome);
+    }
+    Ok((result, outcome))
+}
+
+/// Waits for the test's GO (every tick: the sink's stop, the test given up, the idle bound).
+fn wait_go(c: &mut Conn<'_>, test: &Test) -> Result<Instant, Outcome> {
+    let sh = c.sh;
+    let since = Instant::now();
+    let mut go = test.go.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(t) = *go {
+            return Ok(t);
+        }
+        if sh.stop.load(Ordering::Relaxed) {
+            return Err(Outcome::Stopped);
+        }
+        if test.abort.load(Ordering::Relaxed) {
+            return Err(Outcome::Aborted("its test was given up before GO".into()));
+        }
+        if since.elapsed() >= sh.cfg.idle_timeout {
+            return Err(Outcome::IdleTimeout);
+        }
+        go = test
+            .started
+            .wait_timeout(go, TICK)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
