@@ -34,6 +34,8 @@ pub enum ServerRole {
     UdpSink {
         /// Its receive buffer (`--rcvbuf` text).
         rcvbuf: String,
+        /// Its counts per interval (`--interval` text), when a time series is asked for.
+        interval: Option<String>,
     },
 }
 
@@ -58,13 +60,17 @@ impl ServerKey {
                 }
                 a
             }
-            ServerRole::UdpSink { rcvbuf } => {
-                vec![
+            ServerRole::UdpSink { rcvbuf, interval } => {
+                let mut a = vec![
                     "sink".into(),
                     "--udp".into(),
                     "--rcvbuf".into(),
                     rcvbuf.clone(),
-                ]
+                ];
+                if let Some(i) = interval {
+                    a.extend(["--interval".into(), i.clone()]);
+                }
+                a
             }
         }
     }
@@ -79,9 +85,12 @@ impl ServerKey {
                 if self.in_link { "link " } else { "" },
                 if *udp { "udp " } else { "" }
             ),
-            ServerRole::UdpSink { rcvbuf } => format!(
-                "udpsink[{}rcvbuf {rcvbuf}]_",
-                if self.in_link { "link " } else { "" }
+            ServerRole::UdpSink { rcvbuf, interval } => format!(
+                "udpsink[{}rcvbuf {rcvbuf}{}]_",
+                if self.in_link { "link " } else { "" },
+                interval
+                    .as_ref()
+                    .map_or(String::new(), |i| format!(" interval {i}"))
             ),
         }
     }
@@ -626,11 +635,27 @@ mod tests {
         let udp = ServerKey {
             role: ServerRole::UdpSink {
                 rcvbuf: "4M".into(),
+                interval: None,
             },
             in_link: false,
         };
         assert_eq!(udp.args(), ["sink", "--udp", "--rcvbuf", "4M"]);
         assert_eq!(udp.fact_prefix(), "udpsink[rcvbuf 4M]_");
+        let series = ServerKey {
+            role: ServerRole::UdpSink {
+                rcvbuf: "4M".into(),
+                interval: Some("100ms".into()),
+            },
+            in_link: true,
+        };
+        assert_eq!(
+            series.args(),
+            ["sink", "--udp", "--rcvbuf", "4M", "--interval", "100ms"]
+        );
+        assert_eq!(
+            series.fact_prefix(),
+            "udpsink[link rcvbuf 4M interval 100ms]_"
+        );
     }
 
     #[test]

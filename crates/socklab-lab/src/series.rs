@@ -3,10 +3,12 @@
 //! part of a run not omitted, and the live line of an interval (text or JSON).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 use socklab_net::load::LoadInterval;
 use socklab_net::series::TcpInterval;
+use socklab_net::udpbulk::TestReport as UdpReport;
 
 use crate::metric::{m, Better, Metric};
 use crate::sample::{Direction, Interval, MetricName};
@@ -135,6 +137,48 @@ pub const INTERVAL_METRICS: &[Metric] = &[
         "rcv space",
         "a down stream: the receiving socket's space estimate at the interval's end (tcpi_rcv_space, what receive autotuning sizes the buffer by)",
         Better::Neither,
+    ),
+    m(
+        "datagrams",
+        "datagrams",
+        "datagrams",
+        "a datagram stream: distinct datagrams that arrived in the interval",
+        Better::Neither,
+    ),
+    m(
+        "lost",
+        "datagrams",
+        "lost",
+        "a datagram stream: how far the highest number received advanced in the interval, less the distinct datagrams that arrived (negative when one counted lost earlier arrived late, as iperf3's; the intervals add up to the test's loss below its highest number)",
+        Better::Lower,
+    ),
+    m(
+        "loss_pct",
+        "%",
+        "loss %",
+        "a datagram stream: lost / the datagrams the interval should have brought",
+        Better::Lower,
+    ),
+    m(
+        "duplicates",
+        "datagrams",
+        "dup",
+        "a datagram stream: extra copies that arrived in the interval",
+        Better::Lower,
+    ),
+    m(
+        "reordered",
+        "datagrams",
+        "reordered",
+        "a datagram stream: RFC 4737 reordered arrivals in the interval",
+        Better::Lower,
+    ),
+    m(
+        "jitter_us",
+        "us",
+        "jitter us",
+        "a datagram stream: RFC 3550 interarrival jitter at the interval's end",
+        Better::Lower,
     ),
     m(
         "req_per_s",
@@ -290,6 +334,65 @@ pub fn tcp_interval(i: &TcpInterval) -> Interval {
     }
 }
 
+/// A UDP test's intervals in the lab's vocabulary (stream 0, up), from the receiver's counts
+/// per `interval` of arrival time: the time axis starts at the test's first arrival (the
+/// receiver's clock), and the last interval ends at the last arrival. Gbit/s counts whole UDP
+/// payloads of the distinct datagrams (the end-of-test markers in the last interval too).
+pub fn udp_intervals(r: &UdpReport, interval: Duration) -> Vec<Interval> {
+    let step_ns = interval.as_nanos();
+    let step = interval.as_secs_f64();
+    let span = r.last_arrival_ns.saturating_sub(r.first_arrival_ns) as f64 / 1e9;
+    let n = r.intervals.len();
+    r.intervals
+        .iter()
+        .enumerate()
+        .map(|(k, u)| {
+            let start_s = (k as u128 * step_ns) as f64 / 1e9;
+            let end_s = if k + 1 == n {
+                span.clamp(start_s, start_s + step)
+            } else {
+                start_s + step
+            };
+            let c = &u.counts;
+            let lost = u.expected as f64 - c.unique as f64;
+            let mut values: Vec<(MetricName, f64)> = Vec::with_capacity(8);
+            if end_s > start_s {
+                values.push((
+                    "gbps".into(),
+                    c.bytes as f64 * 8.0 / (end_s - start_s) / 1e9,
+                ));
+            }
+            values.extend(
+                [
+                    ("bytes", c.bytes as f64),
+                    ("datagrams", c.unique as f64),
+                    ("lost", lost),
+                ]
+                .map(|(n, v)| (MetricName::from(n), v)),
+            );
+            if u.expected > 0 {
+                values.push(("loss_pct".into(), 100.0 * lost / u.expected as f64));
+            }
+            values.extend(
+                [
+                    ("duplicates", c.duplicates as f64),
+                    ("reordered", c.reordered as f64),
+                    ("jitter_us", u.jitter_ns / 1000.0),
+                ]
+                .map(|(n, v)| (MetricName::from(n), v)),
+            );
+            Interval {
+                stream: 0,
+                direction: Direction::Up,
+                start_s,
+                end_s,
+                omitted: false,
+                values,
+            }
+        })
+        .collect()
+}
+
 /// A load run's interval in the lab's vocabulary (stream 0; the requests go up).
 pub fn load_interval(i: &LoadInterval) -> Interval {
     let mut values: Vec<(MetricName, f64)> = vec![
@@ -416,7 +519,7 @@ pub fn live_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use socklab_net::udpbulk::stats::{Counts, Interval as UdpInterval};
 
     fn tcp(start: u64, end: u64, bytes: u64, omitted: bool) -> TcpInterval {
         TcpInterval {
@@ -501,5 +604,51 @@ mod tests {
             ordered(["zzz", "srtt_us", "gbps", "cwnd", "gbps"]),
             ["gbps", "cwnd", "srtt_us", "zzz"]
         );
+    }
+
+    #[test]
+    fn udp_intervals_carry_loss_and_jitter_and_end_at_the_last_arrival() {
+        let iv = |unique: u64, expected: u64, dup: u64, jitter_ns: f64| UdpInterval {
+            start_ms: 0,
+            counts: Counts {
+                arrivals: unique + dup,
+                unique,
+                bytes: unique * 1000,
+                duplicates: dup,
+                ..Counts::default()
+            },
+            jitter_ns,
+            expected,
+        };
+        let r: UdpReport = serde_json::from_value(serde_json::json!({
+            "test_id": 1, "counts": Counts::default(), "jitter_ns": 0.0, "owd": null,
+            "first_arrival_ns": 5_000_000_000u64, "last_arrival_ns": 5_250_000_000u64,
+            "total": null, "fin_bytes": 0, "drain_ms": null, "ended": "drain", "malformed": 0,
+            "kernel_drops": 0, "user_us": 0, "sys_us": 0,
+            "intervals": [iv(90, 100, 2, 1500.0), iv(101, 100, 0, 800.0), iv(10, 10, 0, 700.0)],
+        }))
+        .unwrap();
+        let out = udp_intervals(&r, Duration::from_millis(100));
+        assert_eq!(
+            out.iter().map(|i| (i.start_s, i.end_s)).collect::<Vec<_>>(),
+            [(0.0, 0.1), (0.1, 0.2), (0.2, 0.25)],
+            "back to back; the last ends at the last arrival"
+        );
+        assert_eq!(out[0].get("lost"), Some(10.0));
+        assert_eq!(out[0].get("loss_pct"), Some(10.0));
+        assert_eq!(out[0].get("duplicates"), Some(2.0));
+        assert_eq!(out[0].get("jitter_us"), Some(1.5));
+        assert_eq!(out[0].get("gbps"), Some(90.0 * 8000.0 / 0.1 / 1e9));
+        // A late arrival gives one back: the losses add up to the test's.
+        assert_eq!(out[1].get("lost"), Some(-1.0));
+        assert_eq!(out.iter().filter_map(|i| i.get("lost")).sum::<f64>(), 9.0);
+        assert!((out[2].get("gbps").unwrap() - 10.0 * 8000.0 / 0.05 / 1e9).abs() < 1e-12);
+        assert!(out
+            .iter()
+            .all(|i| i.direction == Direction::Up && !i.omitted));
+        assert!(out[0]
+            .values
+            .iter()
+            .all(|(n, _)| metric(n).name != "unknown"));
     }
 }

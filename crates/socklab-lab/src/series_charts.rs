@@ -25,17 +25,20 @@ struct Quantity {
     steps: bool,
     /// Microseconds, shown in ms from 1 ms up.
     time_us: bool,
+    /// Negative values are drawn at 0 (the axis starts there; the caption says why).
+    floor_zero: bool,
     caption: &'static str,
 }
 
-const QUANTITIES: [Quantity; 4] = [
+const QUANTITIES: [Quantity; 6] = [
     Quantity {
         metric: "gbps",
         title: "Throughput over time",
         axis: "Gbit/s",
         steps: true,
         time_us: false,
-        caption: "Throughput of each interval (bytes delivered, i.e. acknowledged by the receiver, × 8 / the interval's length), drawn flat over the interval",
+        floor_zero: false,
+        caption: "Throughput of each interval (bytes delivered, i.e. acknowledged by the receiver; for UDP the distinct datagrams' payloads that arrived, × 8 / the interval's length), drawn flat over the interval",
     },
     Quantity {
         metric: "srtt_us",
@@ -43,6 +46,7 @@ const QUANTITIES: [Quantity; 4] = [
         axis: "smoothed RTT",
         steps: false,
         time_us: true,
+        floor_zero: false,
         caption: "Smoothed RTT of the sending socket (TCP_INFO) at the end of each interval",
     },
     Quantity {
@@ -51,6 +55,7 @@ const QUANTITIES: [Quantity; 4] = [
         axis: "req/s",
         steps: true,
         time_us: false,
+        floor_zero: false,
         caption: "Requests completed per second of each interval, drawn flat over the interval",
     },
     Quantity {
@@ -59,7 +64,26 @@ const QUANTITIES: [Quantity; 4] = [
         axis: "p99 response time",
         steps: true,
         time_us: true,
+        floor_zero: false,
         caption: "99th percentile of the response time of the requests completed in each interval (open loop: from the intended send time)",
+    },
+    Quantity {
+        metric: "loss_pct",
+        title: "Datagram loss over time",
+        axis: "lost %",
+        steps: true,
+        time_us: false,
+        floor_zero: true,
+        caption: "Share of the datagrams each interval should have brought (how far the highest sequence number received advanced) that did not arrive, drawn flat over the interval; an interval where a datagram counted lost earlier arrived late is drawn at 0",
+    },
+    Quantity {
+        metric: "jitter_us",
+        title: "Jitter over time",
+        axis: "RFC 3550 jitter",
+        steps: false,
+        time_us: true,
+        floor_zero: false,
+        caption: "RFC 3550 interarrival jitter of the datagrams at the end of each interval (the receiver's running estimate)",
     },
 ];
 
@@ -163,7 +187,14 @@ fn cell_charts(out: &mut String, c: &CellStats) {
                 .iter()
                 .map(|(_, rows)| {
                     rows.iter()
-                        .filter_map(|r| Some((r.start_s, r.end_s, r.get(q.metric)? * scale)))
+                        .filter_map(|r| {
+                            let v = r.get(q.metric)? * scale;
+                            Some((
+                                r.start_s,
+                                r.end_s,
+                                if q.floor_zero { v.max(0.0) } else { v },
+                            ))
+                        })
                         .collect()
                 })
                 .collect();

@@ -491,7 +491,8 @@ pub struct BulkArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Sample every stream every D (e.g. 100ms): bytes, Gbit/s and TCP_INFO per interval,
-    /// printed live (JSON lines with --json) and stored (socklab results series).
+    /// printed live (JSON lines with --json) and stored (socklab results series); with --udp
+    /// the receiver's Gbit/s, loss and jitter per interval (10ms or more).
     #[arg(long, value_name = "D")]
     pub interval: Option<String>,
     /// Leave the first D of each repetition out of the summary (iperf3 -O; needs --duration);

@@ -152,6 +152,7 @@ fn tcp_only(a: &BulkArgs) -> Option<&'static str> {
         (a.read_size != bulk::READ_SIZE.default, "--read-size"),
         (a.verify, "--verify"),
         (a.reference, "--reference"),
+        (a.omit.is_some(), "--omit"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -201,6 +202,9 @@ pub fn plan(a: &BulkArgs) -> Result<Plan, Failure> {
     }
     if let Some(s) = &a.sndbuf {
         fixed.set("sndbuf", s.clone());
+    }
+    if let Some(i) = &a.interval {
+        fixed.set("interval", i.clone());
     }
     for (key, v) in [
         ("rcvbuf", &a.rcvbuf),

@@ -17,7 +17,18 @@ fn bad_udp_input_is_a_one_line_error() {
         &["size = '70000'", "48 to 65507"],
     );
     assert_usage_error(&["bulk", "--udp", "--size", "20"], &["48 to 65507"]);
-    assert_usage_error(&["bulk", "--reverse", "--udp"], &["'--reverse'"]);
+    assert_usage_error(
+        &["bulk", "--reverse", "--udp"],
+        &["--udp does not take --reverse"],
+    );
+    assert_usage_error(
+        &["bulk", "--udp", "--omit", "1s"],
+        &["--udp does not take --omit"],
+    );
+    assert_usage_error(
+        &["bulk", "--udp", "--interval", "5ms"],
+        &["interval = '5ms'", "10ms or more"],
+    );
     assert_usage_error(
         &["bulk", "--udp", "--strategy", "writev"],
         &["--udp does not take --strategy"],
@@ -199,5 +210,86 @@ fn rate_max_searches_and_states_its_trials() {
     assert_eq!(passed.iter().max(), Some(&best), "{trials:?}");
     for t in trials.iter().filter(|t| t["passed"] == true) {
         assert_eq!(t["lost"], 0, "{t}");
+    }
+}
+
+/// `--interval` (issue 17 item 5): the receiver's intervals are stored as the time series,
+/// back to back from the first arrival, and add up to the test's counts; their losses add up
+/// to the emulator's drops but for a trailing run (datagrams after the last that arrived).
+#[test]
+fn udp_intervals_cover_the_test_and_add_up_to_its_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("u.db");
+    let db = db.to_str().unwrap();
+    let (code, out, err) = run(&[
+        "bulk",
+        "--udp",
+        "--rate",
+        "4M",
+        "--size",
+        "1000",
+        "--duration",
+        "1s",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--interval",
+        "100ms",
+        "--link",
+        "loss 10%,duplicate 10%",
+        "--driver",
+        "udp-proxy",
+        "--db",
+        db,
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("loss") && out.contains("jitter"),
+        "live lines: {out}"
+    );
+    let (code, json, err) = run(&["results", "export", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let samples: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let (code, json, err) = run(&["results", "series", "1", "--json", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    let all: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(samples.len(), 2);
+    for s in &samples {
+        let link = s["config"]["link"].as_str().unwrap();
+        let rows: Vec<&serde_json::Value> = all.iter().filter(|r| r["cell"] == s["cell"]).collect();
+        assert!(
+            rows.len() >= 10,
+            "{link}: 1 s in 100 ms intervals: {}",
+            rows.len()
+        );
+        let x = |r: &serde_json::Value, k: &str| r["metrics"][k].as_f64().unwrap();
+        let t = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+        assert_eq!(t(rows[0], "start_s"), 0.0);
+        for w in rows.windows(2) {
+            assert!(
+                (t(w[1], "start_s") - t(w[0], "end_s")).abs() < 1e-9,
+                "{link}: gap between {} and {}",
+                w[0],
+                w[1]
+            );
+        }
+        let sum = |k: &str| rows.iter().map(|r| x(r, k)).sum::<f64>();
+        assert_eq!(sum("datagrams"), metric(s, "dgrams_received"), "{link}");
+        assert_eq!(sum("duplicates"), metric(s, "dgrams_dup"), "{link}");
+        assert_eq!(metric(s, "dgrams_dup"), metric(s, "link_fwd_duplicated"));
+        let lost = metric(s, "dgrams_lost");
+        assert_eq!(lost, metric(s, "link_fwd_dropped"), "{link}");
+        let trailing = lost - sum("lost");
+        assert!(
+            (0.0..10.0).contains(&trailing),
+            "{link}: intervals lost {} of {lost}",
+            sum("lost")
+        );
+        if link.contains("loss") {
+            assert!(lost >= 5.0, "the emulator dropped only {lost}");
+        } else {
+            assert!(sum("duplicates") >= 5.0, "{link}");
+        }
     }
 }

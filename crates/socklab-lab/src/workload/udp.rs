@@ -22,6 +22,7 @@ use crate::metric::{m, Better, Metric};
 use crate::params::{parse_usize, Key, Params};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::sample::Sample;
+use crate::series;
 use crate::workload::key::{bounded, duration_in, Target};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
@@ -52,6 +53,26 @@ pub struct UdpSpec {
     pub max_loss: f64,
     /// The emulated link, if any.
     pub link: Option<LinkParams>,
+    /// The receiver's counts per interval of this length (`None`: no time series).
+    pub interval: Option<Duration>,
+}
+
+/// `interval`.
+pub const INTERVAL: Key = Key::new(
+    "interval",
+    "",
+    "the receiver's counts every this long (10ms or more, e.g. 100ms): Gbit/s, datagrams, lost, loss %, duplicates, reordered and jitter per interval of arrival time, stored as the repetition's time series and printed when its test ends",
+);
+
+/// Shortest UDP interval (the receiver's own bound, `socklab sink --udp --interval`).
+const MIN_UDP_INTERVAL: Duration = Duration::from_millis(10);
+
+fn parse_udp_interval(s: &str) -> Result<Duration, String> {
+    let d = crate::workload::key::parse_interval(s)?;
+    if d < MIN_UDP_INTERVAL {
+        return Err("the UDP receiver counts every 10ms or more".into());
+    }
+    Ok(d)
 }
 
 /// `rate`.
@@ -110,6 +131,7 @@ pub const KEYS: &[Key] = &[
         "0%",
         "rate = max: the lost share of datagrams a passing trial may have",
     ),
+    INTERVAL,
 ];
 
 /// The metrics of the udp workload.
@@ -372,6 +394,7 @@ impl Spec for UdpSpec {
             trials: p.value_in(KEYS, "trials", bounded(1, MAX_TRIALS))?,
             max_loss: p.value_in(KEYS, "max_loss", parse_share)?,
             link,
+            interval: p.parse_opt("interval", parse_udp_interval)?,
         };
         Ok(spec)
     }
@@ -389,6 +412,9 @@ impl Spec for UdpSpec {
             "drain",
             self.drain.map_or("auto".to_string(), format_duration),
         );
+        if let Some(i) = self.interval {
+            p.set("interval", format_duration(i));
+        }
         if self.rate == Rate::Max {
             p.set("trial", format_duration(self.trial));
             p.set("trials", self.trials.to_string());
@@ -410,6 +436,7 @@ impl Spec for UdpSpec {
         let key = ServerKey {
             role: ServerRole::UdpSink {
                 rcvbuf: format_size(self.rcvbuf as u64),
+                interval: self.interval.map(format_duration),
             },
             in_link,
         };
@@ -424,7 +451,7 @@ impl Spec for UdpSpec {
         };
         if let Rate::Bps(rate) = self.rate {
             let (t, link_run) = test(rate, self.duration)?;
-            return Ok(sample(&t, None, link_run));
+            return Ok(self.with_series(res, sample(&t, None, link_run), &t));
         }
         let mut search = RateSearch::new(SearchConfig {
             max_trials: self.trials,
@@ -450,7 +477,7 @@ impl Spec for UdpSpec {
             ));
         };
         let (t, link_run) = test(best, self.duration)?;
-        Ok(sample(&t, Some((best, search.trials())), link_run))
+        Ok(self.with_series(res, sample(&t, Some((best, search.trials())), link_run), &t))
     }
 }
 
@@ -508,6 +535,18 @@ impl UdpSpec {
             hi += th * self.trials as u32;
         }
         (lo, hi)
+    }
+
+    /// `s` with the receiver's intervals as its time series (with `interval`), each handed to
+    /// the live printer: the receiver reports them with its counts, when the test has ended.
+    fn with_series(&self, res: &Resources, mut s: Sample, t: &TestRun) -> Sample {
+        if let (Some(iv), Some(r)) = (self.interval, &t.report) {
+            s.intervals = series::udp_intervals(r, iv);
+            if let Some(live) = res.live() {
+                s.intervals.iter().for_each(|i| live(i));
+            }
+        }
+        s
     }
 
     fn one_test(

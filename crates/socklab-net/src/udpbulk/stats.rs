@@ -150,6 +150,13 @@ pub struct Interval {
     pub counts: Counts,
     /// The jitter estimate at its end, ns.
     pub jitter_ns: f64,
+    /// How far `NextExp` (one past the highest number received) advanced in it: the
+    /// datagrams it should have brought, in sequence order. `expected − counts.unique` is the
+    /// interval's loss; it is negative when a datagram counted lost in an earlier interval
+    /// arrives late (reordered), as iperf3's per-interval loss is, so the intervals' losses
+    /// add up to the test's (below its highest number).
+    #[serde(default)]
+    pub expected: u64,
 }
 
 /// One-way delay of first arrivals, ns.
@@ -225,6 +232,8 @@ pub struct RecvStats {
     interval_ns: u64,
     intervals: Vec<Interval>,
     at_interval: Counts,
+    /// `next_exp` when the last interval closed.
+    at_interval_next_exp: u64,
 }
 
 impl Default for RecvStats {
@@ -253,6 +262,7 @@ impl RecvStats {
             interval_ns: 0,
             intervals: Vec::new(),
             at_interval: Counts::default(),
+            at_interval_next_exp: 0,
         }
     }
 
@@ -343,8 +353,10 @@ impl RecvStats {
             start_ms,
             counts: self.counts.since(&self.at_interval),
             jitter_ns: self.jitter.j_ns,
+            expected: self.next_exp - self.at_interval_next_exp,
         });
         self.at_interval = self.counts;
+        self.at_interval_next_exp = self.next_exp;
     }
 
     /// The counts so far.
@@ -386,6 +398,7 @@ impl RecvStats {
                 start_ms: out.len() as u64 * self.interval_ns / 1_000_000,
                 counts: self.counts.since(&self.at_interval),
                 jitter_ns: self.jitter.j_ns,
+                expected: self.next_exp - self.at_interval_next_exp,
             });
         }
         out

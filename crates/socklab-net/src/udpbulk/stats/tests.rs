@@ -125,6 +125,35 @@ fn intervals_split_the_arrivals_by_time_since_the_first() {
 }
 
 #[test]
+fn an_interval_expects_what_nextexp_advanced_and_a_late_arrival_gives_one_back() {
+    let ms = 1_000_000u64;
+    let mut s = RecvStats::new().with_intervals(100 * ms);
+    // First interval: 0, 1, 3, 5 (2 and 4 missing so far: NextExp 6, 4 arrived).
+    // Second: 2 arrives late (it was counted lost), then 6, 9 (7, 8 lost).
+    for (seq, t) in [
+        (0, 0),
+        (1, 10),
+        (3, 20),
+        (5, 30),
+        (2, 120),
+        (6, 130),
+        (9, 140),
+    ] {
+        s.on_arrival(seq, 10, 0, 1_000 * ms + t * ms);
+    }
+    let iv = s.intervals();
+    let lost = |i: &crate::udpbulk::stats::Interval| i.expected as i64 - i.counts.unique as i64;
+    assert_eq!((iv[0].expected, lost(&iv[0])), (6, 2));
+    assert_eq!(
+        (iv[1].expected, lost(&iv[1])),
+        (4, 1),
+        "7 and 8 lost, 2 given back"
+    );
+    // Over the test: 10 numbers below NextExp, 7 arrived.
+    assert_eq!(iv.iter().map(lost).sum::<i64>(), 3);
+}
+
+#[test]
 fn the_window_slides_forgets_old_numbers_and_survives_jumps() {
     let mut w = SeqWindow::new(128);
     for q in 0..1000 {
@@ -215,5 +244,24 @@ proptest! {
         prop_assert_eq!(sum(|c| c.unique), s.counts().unique);
         prop_assert_eq!(sum(|c| c.duplicates), s.counts().duplicates);
         prop_assert_eq!(iv.len() as u64, span / 250_000_000 + 1);
+    }
+
+    #[test]
+    fn interval_losses_add_up_to_the_tests_below_its_highest_number(
+        seqs in proptest::collection::vec(0u64..400, 1..300),
+        gaps in proptest::collection::vec(0u64..60, 1..300),
+    ) {
+        let mut s = RecvStats::new().with_intervals(100_000_000);
+        let mut t = 1_000_000_000u64;
+        for (i, q) in seqs.iter().enumerate() {
+            t += gaps[i % gaps.len()] * 1_000_000;
+            s.on_arrival(*q, 10, 0, t);
+        }
+        let iv = s.intervals();
+        let highest = seqs.iter().max().unwrap();
+        let expected: u64 = iv.iter().map(|i| i.expected).sum();
+        prop_assert_eq!(expected, highest + 1);
+        let lost: i64 = iv.iter().map(|i| i.expected as i64 - i.counts.unique as i64).sum();
+        prop_assert_eq!(lost, (highest + 1) as i64 - s.counts().unique as i64);
     }
 }
