@@ -2,62 +2,22 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socklab_net::bulk::{self, BulkConfig, Limit};
-use socklab_net::sink::{ConnReport, Mode, Outcome, Sink, SinkConfig};
+use socklab_net::sink::{Mode, Outcome, SinkConfig};
 use socklab_net::{NetError, Strategy};
 
-struct TestSink {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    reports: mpsc::Receiver<ConnReport>,
-    handle: Option<JoinHandle<()>>,
-}
+mod sink_common;
+use sink_common::TestSink;
 
-impl TestSink {
-    fn start() -> TestSink {
-        let cfg = SinkConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            read_size: 64 * 1024,
-            idle_timeout: Duration::from_secs(5),
-            ..SinkConfig::default()
-        };
-        let mut sink = Sink::bind(cfg).unwrap();
-        let addr = sink.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, reports) = mpsc::channel();
-        let s2 = stop.clone();
-        let handle = std::thread::spawn(move || {
-            sink.serve(&|| s2.load(Ordering::SeqCst), &mut |r| {
-                let _ = tx.send(r.clone());
-            })
-            .unwrap();
-        });
-        TestSink {
-            addr,
-            stop,
-            reports,
-            handle: Some(handle),
-        }
-    }
-
-    fn next_report(&self) -> ConnReport {
-        self.reports
-            .recv_timeout(Duration::from_secs(20))
-            .expect("sink report")
-    }
-}
-
-impl Drop for TestSink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+/// The sink the loopback tests run against: 64 KiB reads, idle after 5 s.
+fn loopback_cfg() -> SinkConfig {
+    SinkConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        read_size: 64 * 1024,
+        idle_timeout: Duration::from_secs(5),
+        ..SinkConfig::default()
     }
 }
 
@@ -90,7 +50,7 @@ fn cfg(
 
 #[test]
 fn every_strategy_delivers_exactly_the_bytes_sent() {
-    let sink = TestSink::start();
+    let sink = TestSink::start(loopback_cfg());
     for strategy in Strategy::ALL {
         for (nbufs, bufsize, iters) in [
             (15usize, 100usize, 300u64),
@@ -115,7 +75,7 @@ fn every_strategy_delivers_exactly_the_bytes_sent() {
                 r.reads
             );
             assert_eq!(r.cc, "cubic");
-            let rep = sink.next_report();
+            let rep = sink.report_within(Duration::from_secs(20));
             assert_eq!(rep.mode, Mode::Socklab);
             assert_eq!(rep.outcome, Outcome::Complete);
             assert_eq!(rep.result.bytes, want);
@@ -139,13 +99,13 @@ fn every_strategy_delivers_exactly_the_bytes_sent() {
 
 #[test]
 fn bytes_and_duration_limits_end_the_test() {
-    let sink = TestSink::start();
+    let sink = TestSink::start(loopback_cfg());
     let mut c = cfg(sink.addr, Strategy::Single, 1, 1000, 1);
     c.limit = Limit::Bytes(10_500);
     let r = bulk::run(&c, &|| false).unwrap();
     assert_eq!(r.rounds, 11, "bytes are rounded up to whole rounds");
     assert_eq!(r.verified, Some(true));
-    sink.next_report();
+    sink.report_within(Duration::from_secs(20));
     c.limit = Limit::Duration(Duration::from_millis(100));
     let r = bulk::run(&c, &|| false).unwrap();
     assert!(r.send_seconds >= 0.1);
@@ -155,13 +115,13 @@ fn bytes_and_duration_limits_end_the_test() {
 
 #[test]
 fn the_stop_flag_abandons_a_test() {
-    let sink = TestSink::start();
+    let sink = TestSink::start(loopback_cfg());
     let mut c = cfg(sink.addr, Strategy::Single, 1, 1000, 1);
     c.limit = Limit::Duration(Duration::from_secs(3600));
     let e = bulk::run(&c, &|| true).unwrap_err();
     assert!(matches!(e, NetError::Interrupted));
     // The sink survives the abandoned connection and serves the next client.
-    let rep = sink.next_report();
+    let rep = sink.report_within(Duration::from_secs(20));
     assert_ne!(rep.outcome, Outcome::Refused(String::new()));
     let r = bulk::run(&cfg(sink.addr, Strategy::Writev, 10, 10, 10), &|| false).unwrap();
     assert_eq!(r.verified, Some(true));
@@ -169,7 +129,7 @@ fn the_stop_flag_abandons_a_test() {
 
 #[test]
 fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
-    let sink = TestSink::start();
+    let sink = TestSink::start(loopback_cfg());
     // A socklab client that sends its request, some data, then resets the connection.
     {
         let mut s = TcpStream::connect(sink.addr).unwrap();
@@ -183,7 +143,7 @@ fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
             .set_linger(Some(Duration::ZERO))
             .unwrap();
     } // dropped with linger 0: RST
-    let rep = sink.next_report();
+    let rep = sink.report_within(Duration::from_secs(20));
     assert!(
         matches!(rep.outcome, Outcome::Aborted(_) | Outcome::Complete),
         "{rep:?}"
@@ -195,7 +155,7 @@ fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
         let mut s = TcpStream::connect(sink.addr).unwrap();
         s.write_all(&vec![0u8; 300_000]).unwrap();
     }
-    let rep = sink.next_report();
+    let rep = sink.report_within(Duration::from_secs(20));
     assert_eq!(rep.mode, Mode::Raw);
     assert_eq!(rep.result.bytes, 300_000);
     assert_eq!(rep.outcome, Outcome::Complete);
@@ -211,7 +171,10 @@ fn sink_survives_a_client_that_dies_mid_stream_and_counts_raw_clients() {
             "{answer}"
         );
     }
-    assert!(matches!(sink.next_report().outcome, Outcome::Refused(_)));
+    assert!(matches!(
+        sink.report_within(Duration::from_secs(20)).outcome,
+        Outcome::Refused(_)
+    ));
 
     // And a normal test still works afterwards.
     let r = bulk::run(&cfg(sink.addr, Strategy::Sendfile, 3, 333, 100), &|| false).unwrap();

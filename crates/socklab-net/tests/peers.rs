@@ -5,56 +5,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socklab_net::bulk::{self, BulkConfig, Limit};
-use socklab_net::sink::{ConnReport, Mode, Outcome, Sink, SinkConfig};
+use socklab_net::sink::{Mode, Outcome, SinkConfig};
 use socklab_net::{NetError, Strategy};
 
-struct TestSink {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    reports: mpsc::Receiver<ConnReport>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl TestSink {
-    fn start(cfg: SinkConfig) -> TestSink {
-        let mut sink = Sink::bind(cfg).unwrap();
-        let addr = sink.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, reports) = mpsc::channel();
-        let s2 = stop.clone();
-        let handle = std::thread::spawn(move || {
-            sink.serve(&|| s2.load(Ordering::SeqCst), &mut |r| {
-                let _ = tx.send(r.clone());
-            })
-            .unwrap();
-        });
-        TestSink {
-            addr,
-            stop,
-            reports,
-            handle: Some(handle),
-        }
-    }
-
-    fn report_within(&self, limit: Duration) -> ConnReport {
-        self.reports
-            .recv_timeout(limit)
-            .unwrap_or_else(|_| panic!("no connection report within {limit:?}"))
-    }
-}
-
-impl Drop for TestSink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
+mod sink_common;
+use sink_common::TestSink;
 
 /// A sink whose idle timeout (20 s) is far beyond every bound the tests assert.
 fn patient() -> SinkConfig {

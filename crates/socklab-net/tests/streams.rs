@@ -5,62 +5,15 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socklab_net::bulk::{self, BulkConfig, Flow, Limit};
 use socklab_net::series::{Direction, Sampling};
-use socklab_net::sink::{ConnReport, Mode, Outcome, Sink, SinkConfig};
+use socklab_net::sink::{ConnReport, Mode, Outcome, SinkConfig};
 use socklab_net::{NetError, Strategy};
 
-struct TestSink {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    reports: mpsc::Receiver<ConnReport>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl TestSink {
-    fn start(cfg: SinkConfig) -> TestSink {
-        let mut sink = Sink::bind(cfg).unwrap();
-        let addr = sink.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, reports) = mpsc::channel();
-        let s2 = stop.clone();
-        let handle = std::thread::spawn(move || {
-            sink.serve(&|| s2.load(Ordering::SeqCst), &mut |r| {
-                let _ = tx.send(r.clone());
-            })
-            .unwrap();
-        });
-        TestSink {
-            addr,
-            stop,
-            reports,
-            handle: Some(handle),
-        }
-    }
-
-    /// The reports of `n` connections, in the order they ended.
-    fn reports(&self, n: usize) -> Vec<ConnReport> {
-        (0..n)
-            .map(|_| {
-                self.reports
-                    .recv_timeout(Duration::from_secs(20))
-                    .expect("a connection report")
-            })
-            .collect()
-    }
-}
-
-impl Drop for TestSink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
+mod sink_common;
+use sink_common::TestSink;
 
 fn sink_cfg() -> SinkConfig {
     SinkConfig {

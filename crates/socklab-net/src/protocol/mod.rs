@@ -176,12 +176,7 @@ impl SinkResult {
                 "user_us" => r.user_us = num(k, v)?,
                 "sys_us" => r.sys_us = num(k, v)?,
                 "elapsed_ns" => r.elapsed_ns = num(k, v)?,
-                "hash" if v != "-" => {
-                    if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
-                        return Err(format!("bad hash '{}'", truncate(v)));
-                    }
-                    r.hash = Some(v.to_string());
-                }
+                "hash" if v != "-" => r.hash = Some(parse_hash(v)?),
                 _ => {}
             }
         }
@@ -194,6 +189,14 @@ impl SinkResult {
 
 pub(crate) fn truncate(s: &str) -> String {
     s.chars().take(60).collect()
+}
+
+/// A `hash=` value: 64 hex digits (a BLAKE3 digest).
+pub(crate) fn parse_hash(v: &str) -> Result<String, String> {
+    if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("bad hash '{}'", truncate(v)));
+    }
+    Ok(v.to_string())
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use super::{num, pairs, truncate, MAGIC, MAX_READ_SIZE};
+use super::{num, pairs, parse_hash, truncate, MAGIC, MAX_READ_SIZE};
 use crate::cpus::CpuList;
 use crate::Strategy;
 
@@ -521,12 +521,7 @@ impl StreamResult {
                 "user_us" => r.user_us = num(k, v)?,
                 "sys_us" => r.sys_us = num(k, v)?,
                 "elapsed_ns" => r.elapsed_ns = num(k, v)?,
-                "hash" if v != "-" => {
-                    if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
-                        return Err(format!("bad hash '{}'", truncate(v)));
-                    }
-                    r.hash = Some(v.to_string());
-                }
+                "hash" if v != "-" => r.hash = Some(parse_hash(v)?),
                 "retrans" | "cwnd" | "rtt_us" | "min_rtt_us" | "mss" => {
                     has_tcp = true;
                     let x: u32 = num(k, v)?;
