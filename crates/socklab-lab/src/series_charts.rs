@@ -26,9 +26,27 @@ struct Quantity {
     /// Microseconds, shown in ms from 1 ms up.
     time_us: bool,
     caption: &'static str,
+    /// The name of a line, from its stream and direction.
+    line: fn(u32, &str) -> String,
 }
 
-const QUANTITIES: [Quantity; 4] = [
+fn per_stream(stream: u32, dir: &str) -> String {
+    format!("stream {stream} {dir}")
+}
+
+fn per_direction(_: u32, dir: &str) -> String {
+    format!("{dir} (every stream)")
+}
+
+fn tcp_probe(_: u32, _: &str) -> String {
+    "TCP probes".into()
+}
+
+fn udp_probe(_: u32, _: &str) -> String {
+    "UDP probes".into()
+}
+
+const QUANTITIES: [Quantity; 7] = [
     Quantity {
         metric: "gbps",
         title: "Throughput over time",
@@ -36,6 +54,7 @@ const QUANTITIES: [Quantity; 4] = [
         steps: true,
         time_us: false,
         caption: "Throughput of each interval (bytes delivered, i.e. acknowledged by the receiver, × 8 / the interval's length), drawn flat over the interval",
+        line: per_stream,
     },
     Quantity {
         metric: "srtt_us",
@@ -44,6 +63,7 @@ const QUANTITIES: [Quantity; 4] = [
         steps: false,
         time_us: true,
         caption: "Smoothed RTT of the sending socket (TCP_INFO) at the end of each interval",
+        line: per_stream,
     },
     Quantity {
         metric: "req_per_s",
@@ -52,6 +72,7 @@ const QUANTITIES: [Quantity; 4] = [
         steps: true,
         time_us: false,
         caption: "Requests completed per second of each interval, drawn flat over the interval",
+        line: per_stream,
     },
     Quantity {
         metric: "lat_p99_us",
@@ -60,6 +81,34 @@ const QUANTITIES: [Quantity; 4] = [
         steps: true,
         time_us: true,
         caption: "99th percentile of the response time of the requests completed in each interval (open loop: from the intended send time)",
+        line: per_stream,
+    },
+    Quantity {
+        metric: "mbps",
+        title: "Throughput each way over time",
+        axis: "Mbit/s",
+        steps: true,
+        time_us: false,
+        caption: "Throughput of each direction in each interval, every stream of it together (zero over the idle phase), drawn flat over the interval",
+        line: per_direction,
+    },
+    Quantity {
+        metric: "probe_tcp_rtt_us",
+        title: "TCP probe RTT over time",
+        axis: "TCP probe RTT",
+        steps: true,
+        time_us: true,
+        caption: "Mean round trip of the TCP probes sent in each interval (idle phase, then beside the streams)",
+        line: tcp_probe,
+    },
+    Quantity {
+        metric: "probe_udp_rtt_us",
+        title: "UDP probe RTT over time",
+        axis: "UDP probe RTT",
+        steps: true,
+        time_us: true,
+        caption: "Mean round trip of the UDP probes sent in each interval and answered (idle phase, then beside the streams)",
+        line: udp_probe,
     },
 ];
 
@@ -158,7 +207,13 @@ fn cell_charts(out: &mut String, c: &CellStats) {
         let mut lines = Vec::new();
         let mut merged = false;
         for (colour, ((stream, dir), reps)) in streams.iter().enumerate() {
-            let name = format!("stream {stream} {dir}");
+            if !reps
+                .iter()
+                .any(|(_, rows)| rows.iter().any(|r| r.get(q.metric).is_some()))
+            {
+                continue;
+            }
+            let name = (q.line)(*stream, dir);
             let pts: Vec<Vec<Pt>> = reps
                 .iter()
                 .map(|(_, rows)| {
