@@ -16,11 +16,11 @@ use crate::dryrun;
 pub const AFTER_HELP: &str = concat!(
     "Examples:\n",
     "  socklab rrul --link \"rate 20mbit limit 3000\" \\\n",
-    "      --link \"rate 20mbit limit 3000 aqm codel\"   # bloat, then cured (root)\n",
+    "      --link \"rate 20mbit limit 3000 aqm codel\"   # as root: bloat, cured\n",
     "  socklab rrul --link \"rate 20mbit delay 5ms limit 300\" --streams 2 \\\n",
     "      --idle 1s --duration 4s --reps 3 --warmup 0\n",
-    "  socklab rrul --duration 2s --idle 1s --reps 1 --warmup 0    # loopback, no root\n",
-    "  socklab lab --suite rrul          # queue limits 30, 300, 3000 and fq_codel\n",
+    "  socklab rrul --duration 2s --idle 1s --reps 1   # loopback, no root\n",
+    "  socklab lab --suite rrul      # as root; about 6 min\n",
     "\n",
     "Each repetition probes the path alone first (--idle: a 64-byte ping-pong on one TCP connection with TCP_NODELAY and one on a UDP socket, every --probe-interval), then beside --streams TCP streams up and as many down (--duration; the same BULK/2 bidir test as socklab bulk --bidir), and reports the probes' round trips idle and loaded (p50, p99), the latency the load added (loaded - idle; the primary metric is the TCP probes' median), the throughput each way and the UDP probes' loss. A UDP probe not answered within --probe-timeout is lost. The sink and the echo servers run on the link's server side. --link may be given several times (or as a comma list): one cell each; --link-back applies to all. The link needs the tun or netem driver (root): udp-proxy relays UDP only. The time series (throughput each way, the probes' RTT) is stored (socklab results series) and drawn in the report as flent does. See docs/rrul.md.\n\n",
     "Exit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
