@@ -232,6 +232,6 @@ mod tests {
         assert_eq!((quick.cells.len(), quick.reps, quick.warmup), (4, 2, 0));
         assert_eq!(links(quick), links(full), "the same four cells");
         let q = quick.cells[3].workload.params();
-        assert_eq!((q.get("idle"), q.get("duration")), (Some("1s"), Some("4s")));
+        assert_eq!((q.get("idle"), q.get("duration")), (Some("1s"), Some("3s")));
     }
 }
