@@ -209,7 +209,13 @@ mod tests {
         let links = |p: &Plan| -> Vec<String> {
             p.cells
                 .iter()
-                .map(|c| c.workload.params().get("link").unwrap_or_default().to_string())
+                .map(|c| {
+                    c.workload
+                        .params()
+                        .get("link")
+                        .unwrap_or_default()
+                        .to_string()
+                })
                 .collect()
         };
         let full = &rrul.plans(false).unwrap()[0];
@@ -225,7 +231,12 @@ mod tests {
         );
         let p = full.cells[0].workload.params();
         assert_eq!(
-            (p.get("idle"), p.get("duration"), p.get("streams"), p.get("cc")),
+            (
+                p.get("idle"),
+                p.get("duration"),
+                p.get("streams"),
+                p.get("cc")
+            ),
             (Some("2s"), Some("10s"), Some("4"), Some("cubic"))
         );
         let quick = &rrul.plans(true).unwrap()[0];

@@ -132,7 +132,10 @@ fn fq_codel_cuts_the_latency_a_fifo_adds_under_load() {
         assert!(mean(&j, l, "down_mbps") > 1.0, "{l}: down");
         assert_eq!(mean(&j, l, "tcp_missing"), 0.0, "{l}: TCP probes answered");
         assert!(mean(&j, l, "probes_tcp") >= 40.0, "{l}: probes sent");
-        assert!(mean(&j, l, "udp_loss_idle_pct") < 50.0, "{l}: UDP probes answered");
+        assert!(
+            mean(&j, l, "udp_loss_idle_pct") < 50.0,
+            "{l}: UDP probes answered"
+        );
     }
     // The bottleneck's own counts are stored with the repetition: fq_codel dropped or
     // marked packets, the FIFO did not use the AQM.

@@ -431,14 +431,26 @@ pub fn sample(r: &RrulResult, cfg: &RrulConfig, link: LinkRun) -> Sample {
         ("idle_tcp_p99_ms", ti.quantile_ms(0.99)),
         ("loaded_tcp_p50_ms", tl.quantile_ms(0.5)),
         ("loaded_tcp_p99_ms", tl.quantile_ms(0.99)),
-        ("added_p50_ms", added(ti.quantile_ms(0.5), tl.quantile_ms(0.5))),
-        ("added_p99_ms", added(ti.quantile_ms(0.99), tl.quantile_ms(0.99))),
+        (
+            "added_p50_ms",
+            added(ti.quantile_ms(0.5), tl.quantile_ms(0.5)),
+        ),
+        (
+            "added_p99_ms",
+            added(ti.quantile_ms(0.99), tl.quantile_ms(0.99)),
+        ),
         ("idle_udp_p50_ms", ui.quantile_ms(0.5)),
         ("idle_udp_p99_ms", ui.quantile_ms(0.99)),
         ("loaded_udp_p50_ms", ul.quantile_ms(0.5)),
         ("loaded_udp_p99_ms", ul.quantile_ms(0.99)),
-        ("added_udp_p50_ms", added(ui.quantile_ms(0.5), ul.quantile_ms(0.5))),
-        ("added_udp_p99_ms", added(ui.quantile_ms(0.99), ul.quantile_ms(0.99))),
+        (
+            "added_udp_p50_ms",
+            added(ui.quantile_ms(0.5), ul.quantile_ms(0.5)),
+        ),
+        (
+            "added_udp_p99_ms",
+            added(ui.quantile_ms(0.99), ul.quantile_ms(0.99)),
+        ),
         ("udp_loss_idle_pct", ui.lost_pct(false)),
         ("udp_loss_loaded_pct", ul.lost_pct(false)),
     ];
@@ -711,7 +723,11 @@ mod tests {
             .nth(7)
             .unwrap();
         assert!((down.get("mbps").unwrap() - 16.0).abs() < 1e-9);
-        assert_eq!(down.get("probe_tcp_rtt_us"), None, "the probes are on up rows");
+        assert_eq!(
+            down.get("probe_tcp_rtt_us"),
+            None,
+            "the probes are on up rows"
+        );
         // The intervals cover the repetition without gaps.
         for w in ups.windows(2) {
             assert!((w[0].end_s - w[1].start_s).abs() < 1e-12);
@@ -726,11 +742,21 @@ mod tests {
         assert_eq!(spec.cfg.bulk.flow, Flow::Bidir);
         assert_eq!(RrulSpec::parse(&spec.params()).unwrap(), spec);
         for (k, v, want) in [
-            ("streams", "0", "streams = '0': use 1 to 64 streams each way"),
+            (
+                "streams",
+                "0",
+                "streams = '0': use 1 to 64 streams each way",
+            ),
             ("probe_interval", "0", "probe_interval = '0'"),
-            ("duration", "0s", "duration = '0s': the loaded phase needs some time"),
+            (
+                "duration",
+                "0s",
+                "duration = '0s': the loaded phase needs some time",
+            ),
         ] {
-            let e = RrulSpec::parse(&Params::new().with(k, v)).unwrap_err().to_string();
+            let e = RrulSpec::parse(&Params::new().with(k, v))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(want), "{e}");
         }
         let e = RrulSpec::parse(

@@ -17,7 +17,8 @@ pub struct Schedule {
 impl Schedule {
     /// When slot `k` is due.
     pub fn due(&self, k: u64) -> Duration {
-        self.interval.saturating_mul(u32::try_from(k).unwrap_or(u32::MAX))
+        self.interval
+            .saturating_mul(u32::try_from(k).unwrap_or(u32::MAX))
     }
 
     /// After the probe of slot `k` went out at `now`: the next slot, and how many slots
@@ -70,7 +71,10 @@ impl ProbeLog {
     /// Records the answer to probe `seq` at `at`; false (counted as a stray) when there is
     /// no such probe or it was answered already.
     pub fn answered(&mut self, seq: u64, at: Duration) -> bool {
-        match usize::try_from(seq).ok().and_then(|i| self.probes.get_mut(i)) {
+        match usize::try_from(seq)
+            .ok()
+            .and_then(|i| self.probes.get_mut(i))
+        {
             Some(p) if p.answered.is_none() => {
                 p.answered = Some(at.max(p.sent));
                 true
@@ -187,9 +191,7 @@ mod tests {
 
     #[test]
     fn the_schedule_is_fixed_rate_and_skips_rather_than_bursts() {
-        let s = Schedule {
-            interval: ms(100),
-        };
+        let s = Schedule { interval: ms(100) };
         assert_eq!(s.due(0), ms(0));
         assert_eq!(s.due(7), ms(700));
         // On time (a little after the due time): the next slot, nothing skipped.
@@ -270,7 +272,10 @@ mod tests {
         let added_p50 = added(idle.quantile_ms(0.5), udp.quantile_ms(0.5));
         assert_eq!(added_p50, Some(210.0 - 12.0));
         assert_eq!(added(None, Some(1.0)), None);
-        assert_eq!(log.phase(ms(5000), ms(6000), bound, true).lost_pct(true), None);
+        assert_eq!(
+            log.phase(ms(5000), ms(6000), bound, true).lost_pct(true),
+            None
+        );
         // The series: the mean of the probes sent in an interval.
         assert_eq!(mean_rtt_us(&log, ms(0), ms(200)), Some(10_500.0));
         assert_eq!(mean_rtt_us(&log, ms(800), ms(900)), None, "never answered");

@@ -136,8 +136,7 @@ pub struct RrulResult {
 /// test, then collects the outstanding answers. `stop()` is polled at least every 100 ms.
 pub fn run(cfg: &RrulConfig, stop: &dyn Fn() -> bool) -> Result<RrulResult, NetError> {
     cfg.validate()?;
-    let (tcp, probe_cc) =
-        probe::connect_tcp(cfg.tcp_echo, &cfg.bulk.cc, cfg.bulk.connect_timeout)?;
+    let (tcp, probe_cc) = probe::connect_tcp(cfg.tcp_echo, &cfg.bulk.cc, cfg.bulk.connect_timeout)?;
     let udp = probe::bind_udp(cfg.udp_echo)?;
     let finish = AtomicBool::new(false);
     let halt = AtomicBool::new(false);

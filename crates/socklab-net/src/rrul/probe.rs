@@ -170,13 +170,12 @@ impl Prober<'_> {
                             Some(seq) => {
                                 log.answered(seq, at);
                             }
-                            None => {
-                                return Err(NetError::Protocol {
-                                    peer,
-                                    detail: "a TCP probe came back changed: is it a socklab echo server?"
+                            None => return Err(NetError::Protocol {
+                                peer,
+                                detail:
+                                    "a TCP probe came back changed: is it a socklab echo server?"
                                         .into(),
-                                })
-                            }
+                            }),
                         }
                     }
                 }
@@ -204,7 +203,12 @@ impl Prober<'_> {
                         )));
                     }
                 }
-                Err(e) => return Err(NetError::io(format!("sending a TCP probe to {}", self.to), e)),
+                Err(e) => {
+                    return Err(NetError::io(
+                        format!("sending a TCP probe to {}", self.to),
+                        e,
+                    ))
+                }
             }
         }
         Ok(())
@@ -228,7 +232,10 @@ impl Prober<'_> {
                     Ok(_) => {}
                     Err(e) if is_send_drop(&e) => {}
                     Err(e) => {
-                        return Err(NetError::io(format!("sending a UDP probe to {}", self.to), e))
+                        return Err(NetError::io(
+                            format!("sending a UDP probe to {}", self.to),
+                            e,
+                        ))
                     }
                 }
                 let (next, skipped) = self.schedule.next(k, self.now());
