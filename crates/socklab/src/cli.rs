@@ -152,7 +152,7 @@ pub enum Command {
     #[command(
         after_help = concat!(
         "Examples:\n",
-        "  socklab lab --quick          # every suite, short (~2 min), then a report\n",
+        "  socklab lab --quick          # every suite, short (~3 min), then a report\n",
         "  socklab lab --suite writev   # one suite, full length\n",
         "  socklab lab --list           # the suites and what each reproduces\n",
         "  socklab lab --dry-run        # every suite's cells, runs and time",
