@@ -774,7 +774,7 @@ quick = { fixed = { bytes = "64K" } }
         let e = err("name = \"a\"\nworkload = \"bulkk\"\n");
         assert_eq!(
             e,
-            "x.toml:2: unknown workload 'bulkk': choose one of bulk, udp, pingpong, states, pipe, memcpy, transfer, load"
+            "x.toml:2: unknown workload 'bulkk': choose one of bulk, udp, pingpong, states, pipe, memcpy, transfer, load, rrul"
         );
         let e = err("name = \"a\"\nworkload = \"bulk\"\nreps = 0\n");
         assert_eq!(e, "x.toml:3: 'reps' must be a whole number of at least 1");

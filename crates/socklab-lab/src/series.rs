@@ -17,7 +17,7 @@ use crate::table::num;
 /// A live consumer of intervals while a repetition runs (the command line prints them).
 pub type LiveSink = Arc<dyn Fn(&Interval) + Send + Sync>;
 
-/// The metrics an interval may carry: TCP streams (bulk), then load runs.
+/// The metrics an interval may carry: TCP streams (bulk), then load runs, then rrul.
 pub const INTERVAL_METRICS: &[Metric] = &[
     m(
         "gbps",
@@ -241,6 +241,27 @@ pub const INTERVAL_METRICS: &[Metric] = &[
         "us",
         "max us",
         "response time, maximum",
+        Better::Lower,
+    ),
+    m(
+        "mbps",
+        "Mbit/s",
+        "Mbit/s",
+        "rrul: throughput of one direction in the interval, every stream of it together (bytes delivered x 8 / the interval's length)",
+        Better::Higher,
+    ),
+    m(
+        "probe_tcp_rtt_us",
+        "us",
+        "tcp probe us",
+        "rrul: mean RTT of the TCP probes sent in the interval",
+        Better::Lower,
+    ),
+    m(
+        "probe_udp_rtt_us",
+        "us",
+        "udp probe us",
+        "rrul: mean RTT of the UDP probes sent in the interval and answered",
         Better::Lower,
     ),
 ];

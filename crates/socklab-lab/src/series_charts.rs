@@ -28,9 +28,27 @@ struct Quantity {
     /// Negative values are drawn at 0 (the axis starts there; the caption says why).
     floor_zero: bool,
     caption: &'static str,
+    /// The name of a line, from its stream and direction.
+    line: fn(u32, &str) -> String,
 }
 
-const QUANTITIES: [Quantity; 6] = [
+fn per_stream(stream: u32, dir: &str) -> String {
+    format!("stream {stream} {dir}")
+}
+
+fn per_direction(_: u32, dir: &str) -> String {
+    format!("{dir} (every stream)")
+}
+
+fn tcp_probe(_: u32, _: &str) -> String {
+    "TCP probes".into()
+}
+
+fn udp_probe(_: u32, _: &str) -> String {
+    "UDP probes".into()
+}
+
+const QUANTITIES: [Quantity; 9] = [
     Quantity {
         metric: "gbps",
         title: "Throughput over time",
@@ -39,6 +57,7 @@ const QUANTITIES: [Quantity; 6] = [
         time_us: false,
         floor_zero: false,
         caption: "Throughput of each interval (bytes delivered, i.e. acknowledged by the receiver; for UDP the distinct datagrams' payloads that arrived, × 8 / the interval's length), drawn flat over the interval",
+        line: per_stream,
     },
     Quantity {
         metric: "srtt_us",
@@ -48,6 +67,7 @@ const QUANTITIES: [Quantity; 6] = [
         time_us: true,
         floor_zero: false,
         caption: "Smoothed RTT of the sending socket (TCP_INFO) at the end of each interval",
+        line: per_stream,
     },
     Quantity {
         metric: "req_per_s",
@@ -57,6 +77,7 @@ const QUANTITIES: [Quantity; 6] = [
         time_us: false,
         floor_zero: false,
         caption: "Requests completed per second of each interval, drawn flat over the interval",
+        line: per_stream,
     },
     Quantity {
         metric: "lat_p99_us",
@@ -66,6 +87,37 @@ const QUANTITIES: [Quantity; 6] = [
         time_us: true,
         floor_zero: false,
         caption: "99th percentile of the response time of the requests completed in each interval (open loop: from the intended send time)",
+        line: per_stream,
+    },
+    Quantity {
+        metric: "mbps",
+        title: "Throughput each way over time",
+        axis: "Mbit/s",
+        steps: true,
+        time_us: false,
+        floor_zero: false,
+        caption: "Throughput of each direction in each interval, every stream of it together (zero over the idle phase), drawn flat over the interval",
+        line: per_direction,
+    },
+    Quantity {
+        metric: "probe_tcp_rtt_us",
+        title: "TCP probe RTT over time",
+        axis: "TCP probe RTT",
+        steps: true,
+        time_us: true,
+        floor_zero: false,
+        caption: "Mean round trip of the TCP probes sent in each interval (idle phase, then beside the streams)",
+        line: tcp_probe,
+    },
+    Quantity {
+        metric: "probe_udp_rtt_us",
+        title: "UDP probe RTT over time",
+        axis: "UDP probe RTT",
+        steps: true,
+        time_us: true,
+        floor_zero: false,
+        caption: "Mean round trip of the UDP probes sent in each interval and answered (idle phase, then beside the streams)",
+        line: udp_probe,
     },
     Quantity {
         metric: "loss_pct",
@@ -75,6 +127,7 @@ const QUANTITIES: [Quantity; 6] = [
         time_us: false,
         floor_zero: true,
         caption: "Share of the datagrams each interval should have brought (how far the highest sequence number received advanced) that did not arrive, drawn flat over the interval; an interval where a datagram counted lost earlier arrived late is drawn at 0",
+        line: per_stream,
     },
     Quantity {
         metric: "jitter_us",
@@ -84,6 +137,7 @@ const QUANTITIES: [Quantity; 6] = [
         time_us: true,
         floor_zero: false,
         caption: "RFC 3550 interarrival jitter of the datagrams at the end of each interval (the receiver's running estimate)",
+        line: per_stream,
     },
 ];
 
@@ -182,7 +236,13 @@ fn cell_charts(out: &mut String, c: &CellStats) {
         let mut lines = Vec::new();
         let mut merged = false;
         for (colour, ((stream, dir), reps)) in streams.iter().enumerate() {
-            let name = format!("stream {stream} {dir}");
+            if !reps
+                .iter()
+                .any(|(_, rows)| rows.iter().any(|r| r.get(q.metric).is_some()))
+            {
+                continue;
+            }
+            let name = (q.line)(*stream, dir);
             let pts: Vec<Vec<Pt>> = reps
                 .iter()
                 .map(|(_, rows)| {

@@ -121,6 +121,13 @@ pub const SUITES: &[Suite] = &[
         unavailable: None,
         needs_root: true,
     },
+    Suite {
+        name: "rrul",
+        reproduces: "issue 17 item 6 / issue 19: latency under load (flent's RRUL) at 20 Mbit/s, FIFO queue limits 30, 300, 3000 packets turning into added delay, then 3000 with fq_codel curing it",
+        files: &[("rrul.toml", include_str!("../../../experiments/rrul.toml"))],
+        unavailable: None,
+        needs_root: true,
+    },
 ];
 
 /// Looks up a suite, or says which exist.
@@ -188,5 +195,54 @@ mod tests {
             let e = lossy.plans(true).unwrap_err().to_string();
             assert!(e.contains("needs root"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_rrul_suite_grows_the_queue_then_cures_it() {
+        let rrul = suite("rrul").unwrap();
+        assert!(rrul.needs_root);
+        if !socklab_sys::netns::is_root() {
+            let e = rrul.plans(true).unwrap_err().to_string();
+            assert!(e.contains("needs root"), "{e}");
+            return;
+        }
+        let links = |p: &Plan| -> Vec<String> {
+            p.cells
+                .iter()
+                .map(|c| {
+                    c.workload
+                        .params()
+                        .get("link")
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        };
+        let full = &rrul.plans(false).unwrap()[0];
+        assert_eq!((full.cells.len(), full.reps, full.warmup), (4, 5, 1));
+        assert_eq!(
+            links(full),
+            [
+                "delay 2ms rate 20mbit limit 30",
+                "delay 2ms rate 20mbit limit 300",
+                "delay 2ms rate 20mbit limit 3000",
+                "delay 2ms rate 20mbit limit 3000 aqm fq_codel"
+            ]
+        );
+        let p = full.cells[0].workload.params();
+        assert_eq!(
+            (
+                p.get("idle"),
+                p.get("duration"),
+                p.get("streams"),
+                p.get("cc")
+            ),
+            (Some("2s"), Some("10s"), Some("4"), Some("cubic"))
+        );
+        let quick = &rrul.plans(true).unwrap()[0];
+        assert_eq!((quick.cells.len(), quick.reps, quick.warmup), (4, 2, 0));
+        assert_eq!(links(quick), links(full), "the same four cells");
+        let q = quick.cells[3].workload.params();
+        assert_eq!((q.get("idle"), q.get("duration")), (Some("1s"), Some("3s")));
     }
 }

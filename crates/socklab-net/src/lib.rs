@@ -32,6 +32,7 @@ pub mod payload;
 pub mod pingpong;
 pub mod protocol;
 pub mod reference;
+pub mod rrul;
 pub mod send;
 pub mod series;
 pub mod server;

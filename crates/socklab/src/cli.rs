@@ -152,7 +152,7 @@ pub enum Command {
     #[command(
         after_help = concat!(
         "Examples:\n",
-        "  socklab lab --quick          # every suite, short (~2 min), then a report\n",
+        "  socklab lab --quick          # every suite, short (~3 min), then a report\n",
         "  socklab lab --suite writev   # one suite, full length\n",
         "  socklab lab --list           # the suites and what each reproduces\n",
         "  socklab lab --dry-run        # every suite's cells, runs and time",
@@ -185,6 +185,10 @@ pub enum Command {
     /// Run one of the server designs of UNP ch. 30 (or a modern one) until SIGINT/SIGTERM.
     #[command(after_help = crate::serve::AFTER_HELP)]
     Serve(Box<crate::serve::ServeArgs>),
+    /// Latency under load (flent's RRUL): TCP and UDP probes idle, then beside TCP streams
+    /// up and down, over an emulated link; the latency the load added, throughput each way.
+    #[command(after_help = crate::rrul::AFTER_HELP)]
+    Rrul(Box<crate::rrul::RrulArgs>),
     /// Load-test a server (wrk2/ab-class): stevens, echo or HTTP; closed or open loop.
     #[command(after_help = crate::load::AFTER_HELP)]
     Load(Box<crate::load::LoadArgs>),

@@ -1,7 +1,7 @@
 //! `--dry-run` and the time a plan will take: what a command would run, said before it runs.
 //!
 //! A plan knows its cells and repetitions; a cell's parameters bound its time when they hold a
-//! `duration` (bulk, load: the run lasts that long) or a `timeout` (transfer: a repetition
+//! `duration` (bulk, load, rrul with its `idle`: the run lasts that long) or a `timeout` (transfer: a repetition
 //! that has not finished by then fails). Count-bounded runs (`--iterations`, `--count`,
 //! `--requests`) have no bound known in advance.
 
@@ -47,6 +47,11 @@ pub fn estimate(plan: &Plan) -> Estimate {
         let load_counted = counted("requests") || counted("conn_requests") || counted("loops");
         let (duration, bound) = match cell.workload.kind() {
             "bulk" => (get("duration"), get("duration")),
+            // The idle phase, then the loaded one.
+            "rrul" => {
+                let d = get("idle").zip(get("duration")).map(|(i, d)| i + d);
+                (d, d)
+            }
             "udp" => match &cell.workload {
                 socklab_lab::workload::Workload::Udp(u) => {
                     let (lo, hi) = u.time_bounds();

@@ -8,6 +8,7 @@ mod load;
 mod netem;
 mod netem_check;
 mod progress;
+mod rrul;
 mod serve;
 mod transfer;
 mod udp;
@@ -67,6 +68,7 @@ fn main() -> ExitCode {
         Command::Netem(a) => netem::netem(*a, dry),
         Command::Serve(a) => serve::serve(*a, dry),
         Command::Load(a) => load::load(*a, dry),
+        Command::Rrul(a) => rrul::rrul(*a, dry),
         Command::Hosts(h) => hosts::hosts(h, dry),
     };
     if cli.until_eof && result.is_ok() {

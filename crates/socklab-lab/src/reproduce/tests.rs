@@ -411,6 +411,11 @@ fn every_cell_a_seed_asks_for_is_in_its_suite() {
                 .map(|m| (m, 1.0))
                 .to_vec()
             });
+            // The rrul suite reproduces an issue's figure, not a seed: no section beside one.
+            if *file == "rrul.toml" {
+                assert!(comparison(&st).is_none(), "rrul has no seed");
+                continue;
+            }
             let c = comparison(&st).unwrap_or_else(|| panic!("{suite}/{file}: no seed found"));
             for f in c.findings {
                 assert!(!f.why.contains("has no cell"), "{file}: {}", f.line());

@@ -16,6 +16,7 @@
 //! | `transfer` | [`transfer`] | [`transfer::KEYS`] and the link keys |
 //! | `load` | [`load`] | [`load::KEYS`] |
 //! | `udp` | [`udp`] | [`udp::KEYS`] and the link keys |
+//! | `rrul` | [`rrul`] | [`rrul::KEYS`] and the link keys |
 
 pub mod bulk;
 pub mod judge;
@@ -24,6 +25,7 @@ pub mod link;
 pub mod load;
 pub mod pingpong;
 pub mod reference;
+pub mod rrul;
 pub mod states;
 pub mod transfer;
 pub mod udp;
@@ -274,6 +276,7 @@ workloads! {
     Memcpy => reference::MemcpySpec,
     Transfer => transfer::TransferSpec,
     Load => load::LoadSpec,
+    Rrul => rrul::RrulSpec,
 }
 
 /// The workload names.

@@ -7,7 +7,7 @@ fn every_kind_is_registered_once() {
     let k = kinds();
     assert_eq!(
         k,
-        ["bulk", "udp", "pingpong", "states", "pipe", "memcpy", "transfer", "load"]
+        ["bulk", "udp", "pingpong", "states", "pipe", "memcpy", "transfer", "load", "rrul"]
     );
     let mut sorted = k.clone();
     sorted.sort();
@@ -105,7 +105,11 @@ fn baselines_and_contexts_come_from_the_workload() {
 fn summary_columns_follow_the_registry_and_are_known_metrics() {
     let cols = table_columns();
     assert_eq!(&cols[..3], ["writes", "reads", "bytes_per_read"]);
-    assert_eq!(cols.last(), Some(&"errors"));
+    assert_eq!(
+        cols.last(),
+        Some(&"udp_loss_loaded_pct"),
+        "rrul's, registered last"
+    );
     assert_eq!(
         cols.iter().filter(|c| **c == "reads").count(),
         1,

@@ -110,6 +110,10 @@ pub struct BulkResult {
     pub series: SeriesOutput,
     /// Each stream's figures, by index.
     pub streams: Vec<StreamStats>,
+    /// When the streams started (the barrier: every connection had its READY), on this
+    /// machine's monotonic clock; `None` for a result not made by a run. A caller running
+    /// something beside the test (the rrul probes) places the test on its own timeline by it.
+    pub started: Option<std::time::Instant>,
 }
 
 impl BulkResult {
@@ -180,6 +184,7 @@ impl BulkResult {
             verified,
             series,
             streams,
+            started: None,
         }
     }
 }

@@ -507,7 +507,10 @@ fn merge(cfg: &BulkConfig, payload: &Payload, o: Outcome) -> Result<BulkResult, 
             });
         }
     }
-    Ok(BulkResult::from_streams(streams, o.series))
+    Ok(BulkResult {
+        started: Some(o.t0),
+        ..BulkResult::from_streams(streams, o.series)
+    })
 }
 
 /// The sink's side of a down stream, from its RESULT.

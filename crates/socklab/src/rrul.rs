@@ -1,0 +1,164 @@
+//! `socklab rrul`: latency under load (flent's RRUL, socklab's way) as a plan of `rrul` cells,
+//! one per `--link` (and per `--streams`, `--cc`), stored and printed like `socklab bulk`.
+
+use clap::Args;
+use socklab_lab::params::Params;
+use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::store::Store;
+use socklab_lab::workload::rrul;
+use socklab_sys::process::install_interrupt_flag;
+
+use crate::cli::{DbArg, LinkArgs, SummaryFormat};
+use crate::commands::{command_line, parse_order, run_and_print, usage, Failure};
+use crate::dryrun;
+
+/// The examples and notes under `socklab rrul --help`.
+pub const AFTER_HELP: &str = concat!(
+    "Examples:\n",
+    "  socklab rrul --link \"rate 20mbit limit 3000\" \\\n",
+    "      --link \"rate 20mbit limit 3000 aqm codel\"   # as root: bloat, cured\n",
+    "  socklab rrul --link \"rate 20mbit delay 5ms limit 300\" --streams 2 \\\n",
+    "      --idle 1s --duration 4s --reps 3 --warmup 0\n",
+    "  socklab rrul --duration 2s --idle 1s --reps 1   # loopback, no root\n",
+    "  socklab lab --suite rrul      # as root; about 6 min\n",
+    "\n",
+    "Each repetition probes the path alone first (--idle: a 64-byte ping-pong on one TCP connection with TCP_NODELAY and one on a UDP socket, every --probe-interval), then beside --streams TCP streams up and as many down (--duration; the same BULK/2 bidir test as socklab bulk --bidir), and reports the probes' round trips idle and loaded (p50, p99), the latency the load added (loaded - idle; the primary metric is the TCP probes' median), the throughput each way and the UDP probes' loss. A UDP probe not answered within --probe-timeout is lost. The sink and the echo servers run on the link's server side. --link may be given several times (or as a comma list): one cell each; --link-back applies to all. The link needs the tun or netem driver (root): udp-proxy relays UDP only. The time series (throughput each way, the probes' RTT) is stored (socklab results series) and drawn in the report as flent does. See docs/rrul.md.\n\n",
+    "Exit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+);
+
+/// `socklab rrul` arguments.
+#[derive(Debug, Args)]
+pub struct RrulArgs {
+    /// The emulated link (netem syntax, both directions unless --link-back); repeat it, or
+    /// give a comma list, for a cell per link. Without it: loopback.
+    #[arg(long, value_name = "SPEC")]
+    pub link: Vec<String>,
+    /// Impairments of the server → client direction, if different ("" for none).
+    #[arg(long, value_name = "SPEC")]
+    pub link_back: Option<String>,
+    /// auto (netem where the kernel has it, else tun), tun, netem (udp-proxy relays UDP only).
+    #[arg(long, default_value = "auto")]
+    pub driver: String,
+    /// Seed of the emulator's random decisions.
+    #[arg(long = "link-seed", default_value_t = 1, value_name = "N")]
+    pub link_seed: u64,
+    /// MTU of the emulated link.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// Record every packet entering the emulator into this pcapng file (tun driver).
+    #[arg(long, value_name = "FILE.pcapng")]
+    pub capture: Option<std::path::PathBuf>,
+    /// Bytes kept of each captured packet.
+    #[arg(long, value_name = "BYTES", default_value_t = socklab_net::link::capture::DEFAULT_SNAPLEN)]
+    pub capture_snaplen: u32,
+    /// Largest capture file.
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub capture_limit: String,
+    /// TCP streams each way in the loaded phase (list allowed: a cell each).
+    #[arg(long, short = 'P', value_delimiter = ',', value_name = "N", default_value = rrul::STREAMS.default)]
+    pub streams: Vec<String>,
+    /// The loaded phase's length.
+    #[arg(long, short = 't', value_name = "D", default_value = rrul::DURATION.default)]
+    pub duration: String,
+    /// The idle phase's length (probes alone).
+    #[arg(long, value_name = "D", default_value = rrul::IDLE.default)]
+    pub idle: String,
+    /// Time between probes of each kind.
+    #[arg(long, value_name = "D", default_value = rrul::PROBE_INTERVAL.default)]
+    pub probe_interval: String,
+    /// A UDP probe not answered within this is lost (a TCP one is late).
+    #[arg(long, value_name = "D", default_value = rrul::PROBE_TIMEOUT.default)]
+    pub probe_timeout: String,
+    /// The time series' interval.
+    #[arg(long, value_name = "D", default_value = rrul::INTERVAL.default)]
+    pub interval: String,
+    /// Congestion control of the streams and the TCP probe (always set and recorded; list
+    /// allowed: a cell each).
+    #[arg(long, value_delimiter = ',', default_value = rrul::CC.default)]
+    pub cc: Vec<String>,
+    /// Measured repetitions per cell.
+    #[arg(long, short, default_value_t = 3)]
+    pub reps: usize,
+    /// Warm-up repetitions per cell (stored, excluded from statistics).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Run order: interleaved, random (seeded), sequential.
+    #[arg(long, default_value = "interleaved")]
+    pub order: String,
+    /// Seed of --order random.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Experiment name in the store.
+    #[arg(long, default_value = "rrul")]
+    pub name: String,
+    #[command(flatten)]
+    pub format: SummaryFormat,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+impl RrulArgs {
+    /// The link flags in the shape the other commands share (the links joined as one list).
+    fn link_args(&self) -> LinkArgs {
+        LinkArgs {
+            link: (!self.link.is_empty()).then(|| self.link.join(",")),
+            link_back: self.link_back.clone(),
+            driver: self.driver.clone(),
+            link_seed: self.link_seed,
+            mtu: self.mtu,
+            capture: self.capture.clone(),
+            capture_snaplen: self.capture_snaplen,
+            capture_limit: self.capture_limit.clone(),
+        }
+    }
+}
+
+fn list_axis(group: &mut Group, key: &str, vals: &[String]) {
+    if vals.len() == 1 {
+        group.fixed.set(key, vals[0].clone());
+    } else {
+        group.axes.push(Axis::single(key, vals.iter().cloned()));
+    }
+}
+
+/// The plan of `socklab rrul`.
+pub fn plan(a: &RrulArgs) -> Result<Plan, Failure> {
+    if a.link_back.is_some() && a.link.is_empty() {
+        return Err(usage(
+            "--link-back needs --link: the server → client direction of which link?",
+        ));
+    }
+    let mut fixed = Params::new();
+    fixed.set("duration", a.duration.clone());
+    fixed.set("idle", a.idle.clone());
+    fixed.set("probe_interval", a.probe_interval.clone());
+    fixed.set("probe_timeout", a.probe_timeout.clone());
+    fixed.set("interval", a.interval.clone());
+    let mut group = Group::new("rrul", fixed);
+    list_axis(&mut group, "streams", &a.streams);
+    list_axis(&mut group, "cc", &a.cc);
+    a.link_args().add_to(&mut group);
+    let order = parse_order(&a.order, a.seed)?;
+    Ok(Plan::build(
+        &a.name,
+        "",
+        &[group],
+        a.reps,
+        a.warmup,
+        order,
+        &command_line(),
+    )?)
+}
+
+/// `socklab rrul`.
+pub fn rrul(a: RrulArgs, dry: bool) -> Result<(), Failure> {
+    let plan = plan(&a)?;
+    let capture = a.link_args().workload_capture()?;
+    if dry {
+        return dryrun::print_plan(&plan);
+    }
+    let mut store = Store::open(&a.db.db)?;
+    install_interrupt_flag()?;
+    let hosts = socklab_lab::hosts::HostPlan::default();
+    run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
+}
