@@ -71,8 +71,18 @@ impl Stats {
         self.queue_delay_max_ns = self.queue_delay_max_ns.max(o.queue_delay_max_ns);
     }
 
-    /// What happened between `earlier` and `self` (a maximum cannot be differenced: the
-    /// lifetime one is kept).
+    /// `self += other` for the counts, leaving `self`'s maximum as it is: how a driver folds a
+    /// retired model (one replaced by a new spec) into its totals, so the maximum it reports
+    /// is that of the models since the link was last specified, not of the link's life (the
+    /// lab specifies the link afresh for every repetition).
+    pub fn add_counts(&mut self, o: &Stats) {
+        let max = self.queue_delay_max_ns;
+        self.add(o);
+        self.queue_delay_max_ns = max;
+    }
+
+    /// What happened between `earlier` and `self` (a maximum cannot be differenced: `self`'s
+    /// is kept, which the drivers take since the link was last specified).
     pub fn since(&self, e: &Stats) -> Stats {
         Stats {
             packets_in: self.packets_in.saturating_sub(e.packets_in),

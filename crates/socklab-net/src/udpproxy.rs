@@ -131,8 +131,9 @@ impl UdpProxy {
                                 let _ = self.front.send_to(&p, c);
                             }
                         }
-                        add_stats(&mut base.forward, fwd.stats());
-                        add_stats(&mut base.backward, bwd.stats());
+                        // The old models' worst wait stays with the spec it ran under.
+                        base.forward.add_counts(fwd.stats());
+                        base.backward.add_counts(bwd.stats());
                         fwd = Emulator::new(f, seed).udp_payloads();
                         bwd = Emulator::new(b, seed.wrapping_add(1)).udp_payloads();
                     }

@@ -228,3 +228,49 @@ fn every_route_starts_the_relay_from_the_seed_so_runs_repeat_the_same_decisions(
     let total = link.stop().unwrap();
     assert_eq!(total.forward.stats.packets_in, 90);
 }
+
+/// The worst wait at the bottleneck is reported since the link was last specified: a new
+/// spec (the lab's next repetition or cell) does not inherit the previous one's maximum,
+/// while the counts go on adding up.
+#[test]
+fn the_worst_queue_wait_starts_afresh_with_a_new_spec() {
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    // The relay's rate counts payload: 4-byte datagrams at 100 kbit/s take 320 µs each, so
+    // 200 sent in bursts of 20 every 2 ms queue for tens of ms.
+    let mut link = proxy_link("rate 100kbit limit 1000", Some("none"), 1);
+    let via = link.route(rx.local_addr().unwrap()).unwrap();
+    assert_eq!(send_and_collect(via, &rx, 200).len(), 200);
+    let first = link.report();
+    let bloated = first.forward.stats.queue_delay_max_ns;
+    assert!(bloated > 5_000_000, "a queue formed: {bloated} ns");
+    link.set(&LinkPair::parse("rate 1000mbit limit 1000", Some("none")).unwrap())
+        .unwrap();
+    let got = {
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut got = 0;
+        let mut buf = [0u8; 64];
+        rx.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        for i in 0..20u32 {
+            tx.send_to(&i.to_be_bytes(), via).unwrap();
+            if rx.recv(&mut buf).is_ok() {
+                got += 1;
+            }
+        }
+        got
+    };
+    assert_eq!(got, 20);
+    // The relay publishes its counts after it has sent: wait for the last one (bounded).
+    let t0 = std::time::Instant::now();
+    let mut r = link.report();
+    while r.forward.stats.packets_in < 220 && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+        r = link.report();
+    }
+    assert_eq!(r.forward.stats.packets_in, 220, "the counts add up");
+    let fresh = r.since(&first).forward.stats.queue_delay_max_ns;
+    assert!(
+        fresh < bloated / 10,
+        "the new spec's worst wait ({fresh} ns) is its own, not the old one's ({bloated} ns)"
+    );
+}

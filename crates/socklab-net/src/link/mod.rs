@@ -181,7 +181,8 @@ impl DirReport {
         DirReport {
             stats: self.stats.since(&earlier.stats),
             late: self.late.saturating_sub(earlier.late),
-            // A maximum cannot be differenced: keep the lifetime one.
+            // A maximum cannot be differenced: keep `self`'s, which the drivers take since
+            // the link was last specified (every repetition in the lab).
             max_lag_ns: self.max_lag_ns,
             lag_sum_ns: self.lag_sum_ns.saturating_sub(earlier.lag_sum_ns),
             write_errors: self.write_errors.saturating_sub(earlier.write_errors),
