@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
     long_about = "A Linux socket performance laboratory: bulk throughput by write strategy and buffer size, with statistics over repetitions, every result stored in SQLite, and reports.",
     after_help = concat!(
         "Examples:\n",
-        "  socklab lab --quick           # the quick suites: tables, a report (~2 min)\n",
+        "  socklab lab --quick           # the quick suites: tables, a report (~3 min)\n",
         "  socklab bulk --strategy write,writev,single --nbufs 15,30,60 \\\n",
         "      --bufsize 100,50,25 --iterations 20000\n",
         "  socklab sink --port 5001      # a server that reads and counts\n",
