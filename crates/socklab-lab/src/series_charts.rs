@@ -30,6 +30,8 @@ struct Quantity {
     caption: &'static str,
     /// The name of a line, from its stream and direction.
     line: fn(u32, &str) -> String,
+    /// What the colours tell apart, for the caption.
+    colours: &'static str,
 }
 
 fn per_stream(stream: u32, dir: &str) -> String {
@@ -58,6 +60,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "Throughput of each interval (bytes delivered, i.e. acknowledged by the receiver; for UDP the distinct datagrams' payloads that arrived, × 8 / the interval's length), drawn flat over the interval",
         line: per_stream,
+        colours: "one colour per stream",
     },
     Quantity {
         metric: "srtt_us",
@@ -68,6 +71,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "Smoothed RTT of the sending socket (TCP_INFO) at the end of each interval",
         line: per_stream,
+        colours: "one colour per stream",
     },
     Quantity {
         metric: "req_per_s",
@@ -78,6 +82,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "Requests completed per second of each interval, drawn flat over the interval",
         line: per_stream,
+        colours: "one colour per stream",
     },
     Quantity {
         metric: "lat_p99_us",
@@ -88,6 +93,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "99th percentile of the response time of the requests completed in each interval (open loop: from the intended send time)",
         line: per_stream,
+        colours: "one colour per stream",
     },
     Quantity {
         metric: "mbps",
@@ -98,6 +104,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "Throughput of each direction in each interval, every stream of it together (zero over the idle phase), drawn flat over the interval",
         line: per_direction,
+        colours: "one colour per direction",
     },
     Quantity {
         metric: "probe_tcp_rtt_us",
@@ -108,6 +115,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "Mean round trip of the TCP probes sent in each interval (idle phase, then beside the streams)",
         line: tcp_probe,
+        colours: "one line for the probes",
     },
     Quantity {
         metric: "probe_udp_rtt_us",
@@ -118,6 +126,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "Mean round trip of the UDP probes sent in each interval and answered (idle phase, then beside the streams)",
         line: udp_probe,
+        colours: "one line for the probes",
     },
     Quantity {
         metric: "loss_pct",
@@ -128,6 +137,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: true,
         caption: "Share of the datagrams each interval should have brought (how far the highest sequence number received advanced) that did not arrive, drawn flat over the interval; an interval where a datagram counted lost earlier arrived late is drawn at 0",
         line: per_stream,
+        colours: "one colour per stream",
     },
     Quantity {
         metric: "jitter_us",
@@ -138,6 +148,7 @@ const QUANTITIES: [Quantity; 9] = [
         floor_zero: false,
         caption: "RFC 3550 interarrival jitter of the datagrams at the end of each interval (the receiver's running estimate)",
         line: per_stream,
+        colours: "one colour per stream",
     },
 ];
 
@@ -284,7 +295,7 @@ fn cell_charts(out: &mut String, c: &CellStats) {
             }
         }
         let title = format!("{}: {}", q.title, c.cell.label);
-        let mut caption = format!("{} ({}), one colour per stream", q.caption, c.cell.label);
+        let mut caption = format!("{} ({}), {}", q.caption, c.cell.label, q.colours);
         if nreps >= 2 {
             caption.push_str(&format!(
                 "; thin light lines: each of the {nreps} measured repetitions, bold line: their mean interval by interval"
