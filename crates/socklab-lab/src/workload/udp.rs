@@ -449,7 +449,7 @@ impl Spec for UdpSpec {
         let test =
             |rate: u64, duration: Duration, live: bool| -> Result<(TestRun, LinkRun), LabError> {
                 let (r, link_run) = res.in_client(in_link, || {
-                    self.one_test(res, &key, to, rate, duration, live, stop)
+                    self.one_test(res, (&key, to), (rate, duration), live, stop)
                 })?;
                 Ok((r.map_err(|e| LabError::run(label, e))?, link_run))
             };
@@ -597,13 +597,13 @@ impl UdpSpec {
         }
     }
 
+    /// One test at `rate` for `duration` against the receiver `key` reached at `to`; `live`:
+    /// its intervals are printed as they close.
     fn one_test(
         &self,
         res: &Resources,
-        key: &ServerKey,
-        to: SocketAddr,
-        rate: u64,
-        duration: Duration,
+        (key, to): (&ServerKey, SocketAddr),
+        (rate, duration): (u64, Duration),
         live: bool,
         stop: &dyn Fn() -> bool,
     ) -> Result<TestRun, socklab_net::NetError> {
