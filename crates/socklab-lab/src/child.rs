@@ -28,6 +28,8 @@ struct Printed {
     stats: Option<ServeReport>,
     /// `REPORT` lines not yet taken by [`ServerChild::wait_report`].
     reports: Vec<serde_json::Value>,
+    /// `INTERVAL` lines not yet taken by [`IntervalFeed::take`].
+    intervals: Vec<serde_json::Value>,
     /// Its stdout closed (it ended).
     closed: bool,
     usage: Option<Usage>,
@@ -47,6 +49,27 @@ type Shared = Arc<(Mutex<Printed>, Condvar)>;
 
 /// Most `REPORT` lines kept for [`ServerChild::wait_report`] (the oldest go first).
 const MAX_REPORTS: usize = 1024;
+/// Most `INTERVAL` lines kept for [`IntervalFeed::take`] (the oldest go first).
+const MAX_INTERVAL_LINES: usize = 4096;
+
+/// The `INTERVAL` lines of a server child, as they are printed (`socklab sink --udp
+/// --interval`).
+#[derive(Debug, Clone)]
+pub struct IntervalFeed(Shared);
+
+impl IntervalFeed {
+    /// Takes the lines that `pick` accepts printed so far, in the order printed.
+    pub fn take(&self, pick: &dyn Fn(&serde_json::Value) -> bool) -> Vec<serde_json::Value> {
+        let Ok(mut p) = self.0 .0.lock() else {
+            return Vec::new();
+        };
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut p.intervals)
+            .into_iter()
+            .partition(|v| pick(v));
+        p.intervals = kept;
+        taken
+    }
+}
 
 /// How a server child ended: status, CPU accounting (itself and the children it reaped, from
 /// `wait4`), and what it reported.
@@ -223,6 +246,14 @@ impl ServerChild {
                         p.reports.push(v);
                         slot.1.notify_all();
                     }
+                    Some(ChildLine::Interval(v)) => {
+                        // Taken as the test goes; a reader that never takes them keeps the
+                        // newest (the report carries every interval anyway).
+                        if p.intervals.len() == MAX_INTERVAL_LINES {
+                            p.intervals.remove(0);
+                        }
+                        p.intervals.push(v);
+                    }
                     Some(ChildLine::Usage(u)) => p.usage = Some(u),
                     _ => {}
                 }
@@ -328,6 +359,12 @@ impl ServerChild {
             let slice = (deadline - now).min(Duration::from_millis(100));
             p = cv.wait_timeout(p, slice).ok()?.0;
         }
+    }
+
+    /// A handle on its `INTERVAL` lines that another thread may hold while this one waits
+    /// (see [`IntervalFeed::take`]).
+    pub fn interval_feed(&self) -> IntervalFeed {
+        IntervalFeed(self.printed.clone())
     }
 
     /// Stops it (SIGTERM here, its stdin closed on another host): an error if it had already

@@ -275,6 +275,15 @@ impl Resources {
         c.wait_report(wait, pick, stop)
     }
 
+    /// The `INTERVAL` lines of kept server `key` as they are printed (see
+    /// [`crate::child::IntervalFeed`]); `None` when there is no such server.
+    pub fn server_intervals(&self, key: &ServerKey) -> Option<crate::child::IntervalFeed> {
+        self.servers
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, c)| c.interval_feed())
+    }
+
     /// Starts a server for one repetition (`socklab <args>`): on the server host, or here (in
     /// the link's server namespace when `in_link`); the caller stops it.
     pub fn spawn(&mut self, args: &[&str], in_link: bool) -> Result<ServerChild, LabError> {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use socklab_net::load::LoadInterval;
 use socklab_net::series::TcpInterval;
+use socklab_net::udpbulk::stats::Interval as UdpInterval;
 use socklab_net::udpbulk::TestReport as UdpReport;
 
 use crate::metric::{m, Better, Metric};
@@ -360,58 +361,65 @@ pub fn tcp_interval(i: &TcpInterval) -> Interval {
 /// receiver's clock), and the last interval ends at the last arrival. Gbit/s counts whole UDP
 /// payloads of the distinct datagrams (the end-of-test markers in the last interval too).
 pub fn udp_intervals(r: &UdpReport, interval: Duration) -> Vec<Interval> {
-    let step_ns = interval.as_nanos();
-    let step = interval.as_secs_f64();
     let span = r.last_arrival_ns.saturating_sub(r.first_arrival_ns) as f64 / 1e9;
     let n = r.intervals.len();
     r.intervals
         .iter()
         .enumerate()
-        .map(|(k, u)| {
-            let start_s = (k as u128 * step_ns) as f64 / 1e9;
-            let end_s = if k + 1 == n {
-                span.clamp(start_s, start_s + step)
-            } else {
-                start_s + step
-            };
-            let c = &u.counts;
-            let lost = u.expected as f64 - c.unique as f64;
-            let mut values: Vec<(MetricName, f64)> = Vec::with_capacity(8);
-            if end_s > start_s {
-                values.push((
-                    "gbps".into(),
-                    c.bytes as f64 * 8.0 / (end_s - start_s) / 1e9,
-                ));
-            }
-            values.extend(
-                [
-                    ("bytes", c.bytes as f64),
-                    ("datagrams", c.unique as f64),
-                    ("lost", lost),
-                ]
-                .map(|(n, v)| (MetricName::from(n), v)),
-            );
-            if u.expected > 0 {
-                values.push(("loss_pct".into(), 100.0 * lost / u.expected as f64));
-            }
-            values.extend(
-                [
-                    ("duplicates", c.duplicates as f64),
-                    ("reordered", c.reordered as f64),
-                    ("jitter_us", u.jitter_ns / 1000.0),
-                ]
-                .map(|(n, v)| (MetricName::from(n), v)),
-            );
-            Interval {
-                stream: 0,
-                direction: Direction::Up,
-                start_s,
-                end_s,
-                omitted: false,
-                values,
-            }
-        })
+        .map(|(k, u)| udp_interval(k, u, interval, (k + 1 == n).then_some(span)))
         .collect()
+}
+
+/// Interval `k` of a UDP test (see [`udp_intervals`]); `last_arrival_s`: it is the test's last
+/// and ends there (else it lasts the whole `interval`).
+pub fn udp_interval(
+    k: usize,
+    u: &UdpInterval,
+    interval: Duration,
+    last_arrival_s: Option<f64>,
+) -> Interval {
+    let step = interval.as_secs_f64();
+    let start_s = (k as u128 * interval.as_nanos()) as f64 / 1e9;
+    let end_s = match last_arrival_s {
+        Some(span) => span.clamp(start_s, start_s + step),
+        None => start_s + step,
+    };
+    let c = &u.counts;
+    let lost = u.expected as f64 - c.unique as f64;
+    let mut values: Vec<(MetricName, f64)> = Vec::with_capacity(8);
+    if end_s > start_s {
+        values.push((
+            "gbps".into(),
+            c.bytes as f64 * 8.0 / (end_s - start_s) / 1e9,
+        ));
+    }
+    values.extend(
+        [
+            ("bytes", c.bytes as f64),
+            ("datagrams", c.unique as f64),
+            ("lost", lost),
+        ]
+        .map(|(n, v)| (MetricName::from(n), v)),
+    );
+    if u.expected > 0 {
+        values.push(("loss_pct".into(), 100.0 * lost / u.expected as f64));
+    }
+    values.extend(
+        [
+            ("duplicates", c.duplicates as f64),
+            ("reordered", c.reordered as f64),
+            ("jitter_us", u.jitter_ns / 1000.0),
+        ]
+        .map(|(n, v)| (MetricName::from(n), v)),
+    );
+    Interval {
+        stream: 0,
+        direction: Direction::Up,
+        start_s,
+        end_s,
+        omitted: false,
+        values,
+    }
 }
 
 /// A load run's interval in the lab's vocabulary (stream 0; the requests go up).
@@ -540,7 +548,7 @@ pub fn live_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use socklab_net::udpbulk::stats::{Counts, Interval as UdpInterval};
+    use socklab_net::udpbulk::stats::Counts;
 
     fn tcp(start: u64, end: u64, bytes: u64, omitted: bool) -> TcpInterval {
         TcpInterval {

@@ -8,6 +8,7 @@
 //! | `EFFECTIVE k=v k=v …` | once, the server-side socket options as the kernel reported them |
 //! | `STATS {json}` | at exit, `socklab serve`'s [`ServeReport`] |
 //! | `REPORT {json}` | per test a server measured (`socklab sink --udp`: a [`crate::udpbulk::TestReport`]) |
+//! | `INTERVAL {json}` | `socklab sink --udp --interval`: each interval of a test as it closes, `{"test_id": …, "index": k, "interval": {…}}` (a [`crate::udpbulk::stats::Interval`]) |
 //! | `USAGE user_us=… sys_us=… nvcsw=… nivcsw=… maxrss_kib=…` | at exit, a role started by a controller on another host (`--until-eof`): its own rusage, itself plus reaped children (where the controller cannot `wait4`) |
 
 use std::fmt;
@@ -27,6 +28,8 @@ pub const USAGE: &str = "USAGE ";
 pub use crate::server::report::STATS_PREFIX as STATS;
 /// Prefix of a per-test report line.
 pub const REPORT: &str = "REPORT ";
+/// Prefix of a live interval line.
+pub const INTERVAL: &str = "INTERVAL ";
 
 /// One line of the protocol.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +42,8 @@ pub enum ChildLine {
     Stats(Box<ServeReport>),
     /// `REPORT {json}`: one test's report, as JSON (the workload that asked reads its type).
     Report(serde_json::Value),
+    /// `INTERVAL {json}`: one closed interval of a test, as JSON.
+    Interval(serde_json::Value),
     /// `USAGE user_us=… sys_us=… nvcsw=… nivcsw=… maxrss_kib=…`.
     Usage(Usage),
 }
@@ -63,6 +68,9 @@ impl ChildLine {
         }
         if let Some(j) = line.strip_prefix(REPORT) {
             return serde_json::from_str(j).ok().map(ChildLine::Report);
+        }
+        if let Some(j) = line.strip_prefix(INTERVAL) {
+            return serde_json::from_str(j).ok().map(ChildLine::Interval);
         }
         if let Some(kv) = line.strip_prefix(USAGE) {
             return parse_usage(kv).map(ChildLine::Usage);
@@ -92,6 +100,7 @@ impl fmt::Display for ChildLine {
             }
             ChildLine::Stats(r) => f.write_str(&r.stats_line()),
             ChildLine::Report(v) => write!(f, "{REPORT}{v}"),
+            ChildLine::Interval(v) => write!(f, "{INTERVAL}{v}"),
             ChildLine::Usage(u) => write!(
                 f,
                 "{USAGE}user_us={} sys_us={} nvcsw={} nivcsw={} maxrss_kib={}",
@@ -229,5 +238,9 @@ mod tests {
         let r = ChildLine::Report(serde_json::json!({"test_id": 7u64}));
         assert_eq!(r.to_string(), r#"REPORT {"test_id":7}"#);
         assert_eq!(ChildLine::parse(&r.to_string()), Some(r));
+        assert_eq!(ChildLine::parse("INTERVAL {broken"), None);
+        let i = ChildLine::Interval(serde_json::json!({"test_id": 7u64, "index": 2}));
+        assert_eq!(i.to_string(), r#"INTERVAL {"index":2,"test_id":7}"#);
+        assert_eq!(ChildLine::parse(&i.to_string()), Some(i));
     }
 }

@@ -104,19 +104,35 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
         );
     }
     let (quiet, announce) = (a.quiet, a.announce);
-    let mut printed = Ok(());
+    // The first failed write to stdout (the lab reading it went away) ends the printing.
+    let printed = std::cell::RefCell::new(Ok(()));
+    let print = |line: ChildLine| {
+        let mut p = printed.borrow_mut();
+        if announce && p.is_ok() {
+            *p = out(&format!("{line}\n"));
+        }
+    };
     let totals = sink
-        .serve(&interrupted, &mut |r| {
-            if !quiet {
-                eprintln!("{}", test_line(&r));
-            }
-            if announce && printed.is_ok() {
-                let line = ChildLine::Report(serde_json::to_value(&r).unwrap_or_default());
-                printed = out(&format!("{line}\n"));
-            }
-        })
+        .serve_live(
+            &interrupted,
+            &mut |r| {
+                if !quiet {
+                    eprintln!("{}", test_line(&r));
+                }
+                print(ChildLine::Report(
+                    serde_json::to_value(&r).unwrap_or_default(),
+                ));
+            },
+            &mut |id, k, i| {
+                print(ChildLine::Interval(serde_json::json!({
+                    "test_id": id,
+                    "index": k,
+                    "interval": i,
+                })));
+            },
+        )
         .map_err(|e| Failure::Run(e.to_string()))?;
-    printed?;
+    printed.into_inner()?;
     if !quiet {
         print_server_cpu();
         eprintln!(

@@ -293,3 +293,70 @@ fn udp_intervals_cover_the_test_and_add_up_to_its_counts() {
         }
     }
 }
+
+/// UDP interval lines are live: the receiver prints each interval as it closes (`INTERVAL`
+/// lines), so the first is out long before a 3 s test ends (on the old code every line came
+/// after the receiver's report, a few ms before the exit); every interval is printed once, in
+/// order, as many as are stored.
+#[test]
+fn udp_interval_lines_arrive_while_the_test_runs() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("live.db");
+    let db = db.to_str().unwrap();
+    let mut child = common::socklab()
+        .args([
+            "bulk",
+            "--udp",
+            "--rate",
+            "50M",
+            "--interval",
+            "200ms",
+            "--duration",
+            "3s",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--db",
+            db,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let at_first = Instant::now();
+    let rest: Vec<String> = out.lines().map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    let before_exit = at_first.elapsed();
+    assert!(status.success());
+    assert!(
+        first.starts_with("udp rep 1: [0] up       0.00-0.20 s"),
+        "{first}"
+    );
+    assert!(
+        before_exit > Duration::from_secs(1),
+        "the first line came only {before_exit:?} before the end of a 3 s test"
+    );
+    let lines: Vec<&str> = std::iter::once(first.as_str())
+        .chain(rest.iter().map(String::as_str))
+        .filter(|l| l.contains("] up "))
+        .collect();
+    let (code, json, err) = run(&["results", "series", "1", "--json", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(lines.len(), rows.len(), "{lines:#?}");
+    for (l, r) in lines.iter().zip(&rows) {
+        let span = format!(
+            "{:.2}-{:.2} s",
+            r["start_s"].as_f64().unwrap(),
+            r["end_s"].as_f64().unwrap()
+        );
+        assert!(l.contains(&span), "{l} is not the stored {span}");
+    }
+}

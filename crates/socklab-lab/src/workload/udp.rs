@@ -7,10 +7,12 @@
 //! `duration` runs at it. See `docs/bulk.md`.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 use socklab_net::udpbulk::search::FLOOR_BPS;
+use socklab_net::udpbulk::stats::Interval as UdpInterval;
 use socklab_net::udpbulk::wire::{HEADER_LEN, MAX_DATAGRAM};
 use socklab_net::udpbulk::{
     format_bps, parse_rate, Gso, Rate, RateSearch, SearchConfig, SendConfig, SendResult,
@@ -443,14 +445,16 @@ impl Spec for UdpSpec {
         let server = res.server(key.clone())?;
         let to = res.route(in_link, server)?;
         let res = &*res;
-        let test = |rate: u64, duration: Duration| -> Result<(TestRun, LinkRun), LabError> {
-            let (r, link_run) = res.in_client(in_link, || {
-                self.one_test(res, &key, to, rate, duration, stop)
-            })?;
-            Ok((r.map_err(|e| LabError::run(label, e))?, link_run))
-        };
+        // Only the test that becomes the sample prints its intervals live (not the trials).
+        let test =
+            |rate: u64, duration: Duration, live: bool| -> Result<(TestRun, LinkRun), LabError> {
+                let (r, link_run) = res.in_client(in_link, || {
+                    self.one_test(res, (&key, to), (rate, duration), live, stop)
+                })?;
+                Ok((r.map_err(|e| LabError::run(label, e))?, link_run))
+            };
         if let Rate::Bps(rate) = self.rate {
-            let (t, link_run) = test(rate, self.duration)?;
+            let (t, link_run) = test(rate, self.duration, true)?;
             return Ok(self.with_series(res, sample(&t, None, link_run), &t));
         }
         let mut search = RateSearch::new(SearchConfig {
@@ -462,7 +466,7 @@ impl Spec for UdpSpec {
             if stop() {
                 return Err(LabError::run(label, socklab_net::NetError::Interrupted));
             }
-            let (t, _) = test(rate, self.trial)?;
+            let (t, _) = test(rate, self.trial, false)?;
             let sent = t.send.total();
             search.record(rate, t.send.bps(), sent, t.lost());
         }
@@ -476,7 +480,7 @@ impl Spec for UdpSpec {
                 )),
             ));
         };
-        let (t, link_run) = test(best, self.duration)?;
+        let (t, link_run) = test(best, self.duration, true)?;
         Ok(self.with_series(res, sample(&t, Some((best, search.trials())), link_run), &t))
     }
 }
@@ -489,6 +493,8 @@ pub struct TestRun {
     pub send: SendResult,
     /// The receiver's.
     pub report: Option<TestReport>,
+    /// Intervals already printed live while the test ran (the first ones).
+    pub printed_live: usize,
 }
 
 impl TestRun {
@@ -537,25 +543,68 @@ impl UdpSpec {
         (lo, hi)
     }
 
-    /// `s` with the receiver's intervals as its time series (with `interval`), each handed to
-    /// the live printer: the receiver reports them with its counts, when the test has ended.
+    /// `s` with the receiver's intervals as its time series (with `interval`); those not
+    /// printed live while the test ran (the last, and any a late line missed) are handed to
+    /// the live printer now.
     fn with_series(&self, res: &Resources, mut s: Sample, t: &TestRun) -> Sample {
         if let (Some(iv), Some(r)) = (self.interval, &t.report) {
             s.intervals = series::udp_intervals(r, iv);
             if let Some(live) = res.live() {
-                s.intervals.iter().for_each(|i| live(i));
+                s.intervals
+                    .iter()
+                    .skip(t.printed_live)
+                    .for_each(|i| live(i));
             }
         }
         s
     }
 
+    /// Prints the intervals of test `id` live as the receiver closes them (its `INTERVAL`
+    /// lines), every 50 ms until `done`; returns how many it printed, which are the first
+    /// ones, in order.
+    fn print_live(
+        &self,
+        feed: &crate::child::IntervalFeed,
+        live: &crate::series::LiveSink,
+        id: u64,
+        interval: Duration,
+        done: &AtomicBool,
+    ) -> usize {
+        let mut next = 0usize;
+        loop {
+            let finished = done.load(Ordering::Acquire);
+            let mine = |v: &serde_json::Value| {
+                v.get("test_id").and_then(serde_json::Value::as_u64) == Some(id)
+            };
+            for v in feed.take(&mine) {
+                let k = v.get("index").and_then(serde_json::Value::as_u64);
+                let i = v
+                    .get("interval")
+                    .cloned()
+                    .and_then(|i| serde_json::from_value::<UdpInterval>(i).ok());
+                // In order, none skipped: a gap leaves the rest to the report.
+                if let (Some(k), Some(i)) = (k, i) {
+                    if k as usize == next {
+                        live(&series::udp_interval(next, &i, interval, None));
+                        next += 1;
+                    }
+                }
+            }
+            if finished {
+                return next;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// One test at `rate` for `duration` against the receiver `key` reached at `to`; `live`:
+    /// its intervals are printed as they close.
     fn one_test(
         &self,
         res: &Resources,
-        key: &ServerKey,
-        to: SocketAddr,
-        rate: u64,
-        duration: Duration,
+        (key, to): (&ServerKey, SocketAddr),
+        (rate, duration): (u64, Duration),
+        live: bool,
         stop: &dyn Fn() -> bool,
     ) -> Result<TestRun, socklab_net::NetError> {
         let mut cfg = SendConfig::new(to, rate, self.size, duration);
@@ -564,8 +613,24 @@ impl UdpSpec {
         cfg.drain = self
             .drain
             .unwrap_or_else(|| auto_drain(&self.link, self.size));
-        let send = socklab_net::udpbulk::send(&cfg, stop)?;
-        let id = send.test_id;
+        let id = cfg.test_id;
+        // With a time series and a live printer, the receiver's intervals are printed as it
+        // closes them, beside the sender.
+        let printer = match (live, self.interval, res.live(), res.server_intervals(key)) {
+            (true, Some(iv), Some(sink), Some(feed)) => Some((iv, sink, feed)),
+            _ => None,
+        };
+        let done = AtomicBool::new(false);
+        let (send, printed_live) = std::thread::scope(|sc| {
+            let printing = printer
+                .as_ref()
+                .map(|(iv, sink, feed)| sc.spawn(|| self.print_live(feed, sink, id, *iv, &done)));
+            let send = socklab_net::udpbulk::send(&cfg, stop);
+            done.store(true, Ordering::Release);
+            let printed = printing.map_or(0, |h| h.join().unwrap_or(0));
+            (send, printed)
+        });
+        let send = send?;
         let report = res
             .server_report(
                 key,
@@ -587,7 +652,11 @@ impl UdpSpec {
                 "socklab: warning: no report from the UDP receiver for test {id:016x}: nothing of it arrived (counted as all lost), or the receiver failed"
             );
         }
-        Ok(TestRun { send, report })
+        Ok(TestRun {
+            send,
+            report,
+            printed_live,
+        })
     }
 }
 
@@ -748,6 +817,7 @@ mod tests {
         let t = TestRun {
             send: send_result(),
             report: Some(report()),
+            printed_live: 0,
         };
         let link = LinkRun {
             metrics: vec![("link_fwd_dropped", 20.0)],
@@ -779,6 +849,7 @@ mod tests {
         let t = TestRun {
             send: send_result(),
             report: None,
+            printed_live: 0,
         };
         let trials = [Trial {
             rate_bps: 1_000_000_000,

@@ -91,6 +91,8 @@ struct Open {
     /// Receiver time of the last datagram.
     last_at: u64,
     malformed_at_start: u64,
+    /// Closed intervals already handed to [`Collector::closed_intervals`].
+    handed: usize,
 }
 
 /// What a datagram was to the collector.
@@ -162,6 +164,7 @@ impl Collector {
                     fin_bytes: 0,
                     last_at: now,
                     malformed_at_start: self.malformed,
+                    handed: 0,
                 });
                 taken = Taken::Opened(h.test_id);
                 self.open.len() - 1
@@ -195,6 +198,24 @@ impl Collector {
     /// When the next open test ends if nothing more arrives (receiver time).
     pub fn next_deadline(&self) -> Option<u64> {
         self.open.iter().map(|o| self.deadline(o)).min()
+    }
+
+    /// The intervals the open tests closed since the last call, each with its test id and
+    /// its index in the test (the live lines of `socklab sink --udp --interval`); the final
+    /// report still carries every interval.
+    pub fn closed_intervals(&mut self) -> Vec<(u64, usize, Interval)> {
+        let mut out = Vec::new();
+        for o in &mut self.open {
+            let closed = o.stats.closed_intervals();
+            out.extend(
+                closed[o.handed..]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| (o.id, o.handed + k, *i)),
+            );
+            o.handed = closed.len();
+        }
+        out
     }
 
     /// The tests that have ended by `now`, in the order they opened.
@@ -309,6 +330,29 @@ mod tests {
         assert_eq!(c.on_datagram(70 * MS, 15, &dgram(7, 1, None)), Taken::Late);
         assert_eq!(c.open(), 0);
         assert_eq!(c.strays(), (0, 1, 0));
+    }
+
+    #[test]
+    fn closed_intervals_are_handed_over_once_each_as_they_close() {
+        let mut c = Collector::new(2000 * MS, 100 * MS);
+        c.on_datagram(0, 1_000 * MS, &dgram(3, 0, None));
+        c.on_datagram(0, 1_050 * MS, &dgram(3, 1, None));
+        assert!(c.closed_intervals().is_empty(), "the first is still open");
+        // Arrivals at 250 ms close the intervals starting at 0 and 100 ms.
+        c.on_datagram(0, 1_250 * MS, &dgram(3, 3, None));
+        let got = c.closed_intervals();
+        assert_eq!(
+            got.iter()
+                .map(|(id, k, i)| (*id, *k, i.counts.unique, i.expected))
+                .collect::<Vec<_>>(),
+            [(3, 0, 2, 2), (3, 1, 0, 0)]
+        );
+        assert!(c.closed_intervals().is_empty(), "each once");
+        c.on_datagram(0, 1_310 * MS, &dgram(3, 4, None));
+        assert_eq!(c.closed_intervals()[0].1, 2);
+        // The report still has every interval, the open one included.
+        let r = c.stop();
+        assert_eq!(r[0].intervals.len(), 4);
     }
 
     #[test]

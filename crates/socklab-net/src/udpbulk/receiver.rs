@@ -15,6 +15,7 @@ use socklab_sys::usage::{getrusage, Usage, Who};
 
 use super::collector::{Collector, Taken, TestReport};
 use super::sender::now_ns;
+use super::stats::Interval;
 use super::wire::MAX_DATAGRAM;
 use crate::NetError;
 
@@ -107,6 +108,18 @@ impl UdpSink {
         stop: &dyn Fn() -> bool,
         report: &mut dyn FnMut(TestReport),
     ) -> Result<SinkTotals, NetError> {
+        self.serve_live(stop, report, &mut |_, _, _| {})
+    }
+
+    /// [`UdpSink::serve`], also handing each interval a test closes (with `interval` set) to
+    /// `interval` as it closes: `(test id, its index in the test, the interval)`. An interval
+    /// closes when the first datagram after it arrives; the report still carries them all.
+    pub fn serve_live(
+        &self,
+        stop: &dyn Fn() -> bool,
+        report: &mut dyn FnMut(TestReport),
+        interval_out: &mut dyn FnMut(u64, usize, &Interval),
+    ) -> Result<SinkTotals, NetError> {
         let t0 = Instant::now();
         let mono = || u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let interval = self
@@ -168,6 +181,11 @@ impl UdpSink {
                 }
                 if n < MAX_BATCH {
                     break;
+                }
+            }
+            if interval > 0 {
+                for (id, k, i) in col.closed_intervals() {
+                    interval_out(id, k, &i);
                 }
             }
             for r in col.poll(mono()) {

@@ -389,6 +389,12 @@ impl RecvStats {
         })
     }
 
+    /// The intervals closed so far (the one in progress left out): what a live reader may
+    /// print as the test goes.
+    pub fn closed_intervals(&self) -> &[Interval] {
+        &self.intervals
+    }
+
     /// The intervals, the one in progress included (with intervals enabled and something
     /// arrived).
     pub fn intervals(&self) -> Vec<Interval> {
