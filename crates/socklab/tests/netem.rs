@@ -257,6 +257,54 @@ fn bidir_streams_cross_the_link_both_ways_verified() {
     assert!(m["link_back_in"].as_f64().unwrap() > 1000.0, "{m}");
 }
 
+/// The worst wait at the bottleneck is each repetition's own: a 30-packet FIFO measured right
+/// after a 3000-packet one shows its own few ms, not the bloated cell's hundreds (the link is
+/// specified afresh for every repetition; before, the maximum was the link's lifetime one).
+#[test]
+fn the_worst_queue_wait_is_each_repetitions_own() {
+    if !root_or_skip("the_worst_queue_wait_is_each_repetitions_own") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let db = db.to_str().unwrap();
+    let (code, out, err) = run(&[
+        "bulk",
+        "--link",
+        "rate 20mbit limit 3000,rate 20mbit limit 30",
+        "--order",
+        "sequential",
+        "--duration",
+        "2s",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        db,
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (_, json, _) = run(&["results", "export", "--json", "--db", db]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let max = |i: usize| {
+        let m = &v[i]["metrics"];
+        assert!(v[i]["config"]["link"].as_str().is_some(), "{}", v[i]);
+        m["link_fwd_qdelay_max_us"].as_f64().unwrap()
+    };
+    let (bloated, small) = (max(0), max(1));
+    assert!(
+        v[0]["config"]["link"].as_str().unwrap().contains("3000"),
+        "{}",
+        v[0]["config"]
+    );
+    assert!(bloated > 50_000.0, "a long queue formed: {bloated} us");
+    // 30 packets of 1500 bytes at 20 Mbit/s drain in 18 ms.
+    assert!(
+        small < bloated / 3.0,
+        "limit 30 reports {small} us, the limit-3000 cell before it {bloated} us"
+    );
+}
+
 #[test]
 fn up_exec_down_and_cleanup_after_sigkill_leave_nothing() {
     if !root_or_skip("up_exec_down") {
