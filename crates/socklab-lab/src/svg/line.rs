@@ -106,30 +106,7 @@ pub fn line_chart(
         r1: top,
     };
     let mut s = open("line", title, height);
-    // Horizontal gridlines and y ticks.
-    s.push_str("<g class=\"y-axis\">");
-    for &t in &yt {
-        let py = y.at(t);
-        line(&mut s, "grid", (left, py), (right, py), GRID, 1.0);
-        line(&mut s, "tick", (left - 5.0, py), (left, py), AXIS, 1.0);
-        text(
-            &mut s,
-            "tick-label",
-            left - 8.0,
-            py + 4.0,
-            "end",
-            &tick_label(t, ystep),
-        );
-    }
-    line(&mut s, "axis", (left, top), (left, bottom), AXIS, 1.0);
-    let cy = (top + bottom) / 2.0;
-    let _ = write!(
-        s,
-        "<text class=\"axis-label\" x=\"20\" y=\"{cy}\" transform=\"rotate(-90 20 {cy})\" text-anchor=\"middle\" font-size=\"13\" fill=\"{MUTED}\">{}</text>",
-        esc(y_label),
-        cy = f(cy)
-    );
-    s.push_str("</g>");
+    y_axis(&mut s, &yt, ystep, y, (left, right), (top, bottom), y_label);
     x_axis(&mut s, &xticks, x, top, bottom, x_label);
     for (i, sr, pts) in &series {
         let colour = PALETTE[i % PALETTE.len()];

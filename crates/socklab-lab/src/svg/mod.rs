@@ -338,6 +338,43 @@ fn label_column(labels: impl Iterator<Item = usize>) -> f64 {
 
 /// Vertical gridlines, tick labels, the x axis and its label below a plot spanning
 /// `top..bottom`.
+/// A linear y axis: horizontal gridlines across `(left, right)` with their ticks and labels
+/// (`step` sets the labels' precision), the axis line from `top` to `bottom`, and its label
+/// turned upright on the left.
+fn y_axis(
+    s: &mut String,
+    ticks: &[f64],
+    step: f64,
+    y: Scale,
+    (left, right): (f64, f64),
+    (top, bottom): (f64, f64),
+    label: &str,
+) {
+    s.push_str("<g class=\"y-axis\">");
+    for &t in ticks {
+        let py = y.at(t);
+        line(s, "grid", (left, py), (right, py), GRID, 1.0);
+        line(s, "tick", (left - 5.0, py), (left, py), AXIS, 1.0);
+        text(
+            s,
+            "tick-label",
+            left - 8.0,
+            py + 4.0,
+            "end",
+            &tick_label(t, step),
+        );
+    }
+    line(s, "axis", (left, top), (left, bottom), AXIS, 1.0);
+    let cy = (top + bottom) / 2.0;
+    let _ = write!(
+        s,
+        "<text class=\"axis-label\" x=\"20\" y=\"{cy}\" transform=\"rotate(-90 20 {cy})\" text-anchor=\"middle\" font-size=\"13\" fill=\"{MUTED}\">{}</text>",
+        esc(label),
+        cy = f(cy)
+    );
+    s.push_str("</g>");
+}
+
 fn x_axis(s: &mut String, ticks: &[(f64, String)], x: Scale, top: f64, bottom: f64, label: &str) {
     s.push_str("<g class=\"x-axis\">");
     for (v, t) in ticks {
