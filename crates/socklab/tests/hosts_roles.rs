@@ -43,6 +43,15 @@ fn no_roles_left(lab: &Lab, i: usize, within: Duration) -> Vec<String> {
     }
 }
 
+/// Waits (at most 20 s) until a socklab sink runs in host `i`'s namespace.
+fn wait_for_sink(lab: &Lab, i: usize) {
+    let t0 = Instant::now();
+    while lab.socklab_in(i).iter().all(|c| !c.contains(" sink ")) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "no sink started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn bulk_and_pingpong_run_their_server_on_another_host() {
     let Some(lab) = Lab::new("bulk_and_pingpong_run_their_server_on_another_host", 1) else {
@@ -185,11 +194,7 @@ fn a_host_lost_mid_run_fails_its_repetition_and_the_others_go_on() {
         .spawn()
         .unwrap();
     // Mid-run: the sink runs on the host; kill its sshd session (the connection dies).
-    let t0 = Instant::now();
-    while lab.socklab_in(0).iter().all(|c| !c.contains(" sink ")) {
-        assert!(t0.elapsed() < Duration::from_secs(20), "no sink started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_sink(&lab, 0);
     std::thread::sleep(Duration::from_millis(1300));
     lab.kill_sessions(0);
     // The remote role dies with its session (a sink finishes the stream it is reading first).
@@ -311,11 +316,7 @@ fn the_roles_die_with_a_killed_controller_and_stop_on_ctrl_c() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let t0 = Instant::now();
-        while lab.socklab_in(0).iter().all(|c| !c.contains(" sink ")) {
-            assert!(t0.elapsed() < Duration::from_secs(20), "no sink started");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_sink(&lab, 0);
         std::thread::sleep(Duration::from_millis(500));
         std::process::Command::new("kill")
             .args([signal, &child.id().to_string()])

@@ -21,7 +21,7 @@ use socklab_net::udpbulk::{
 use socklab_net::units::{format_duration, format_size};
 
 use crate::metric::{m, Better, Metric};
-use crate::params::{parse_usize, Key, Params};
+use crate::params::{Key, Params};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::sample::Sample;
 use crate::series;
@@ -335,13 +335,6 @@ fn parse_drain(s: &str) -> Result<Option<Duration>, String> {
         .map_err(|e| format!("{e}, or auto"))
 }
 
-fn parse_size_in(lo: usize, hi: usize) -> impl Fn(&str) -> Result<usize, String> {
-    move |s| match parse_usize(s)? {
-        n if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(format!("use {lo} to {hi}")),
-    }
-}
-
 impl Spec for UdpSpec {
     const KIND: &'static str = "udp";
     const KEYS: &'static [Key] = KEYS;
@@ -368,7 +361,7 @@ impl Spec for UdpSpec {
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         let size = p.value(&SIZE, |s| {
-            parse_size_in(HEADER_LEN, MAX_DATAGRAM)(s).map_err(|e| {
+            bounded(HEADER_LEN, MAX_DATAGRAM)(s).map_err(|e| {
                 format!("{e} bytes of UDP payload (1472 fills a 1500-byte MTU; 65507 is IPv4's largest)")
             })
         })?;

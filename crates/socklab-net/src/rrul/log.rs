@@ -171,14 +171,13 @@ pub fn added(idle_ms: Option<f64>, loaded_ms: Option<f64>) -> Option<f64> {
 /// The mean round trip (microseconds) of the probes sent in `[from, to)` and answered, for
 /// the time series; `None` when none was.
 pub fn mean_rtt_us(log: &ProbeLog, from: Duration, to: Duration) -> Option<f64> {
-    let rtts: Vec<f64> = log
+    let (sum, n) = log
         .probes
         .iter()
         .filter(|p| p.sent >= from && p.sent < to)
         .filter_map(|p| p.rtt())
-        .map(|r| r.as_secs_f64() * 1e6)
-        .collect();
-    (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64)
+        .fold((0.0, 0u32), |(s, n), r| (s + r.as_secs_f64() * 1e6, n + 1));
+    (n > 0).then(|| sum / f64::from(n))
 }
 
 #[cfg(test)]
