@@ -406,7 +406,7 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
                 format!(
                     "; the best {w} cell (significantly better than every other) is highlighted."
                 )
-            } else if rows.len() > 1 {
+            } else if rows.len() > 1 && st.baseline(w).is_none() {
                 format!("; no {w} cell is highlighted: none is significantly better than all the others.")
             } else {
                 ".".to_string()

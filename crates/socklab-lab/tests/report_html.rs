@@ -508,9 +508,9 @@ fn statistics_shown_equal_those_recomputed_from_the_raw_values() {
         .collect();
     // writev has the top mean but is not significantly faster than single (noisy): no best.
     assert!(
-        li.iter().any(|l| l.starts_with(&format!(
+        li.iter().any(|l| l.starts_with(
             "No bulk cell is significantly better than the others at this n (the closest difference would need ≈ "
-        )) && l.ends_with(&format!(
+        ) && l.ends_with(&format!(
             "the top mean is strategy=writev at {} Gbit/s, and it is significantly better only than strategy=write.",
             num(best_b)
         ))),

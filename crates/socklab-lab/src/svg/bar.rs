@@ -6,14 +6,18 @@ use super::*;
 
 /// The value axis of a bar chart of `rows`, `(lo, hi)` before rounding to ticks: from 0 (or
 /// the lowest negative mean) to the highest mean, widened to take in each confidence
-/// interval only as far as the means' own span again on either side. An interval past that
+/// interval only as far as three times the means' own span on either side (so the shortest
+/// of comparable bars keeps a quarter of the plot). An interval past that
 /// (at n = 2 one can span orders of magnitude) is drawn clipped with an arrow, so it never
 /// flattens the bars.
 pub fn bar_domain(rows: &[BarRow]) -> (f64, f64) {
     let means = rows.iter().map(|r| r.mean).filter(|m| m.is_finite());
     let (mlo, mhi) = means.fold((0.0_f64, 0.0_f64), |(a, b), m| (a.min(m), b.max(m)));
     let span = (mhi - mlo).max(f64::MIN_POSITIVE);
-    let (limit_lo, limit_hi) = (if mlo < 0.0 { mlo - span } else { 0.0 }, mhi + span);
+    let (limit_lo, limit_hi) = (
+        if mlo < 0.0 { mlo - 3.0 * span } else { 0.0 },
+        mhi + 3.0 * span,
+    );
     let (mut lo, mut hi) = (mlo, mhi);
     for (a, b) in rows.iter().filter_map(|r| r.ci) {
         if a.is_finite() && b.is_finite() {
@@ -22,6 +26,16 @@ pub fn bar_domain(rows: &[BarRow]) -> (f64, f64) {
         }
     }
     (lo, hi)
+}
+
+/// A number for a label: [`num`], or 3 significant digits in scientific notation when it is
+/// huge or tiny (an interval end at small n: `1.36e17`, `2.00e-7`).
+fn compact(v: f64) -> String {
+    if v != 0.0 && (v.abs() >= 1e7 || v.abs() < 1e-4) {
+        format!("{v:.2e}")
+    } else {
+        num(v)
+    }
 }
 
 /// An arrow head at `(x, y)` pointing right (`dir` 1) or left (-1): a clipped whisker.
@@ -71,8 +85,8 @@ pub fn bar_chart(title: &str, rows: &[BarRow], value_label: &str) -> String {
     if clipped {
         entries.push((
             Box::new(|s: &mut String, x: f64, y: f64| {
-                line(s, "", (x, y), (x + 10.0, y), TEXT, 1.5);
-                arrow(s, x + 16.0, y, 1.0);
+                line(s, "", (x, y), (x + 8.0, y), TEXT, 1.5);
+                arrow(s, x + 10.0, y, 1.0);
             }),
             "CI clipped at the axis".into(),
         ));
@@ -166,7 +180,7 @@ pub fn bar_chart(title: &str, rows: &[BarRow], value_label: &str) -> String {
             s.push_str("</g>");
             end = end.max(xb);
             if cut {
-                value = format!("{value} (CI {} to {}, clipped)", num(a), num(b));
+                value = format!("{value} (CI {} to {}, clipped)", compact(a), compact(b));
             }
         }
         if end + 6.0 + value.chars().count() as f64 * CHAR_W > WIDTH - 4.0 {
