@@ -415,3 +415,16 @@ fn the_rate_searchs_max_loss_is_not_shown_as_the_tests_loss() {
     );
     assert_eq!(r.rows[1][col(r, "held")], "yes");
 }
+
+#[test]
+fn a_seed_comparison_names_the_bimodal_side() {
+    let two = [
+        99.9, 100.0, 100.0, 100.0, 99.8, 100.0, 135.0, 134.5, 135.5, 135.2,
+    ];
+    let one = [
+        100.0, 100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7, 100.1, 99.9,
+    ];
+    let d = crate::reproduce::Diff::new("nodelay", &one, "baseline", &two);
+    let t = d.text();
+    assert!(t.contains("bimodal (baseline): Mann–Whitney"), "{t}");
+}
