@@ -414,6 +414,17 @@ fn the_rate_searchs_max_loss_is_not_shown_as_the_tests_loss() {
         r.rows[0]
     );
     assert_eq!(r.rows[1][col(r, "held")], "yes");
+    // A lone cell is neither best nor "top mean": it is compared with nothing.
+    let lone = lab(
+        "udp",
+        Params::new().with("rate", "max"),
+        "size",
+        &["1472"],
+        &[vec![rep(0.2172), rep(0.1)]],
+    );
+    let st = experiment_stats(&lone.store, lone.id).unwrap();
+    let t = summary_table(&st);
+    assert_eq!(t.rows[0][col(&t, "vs best")], "-");
 }
 
 #[test]

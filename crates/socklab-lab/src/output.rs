@@ -59,6 +59,9 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
                             "baseline".into()
                         } else if st.best(primary, &c.cell.workload) == Some(i) {
                             "best".into()
+                        } else if st.beaten(primary, &c.cell.workload).is_empty() {
+                            // A lone cell is compared with nothing.
+                            "-".into()
                         } else {
                             TOP_MEAN.into()
                         }
@@ -105,10 +108,11 @@ fn vs_header(st: &ExperimentStats, primary: &str) -> &'static str {
     }
     let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
     workloads.dedup();
-    if workloads
-        .iter()
-        .all(|w| st.baseline(w).is_some() || st.best(primary, w).is_some())
-    {
+    if workloads.iter().all(|w| {
+        st.baseline(w).is_some()
+            || st.best(primary, w).is_some()
+            || st.beaten(primary, w).is_empty()
+    }) {
         "vs best"
     } else {
         "vs top mean"
