@@ -85,8 +85,10 @@ pub fn data_caches() -> Vec<(u8, u64)> {
     out
 }
 
-/// The smallest level of `caches` ([`data_caches`]) that holds `bytes`, or 0 (main memory)
-/// when none does; `None` when the caches are unknown.
+/// The smallest level of `caches` ([`data_caches`]) that holds `bytes` in at most half of it
+/// (the rest is left to everything else the process and the machine touch: a working set the
+/// size of a cache does not stay in it), or 0 (main memory) when none does; `None` when the
+/// caches are unknown.
 pub fn holding_level(caches: &[(u8, u64)], bytes: u64) -> Option<u8> {
     if caches.is_empty() {
         return None;
@@ -94,7 +96,7 @@ pub fn holding_level(caches: &[(u8, u64)], bytes: u64) -> Option<u8> {
     Some(
         caches
             .iter()
-            .find(|(_, size)| bytes <= *size)
+            .find(|(_, size)| bytes <= *size / 2)
             .map_or(0, |c| c.0),
     )
 }
@@ -164,8 +166,15 @@ mod tests {
     fn the_holding_level_is_the_first_cache_large_enough() {
         let caches = [(1, 32 << 10), (2, 1 << 20), (3, 32 << 20)];
         assert_eq!(holding_level(&caches, 2 << 10), Some(1));
+        assert_eq!(holding_level(&caches, 16 << 10), Some(1));
+        assert_eq!(
+            holding_level(&caches, 32 << 10),
+            Some(2),
+            "a full L1 is not in L1"
+        );
         assert_eq!(holding_level(&caches, 256 << 10), Some(2));
-        assert_eq!(holding_level(&caches, 32 << 20), Some(3));
+        assert_eq!(holding_level(&caches, 16 << 20), Some(3));
+        assert_eq!(holding_level(&caches, 32 << 20), Some(0), "the whole L3");
         assert_eq!(holding_level(&caches, 64 << 20), Some(0), "main memory");
         assert_eq!(holding_level(&[], 1), None);
     }

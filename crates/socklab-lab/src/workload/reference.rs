@@ -116,7 +116,7 @@ pub const MEMCPY_METRICS: &[Metric] = &[
         "copy_level",
         "",
         "held in",
-        "the smallest CPU data cache level (sysfs of the measuring host) that holds one copy's source + destination (2 × size); 0 = none, main memory",
+        "the smallest CPU data cache level (sysfs of the measuring host) that holds one copy's source + destination (2 × size) in at most half of it; 0 = none, main memory",
         Better::Neither,
     ),
 ];
