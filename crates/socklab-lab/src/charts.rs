@@ -98,57 +98,129 @@ fn axes_and_band(series: &[Series], band: &str, no_band: &str) -> String {
     format!(" The x axis is in nines (p50, p90, p99, p99.9, p99.99 evenly spaced){scale}{band}.")
 }
 
+/// Series this many or more are drawn as small multiples ([`svg::percentile_multiples`]),
+/// one panel per cell, instead of overlapping lines and bands in one chart.
+pub const MULTIPLES_FROM: usize = 4;
+
+/// One percentile chart, or small multiples when there are [`MULTIPLES_FROM`] series or more.
+fn draw(title: &str, series: &[Series], y_label: &str, notes: &[String]) -> String {
+    if series.len() >= MULTIPLES_FROM {
+        svg::percentile_multiples(title, series, y_label, BAND_LABEL, notes)
+    } else {
+        svg::percentile_chart(title, series, y_label, BAND_LABEL)
+    }
+}
+
+/// The p99.9 a series draws, if it reaches it.
+fn p999(s: &Series) -> Option<f64> {
+    s.points
+        .iter()
+        .find(|p| (p.0 - 0.999).abs() < 1e-12)
+        .map(|p| p.1)
+}
+
+/// What a cell's percentile line says at p99.9 beside the table's `p99.9 us` column (the mean
+/// of each repetition's own p99.9): the pooled value and the table's, or why the line has none.
+pub fn p999_note(line: Option<f64>, table: Option<f64>) -> String {
+    match (line, table) {
+        (Some(l), Some(t)) if crate::table::num(l) == crate::table::num(t) => {
+            format!("p99.9 {} µs, as in the table", crate::table::num(l))
+        }
+        (Some(l), Some(t)) => format!(
+            "p99.9: line (pooled) {} µs, table (mean of reps) {} µs",
+            crate::table::num(l),
+            crate::table::num(t)
+        ),
+        (None, Some(t)) => format!(
+            "table p99.9 {} µs; too few round trips pooled to draw it",
+            crate::table::num(t)
+        ),
+        (Some(l), None) => format!("p99.9 {} µs", crate::table::num(l)),
+        (None, None) => String::new(),
+    }
+}
+
 /// The latency percentile charts of an experiment (none when nothing is stored for them).
 pub fn percentile_charts(out: &mut String, st: &ExperimentStats) {
+    let mut rtt_notes: Vec<String> = Vec::new();
     let rtt: Vec<Series> = st
         .cells
         .iter()
         .filter_map(|c| {
             let pooled = c.histograms.get("rtt_ns")?;
             let reps = c.rep_histograms.get("rtt_ns").map_or(&[][..], |r| &r[..]);
-            histogram_series(&c.cell.label, pooled, reps, 1000.0)
+            let s = histogram_series(&c.cell.label, pooled, reps, 1000.0)?;
+            let table = c.metrics.get("rtt_p999_us").map(|m| m.mean);
+            rtt_notes.push(p999_note(p999(&s), table));
+            Some(s)
         })
         .collect();
     if !rtt.is_empty() {
+        let differ: Vec<String> = rtt
+            .iter()
+            .zip(&rtt_notes)
+            .filter(|(_, n)| n.contains("line (pooled)"))
+            .map(|(s, n)| format!("{}: {n}", s.name))
+            .collect();
+        let why = if differ.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " The line's p99.9 is that of all round trips pooled; the table's p99.9 column is the mean of each repetition's own p99.9, so they differ when one repetition's tail is unlike the others' ({}).",
+                differ.join("; ")
+            )
+        };
         let caption = format!(
-            "Round-trip time at each percentile: the line reads the HDR histogram of all measured repetitions of a cell pooled (a percentile q only when the pool holds at least 1/(1 − q) round trips).{}",
+            "Round-trip time at each percentile: the line reads the HDR histogram of all measured repetitions of a cell pooled (a percentile q only when the pool holds at least 1/(1 − q) round trips).{}{why}{}",
             axes_and_band(
                 &rtt,
                 "lowest to highest value of that percentile among the cell's single repetitions (where it has at least two and each holds at least 1/(1 − q) round trips)",
                 "no cell has two repetitions that each hold enough round trips to resolve a percentile on their own"
-            )
+            ),
+            multiples_words(&rtt)
         );
         figure(
             out,
-            &svg::percentile_chart(
+            &draw(
                 "Round-trip time percentiles",
                 &rtt,
                 "round-trip time (µs)",
-                BAND_LABEL,
+                &rtt_notes,
             ),
             &caption,
         );
     }
     let load: Vec<Series> = st.cells.iter().filter_map(load_series).collect();
     if !load.is_empty() {
+        let notes: Vec<String> = load.iter().map(|s| p999_note(p999(s), p999(s))).collect();
         let caption = format!(
-            "Response time at each percentile the load generator stores (p50, p90, p99, p99.9; from the intended send time in open loop): the line is the mean over a cell's measured repetitions of each repetition's own percentile.{}",
+            "Response time at each percentile the load generator stores (p50, p90, p99, p99.9; from the intended send time in open loop): the line is the mean over a cell's measured repetitions of each repetition's own percentile, as in the tables.{}{}",
             axes_and_band(
                 &load,
                 "lowest to highest value of that percentile among the cell's repetitions (where it has at least two)",
                 "no cell has two measured repetitions"
-            )
+            ),
+            multiples_words(&load)
         );
         figure(
             out,
-            &svg::percentile_chart(
+            &draw(
                 "Response time percentiles",
                 &load,
                 "response time (µs)",
-                BAND_LABEL,
+                &notes,
             ),
             &caption,
         );
+    }
+}
+
+/// The caption's words on small multiples, when `series` are drawn so.
+fn multiples_words(series: &[Series]) -> &'static str {
+    if series.len() >= MULTIPLES_FROM {
+        " One panel per cell (small multiples), every panel on the same two scales."
+    } else {
+        ""
     }
 }
 

@@ -170,8 +170,12 @@ fn experiment_html(out: &mut String, st: &ExperimentStats) {
         );
     }
     let table = summary_table(st);
-    // The "vs best" column marks the best rows.
-    let vs = table.headers.iter().position(|h| h == "vs best");
+    // The comparison column marks the best rows (a row reads "best" only when that cell is
+    // significantly better than every other).
+    let vs = table
+        .headers
+        .iter()
+        .position(|h| h == "vs best" || h == "vs top mean");
     out.push_str(&table_html(&table, "summary", vs));
     for t in report_tables(st) {
         let _ = writeln!(
@@ -399,11 +403,29 @@ fn charts_html(out: &mut String, st: &ExperimentStats) {
                 "; no whiskers: no cell has two repetitions for a confidence interval"
             },
             if best.is_some() {
-                format!("; the best {w} cell is highlighted.")
+                format!(
+                    "; the best {w} cell (significantly better than every other) is highlighted."
+                )
+            } else if rows.len() > 1 && st.baseline(w).is_none() {
+                format!("; no {w} cell is highlighted: none is significantly better than all the others.")
             } else {
                 ".".to_string()
             }
         );
+        let (lo, hi) = svg::bar_domain(&rows);
+        let clipped: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.ci.is_some_and(|(a, b)| a.min(b) < lo || a.max(b) > hi))
+            .map(|r| r.label.as_str())
+            .collect();
+        let caption = if clipped.is_empty() {
+            caption
+        } else {
+            format!(
+                "{caption} The axis follows the means: the interval of {} reaches beyond it and is clipped (arrow; its ends are printed beside the bar), as an interval of few repetitions can span orders of magnitude.",
+                clipped.join(", ")
+            )
+        };
         let axis = if whiskers {
             format!("{unit} (mean, 95% CI)")
         } else {

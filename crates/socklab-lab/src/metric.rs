@@ -26,6 +26,20 @@ pub struct Metric {
     pub description: &'static str,
     /// Preferred direction.
     pub better: Better,
+    /// The metric is itself a difference of two measurements (added latency: loaded −
+    /// idle): it can be near zero or negative, so comparisons are differences in its unit,
+    /// never percentages.
+    pub difference: bool,
+}
+
+impl Metric {
+    /// This metric, marked as a difference of two measurements (see [`Metric::difference`]).
+    pub const fn as_difference(self) -> Metric {
+        Metric {
+            difference: true,
+            ..self
+        }
+    }
 }
 
 pub const fn m(
@@ -41,5 +55,6 @@ pub const fn m(
         short,
         description,
         better,
+        difference: false,
     }
 }

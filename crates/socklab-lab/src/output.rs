@@ -24,10 +24,7 @@ const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithm
 /// the secondary metrics.
 pub fn summary_table(st: &ExperimentStats) -> Table {
     let primary = st.primary();
-    let vs = match st.cells.first().and_then(|c| st.baseline(&c.cell.workload)) {
-        Some(_) => "vs baseline",
-        None => "vs best",
-    };
+    let vs = vs_header(st, primary);
     let mut headers = vec![
         "config",
         "n",
@@ -58,10 +55,15 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
                 row.push(num(s.max));
                 row.push(match st.vs_best(i, primary) {
                     Some(_) if st.reference(primary, &c.cell.workload) == Some(i) => {
-                        if vs == "vs baseline" {
+                        if st.baseline(&c.cell.workload) == Some(i) {
                             "baseline".into()
-                        } else {
+                        } else if st.best(primary, &c.cell.workload) == Some(i) {
                             "best".into()
+                        } else if st.beaten(primary, &c.cell.workload).is_empty() {
+                            // A lone cell is compared with nothing.
+                            "-".into()
+                        } else {
+                            TOP_MEAN.into()
                         }
                     }
                     Some(v) if st.not_in_effect(i).is_some() => {
@@ -85,6 +87,36 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
         t.row(row);
     }
     t
+}
+
+/// What the reference row of a workload without a baseline reads when its top mean is not
+/// significantly better than every other cell (so it is not called the best).
+pub const TOP_MEAN: &str = "top mean (not best)";
+
+/// The header of the comparison column: `vs baseline` when the first workload has one,
+/// `vs best` when every workload has a best ([`ExperimentStats::best`]: significantly better
+/// than all its other cells), else `vs top mean` (the differences from the cell with the top
+/// mean, none of which makes it the best).
+fn vs_header(st: &ExperimentStats, primary: &str) -> &'static str {
+    if st
+        .cells
+        .first()
+        .and_then(|c| st.baseline(&c.cell.workload))
+        .is_some()
+    {
+        return "vs baseline";
+    }
+    let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
+    workloads.dedup();
+    if workloads.iter().all(|w| {
+        st.baseline(w).is_some()
+            || st.best(primary, w).is_some()
+            || st.beaten(primary, w).is_empty()
+    }) {
+        "vs best"
+    } else {
+        "vs top mean"
+    }
 }
 
 /// The parameters every cell of a workload shares (for the table's caption); prefixed by the
@@ -140,10 +172,11 @@ pub fn human(st: &ExperimentStats) -> String {
         .is_some();
     out.push_str(CI_LINE);
     out.push_str(if has_baseline {
-        "vs baseline: difference of means from the baseline cell; (ns) = not significant (Welch's t-test, p >= 0.05); (n<5) = too few repetitions for a verdict; bimodal = two clusters: medians, Mann–Whitney (MW) and Welch must both find p < 0.05\n"
+        "vs baseline: difference of means from the baseline cell"
     } else {
-        "vs best: difference of means from the best cell; (ns) = not significant (Welch's t-test, p >= 0.05); (n<5) = too few repetitions for a verdict; bimodal = two clusters: medians, Mann–Whitney (MW) and Welch must both find p < 0.05\n"
+        "vs best / vs top mean: difference of means from the cell with the top mean, called best only when it is significantly better than every other cell"
     });
+    out.push_str("; (ns) = not significant (Welch's t-test, p >= 0.05); (n<5) = too few repetitions for a verdict; bimodal: this cell / reference / both = whose repetitions form two clusters: medians, Mann–Whitney (MW) and Welch must both find p < 0.05\n");
     out
 }
 
@@ -389,15 +422,8 @@ pub fn notes(st: &ExperimentStats) -> String {
     let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
     workloads.dedup();
     for w in &workloads {
-        if let Some(b) = st.best(primary, w) {
-            let c = &st.cells[b];
-            let _ = writeln!(
-                out,
-                "- Best {w} cell: **{}** at {} {}.",
-                c.cell.label,
-                num(c.metrics[primary].mean),
-                m.unit
-            );
+        if st.baseline(w).is_none() {
+            best_note(&mut out, st, primary, w);
         }
     }
     let off: Vec<String> = (0..st.cells.len())
@@ -415,8 +441,10 @@ pub fn notes(st: &ExperimentStats) -> String {
     }
     let against = if workloads.iter().any(|w| st.baseline(w).is_some()) {
         "the baseline"
-    } else {
+    } else if workloads.iter().all(|w| st.best(primary, w).is_some()) {
         "the best"
+    } else {
+        "the top mean"
     };
     let ns: Vec<&str> = st
         .cells
@@ -447,9 +475,9 @@ pub fn notes(st: &ExperimentStats) -> String {
             let t = v.test.as_ref()?;
             (v.significant() == Some(true)).then(|| {
                 format!(
-                    "{} ({:+.1}%, 95% CI of the difference {} to {} {})",
+                    "{} ({}, 95% CI of the difference {} to {} {})",
                     c.cell.label,
-                    v.shown() * 100.0,
+                    v.shown_text(),
                     num(t.ci95_lo),
                     num(t.ci95_hi),
                     m.unit
@@ -491,9 +519,10 @@ pub fn notes(st: &ExperimentStats) -> String {
         .filter_map(|(i, c)| {
             let v = compared(i, &c).filter(|v| v.bimodal)?;
             Some(format!(
-                "{} (medians {:+.1}%, Mann–Whitney p = {}, Welch p = {})",
+                "{} (bimodal: {}; medians {}, Mann–Whitney p = {}, Welch p = {})",
                 c.cell.label,
-                v.rel_median * 100.0,
+                v.bimodal_side(),
+                v.shown_text().trim_end_matches(" median"),
                 v.rank
                     .as_ref()
                     .map_or_else(|| "-".into(), |m| format!("{:.3}", m.p_value)),
@@ -525,6 +554,50 @@ pub fn notes(st: &ExperimentStats) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The note on the best cell of workload `w`: named only when it is significantly better
+/// than every other cell; else which cells the top mean beats, and about how many repetitions
+/// would decide.
+fn best_note(out: &mut String, st: &ExperimentStats, primary: &str, w: &str) {
+    let m = metric(primary);
+    let Some(t) = st.top(primary, w) else {
+        return;
+    };
+    let beaten = st.beaten(primary, w);
+    if beaten.is_empty() {
+        return;
+    }
+    let c = &st.cells[t];
+    let at = format!("{} {}", num(c.metrics[primary].mean), m.unit);
+    if st.best(primary, w) == Some(t) {
+        let _ = writeln!(
+            out,
+            "- Best {w} cell: **{}** at {at}, significantly better than every other {w} cell (Welch's t-test, p < 0.05).",
+            c.cell.label
+        );
+        return;
+    }
+    let wins: Vec<&str> = beaten
+        .iter()
+        .filter(|(_, sig)| *sig)
+        .map(|(i, _)| st.cells[*i].cell.label.as_str())
+        .collect();
+    let beats = if wins.is_empty() {
+        "it is significantly better than none of them".to_string()
+    } else {
+        format!("it is significantly better only than {}", wins.join("; "))
+    };
+    let need = st.needed_reps(primary, w).map_or_else(String::new, |n| {
+        format!(
+            " (the closest difference would need ≈ {n} repetitions per cell to show at this spread)"
+        )
+    });
+    let _ = writeln!(
+        out,
+        "- No {w} cell is significantly better than the others at this n{need}: the top mean is **{}** at {at}, and {beats}.",
+        c.cell.label
+    );
 }
 
 /// Coefficient of variation above which a cell is flagged noisy.

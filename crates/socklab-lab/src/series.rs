@@ -273,13 +273,7 @@ pub fn metric(name: &str) -> Metric {
         .iter()
         .copied()
         .find(|m| m.name == name)
-        .unwrap_or(Metric {
-            name: "unknown",
-            unit: "",
-            short: "?",
-            description: "",
-            better: Better::Neither,
-        })
+        .unwrap_or(crate::metric::m("unknown", "", "?", "", Better::Neither))
 }
 
 /// Interval metric names in vocabulary order, then the unknown ones sorted.

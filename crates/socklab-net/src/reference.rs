@@ -63,6 +63,44 @@ pub fn memcpy_bandwidth(size: usize, total: u64) -> RefResult {
     }
 }
 
+/// The data caches of CPU 0 from sysfs (`/sys/devices/system/cpu/cpu0/cache/index*`), as
+/// `(level, bytes)` sorted by level: the per-core (or shared) size of each level that holds
+/// data. Empty when sysfs does not say.
+pub fn data_caches() -> Vec<(u8, u64)> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let mut out: Vec<(u8, u64)> = (0..8)
+        .filter_map(|i| {
+            let read = |f: &str| std::fs::read_to_string(dir.join(format!("index{i}/{f}"))).ok();
+            let kind = read("type")?;
+            if kind.trim() == "Instruction" {
+                return None;
+            }
+            let level: u8 = read("level")?.trim().parse().ok()?;
+            let size = crate::units::parse_size(read("size")?.trim()).ok()?;
+            Some((level, size))
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup_by_key(|c| c.0);
+    out
+}
+
+/// The smallest level of `caches` ([`data_caches`]) that holds `bytes` in at most half of it
+/// (the rest is left to everything else the process and the machine touch: a working set the
+/// size of a cache does not stay in it), or 0 (main memory) when none does; `None` when the
+/// caches are unknown.
+pub fn holding_level(caches: &[(u8, u64)], bytes: u64) -> Option<u8> {
+    if caches.is_empty() {
+        return None;
+    }
+    Some(
+        caches
+            .iter()
+            .find(|(_, size)| bytes <= *size / 2)
+            .map_or(0, |c| c.0),
+    )
+}
+
 /// Pushes `total` bytes (page-aligned buffers on both ends) through a pipe from a writer thread (writes of `size`) to a reader
 /// (reads of `size`) and times it from the first write to the reader's end of file.
 pub fn pipe_bandwidth(size: usize, total: u64) -> io::Result<RefResult> {
@@ -122,5 +160,22 @@ mod tests {
         assert!(p.reads >= 1 && p.reads <= 256 * 2);
         // Rounded up to whole transfers.
         assert_eq!(memcpy_bandwidth(3, 10).bytes, 12);
+    }
+
+    #[test]
+    fn the_holding_level_is_the_first_cache_large_enough() {
+        let caches = [(1, 32 << 10), (2, 1 << 20), (3, 32 << 20)];
+        assert_eq!(holding_level(&caches, 2 << 10), Some(1));
+        assert_eq!(holding_level(&caches, 16 << 10), Some(1));
+        assert_eq!(
+            holding_level(&caches, 32 << 10),
+            Some(2),
+            "a full L1 is not in L1"
+        );
+        assert_eq!(holding_level(&caches, 256 << 10), Some(2));
+        assert_eq!(holding_level(&caches, 16 << 20), Some(3));
+        assert_eq!(holding_level(&caches, 32 << 20), Some(0), "the whole L3");
+        assert_eq!(holding_level(&caches, 64 << 20), Some(0), "main memory");
+        assert_eq!(holding_level(&[], 1), None);
     }
 }

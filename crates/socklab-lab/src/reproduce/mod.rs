@@ -246,6 +246,9 @@ pub struct Diff {
     /// The Mann–Whitney U test of `a` against `b`.
     rank: Option<MannWhitney>,
     bimodal: bool,
+    /// Whether `a`'s (and `b`'s) repetitions are themselves bimodal (the mark names them).
+    bimodal_a: bool,
+    bimodal_b: bool,
     n: usize,
     /// Repetitions on each side.
     n_a: usize,
@@ -277,6 +280,8 @@ impl Diff {
             welch: welch(xb, xa),
             rank: mann_whitney(xa, xb),
             bimodal: bimodal(xa).is_some() || bimodal(xb).is_some(),
+            bimodal_a: bimodal(xa).is_some(),
+            bimodal_b: bimodal(xb).is_some(),
             n: xa.len().min(xb.len()),
             n_a: xa.len(),
             n_b: xb.len(),
@@ -374,7 +379,12 @@ impl Diff {
         }
         if self.bimodal {
             if let Some(m) = &self.rank {
-                let _ = write!(s, ", bimodal: Mann–Whitney {}", p_text(m.p_value));
+                let whose = match (self.bimodal_a, self.bimodal_b) {
+                    (true, true) => format!("{} and {}", self.a, self.b),
+                    (true, false) => self.a.clone(),
+                    _ => self.b.clone(),
+                };
+                let _ = write!(s, ", bimodal ({whose}): Mann–Whitney {}", p_text(m.p_value));
             }
         }
         if self.n_a == self.n_b {

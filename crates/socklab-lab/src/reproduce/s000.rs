@@ -25,11 +25,11 @@ pub fn bufsize(st: &ExperimentStats) -> Comparison {
             ours(st, tcp(size), "gbps"),
         ]);
     }
-    let best_pipe = st.best("gbps", "pipe");
-    let best_tcp = st.best("gbps", "bulk");
+    let best_pipe = st.top("gbps", "pipe");
+    let best_tcp = st.top("gbps", "bulk");
     let pipe_label = best_pipe.map_or_else(
         || "pipe".to_string(),
-        |i| format!("best pipe ({})", st.cells[i].cell.label),
+        |i| format!("fastest pipe by mean ({})", st.cells[i].cell.label),
     );
     table.row(vec![
         format!("{pipe_label}; the seed gives no size"),

@@ -398,12 +398,14 @@ fn x_axis(s: &mut String, ticks: &[(f64, String)], x: Scale, top: f64, bottom: f
 /// with caps, the value printed at the bar's end, the best row in another colour.
 mod bar;
 mod line;
+mod multiples;
 mod nines;
 mod strip;
 mod time;
 
-pub use bar::bar_chart;
+pub use bar::{bar_chart, bar_domain};
 pub use line::line_chart;
+pub use multiples::percentile_multiples;
 pub use nines::{nines, nines_log_y, percentile_chart, percentile_label, NINES};
 pub use strip::strip_chart;
 pub use time::{time_chart, Shade, TimeLine};

@@ -29,7 +29,7 @@ pub fn percentile_label(q: f64) -> String {
 
 /// The drawable points of a percentile series: `0 < q < 1`, a finite value at least 0, and a
 /// band kept only when finite and at least 0; sorted by quantile.
-fn drawable(s: &Series) -> Vec<Point> {
+pub(super) fn drawable(s: &Series) -> Vec<Point> {
     let mut p: Vec<Point> = s
         .points
         .iter()
@@ -59,7 +59,7 @@ pub fn nines_log_y(series: &[Series]) -> bool {
 
 /// Ticks of a log axis covering `[lo, hi]` (both above 0): 1, 2, 5 × 10^k (only 1 × 10^k
 /// over more than four decades), from the last at or below `lo` to the first at or above `hi`.
-fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let (e0, e1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
     let mantissas: &[i64] = if e1 - e0 > 4 { &[1] } else { &[1, 2, 5] };
     let all: Vec<f64> = (e0..=e1.max(e0 + 1))

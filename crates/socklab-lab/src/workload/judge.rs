@@ -20,12 +20,26 @@ pub struct VsBest {
     pub rel: f64,
     /// Relative difference of medians (what a bimodal comparison reports).
     pub rel_median: f64,
+    /// Difference of means, cell − reference, in the metric's unit.
+    pub diff: f64,
+    /// Difference of medians, cell − reference.
+    pub diff_median: f64,
+    /// Whether the metric is itself a difference (added latency: loaded − idle), so the
+    /// comparison is shown in its unit, never as a percentage of a value near zero.
+    pub by_difference: bool,
+    /// The metric's unit (for a comparison by difference).
+    pub unit: &'static str,
     /// Welch's test of the difference (None with fewer than 2 samples on either side).
     pub test: Option<Welch>,
     /// The Mann–Whitney U test of the two cells' repetitions.
     pub rank: Option<MannWhitney>,
     /// Whether either cell's repetitions fall into two clusters ([`socklab_stats::bimodal`]).
     pub bimodal: bool,
+    /// Whether this cell's own repetitions fall into two clusters.
+    pub bimodal_self: bool,
+    /// Whether the reference cell's repetitions do (then every comparison with it is
+    /// bimodal, and the mark names the reference, not this cell).
+    pub bimodal_reference: bool,
     /// The fewer repetitions of the two cells.
     pub n: usize,
 }
@@ -55,8 +69,43 @@ impl VsBest {
         }
     }
 
-    /// The table's text: `-3.2%`, `+1.0% (ns)`, `-50.0% (n<5)`,
-    /// `+0.0% median, bimodal, MW p=0.52 (ns)`.
+    /// The difference shown as text: relative (`-3.2%`), or in the metric's unit for a
+    /// metric that is itself a difference (`+3.20 ms`); `median` appended when bimodal.
+    pub fn shown_text(&self) -> String {
+        let (rel, abs) = if self.bimodal {
+            (self.rel_median, self.diff_median)
+        } else {
+            (self.rel, self.diff)
+        };
+        let v = if self.by_difference {
+            format!(
+                "{}{} {}",
+                sign(abs),
+                crate::table::num(abs.abs()),
+                self.unit
+            )
+        } else {
+            format!("{:+.1}%", rel * 100.0)
+        };
+        if self.bimodal {
+            format!("{v} median")
+        } else {
+            v
+        }
+    }
+
+    /// Which side of the comparison is bimodal: `this cell`, `reference` or `both`.
+    pub fn bimodal_side(&self) -> &'static str {
+        match (self.bimodal_self, self.bimodal_reference) {
+            (true, true) => "both",
+            (false, true) => "reference",
+            _ => "this cell",
+        }
+    }
+
+    /// The table's text: `-3.2%`, `+1.0% (ns)`, `-50.0% (n<5)`, `+3.20 ms (ns)`,
+    /// `+0.0% median, bimodal: this cell, MW p=0.52 (ns)` (the bimodal mark says whose
+    /// repetitions are bimodal: this row's cell, the reference's, or both).
     pub fn text(&self) -> String {
         let verdict = match (self.significant(), &self.test) {
             (_, None) => " (n<2)",
@@ -70,20 +119,30 @@ impl VsBest {
                 .as_ref()
                 .map_or_else(|| "-".into(), |m| format!("{:.2}", m.p_value));
             format!(
-                "{:+.1}% median, bimodal, MW p={p}{verdict}",
-                self.rel_median * 100.0
+                "{}, bimodal: {}, MW p={p}{verdict}",
+                self.shown_text(),
+                self.bimodal_side()
             )
         } else {
-            format!("{:+.1}%{verdict}", self.rel * 100.0)
+            format!("{}{verdict}", self.shown_text())
         }
     }
 }
 
+fn sign(x: f64) -> &'static str {
+    if x < 0.0 {
+        "-"
+    } else {
+        "+"
+    }
+}
+
 impl ExperimentStats {
-    /// The index of the best cell on `metric` by mean (per the metric's preferred direction),
-    /// among cells of `workload` whose configuration took effect (see
-    /// [`Self::not_in_effect`]).
-    pub fn best(&self, metric_name: &str, workload: &str) -> Option<usize> {
+    /// The index of the cell with the top mean on `metric` (per the metric's preferred
+    /// direction), among cells of `workload` whose configuration took effect (see
+    /// [`Self::not_in_effect`]): the cell the others are compared with when there is no
+    /// baseline. It is only named *best* when [`Self::best`] says so.
+    pub fn top(&self, metric_name: &str, workload: &str) -> Option<usize> {
         let better = metric(metric_name).better;
         let mut best: Option<(usize, f64)> = None;
         for (i, c) in self.cells.iter().enumerate() {
@@ -103,6 +162,63 @@ impl ExperimentStats {
             }
         }
         best.map(|(i, _)| i)
+    }
+
+    /// The other measured cells of `workload` (configuration in effect) that the top cell is
+    /// compared with, and whether the top cell is significantly better than each.
+    pub fn beaten(&self, metric_name: &str, workload: &str) -> Vec<(usize, bool)> {
+        let Some(t) = self.top(metric_name, workload) else {
+            return Vec::new();
+        };
+        (0..self.cells.len())
+            .filter(|&i| i != t && self.cells[i].cell.workload == workload)
+            .filter(|&i| self.not_in_effect(i).is_none())
+            .filter(|&i| self.cells[i].metrics.contains_key(metric_name))
+            .map(|i| {
+                let sig = self
+                    .compare(t, i, metric_name)
+                    .is_some_and(|v| v.significant() == Some(true));
+                (i, sig)
+            })
+            .collect()
+    }
+
+    /// The best cell of `workload` on `metric`: the top cell ([`Self::top`]), and only when
+    /// it is significantly better than every other cell of the workload whose configuration
+    /// took effect (Welch's test, Mann–Whitney too when bimodal, each side ≥
+    /// [`MIN_N_VERDICT`] repetitions). `None` when no such cell exists, or when the workload
+    /// has a single cell (nothing to be best against): the report then names no best.
+    pub fn best(&self, metric_name: &str, workload: &str) -> Option<usize> {
+        let t = self.top(metric_name, workload)?;
+        let others = self.beaten(metric_name, workload);
+        (!others.is_empty() && others.iter().all(|(_, sig)| *sig)).then_some(t)
+    }
+
+    /// About how many repetitions per cell Welch's test would need to tell the top cell of
+    /// `workload` from its closest rival at the difference and spread measured now (two-sided
+    /// α = 0.05, power 0.8: n ≈ 2 (1.96 + 0.84)² s² / δ², s² the mean of the two variances),
+    /// at least [`MIN_N_VERDICT`]; `None` when it cannot be estimated (no rival, no spread,
+    /// equal means).
+    pub fn needed_reps(&self, metric_name: &str, workload: &str) -> Option<usize> {
+        let t = self.top(metric_name, workload)?;
+        let top = self.cells[t].metrics.get(metric_name)?;
+        let rival = self
+            .beaten(metric_name, workload)
+            .into_iter()
+            .filter(|(_, sig)| !sig)
+            .filter_map(|(i, _)| self.cells[i].metrics.get(metric_name))
+            .min_by(|a, b| {
+                let (da, db) = ((a.mean - top.mean).abs(), (b.mean - top.mean).abs());
+                da.total_cmp(&db)
+            })?;
+        let delta = (rival.mean - top.mean).abs();
+        let var = (top.sd? * top.sd? + rival.sd? * rival.sd?) / 2.0;
+        if delta <= 0.0 || !var.is_finite() || var <= 0.0 {
+            return None;
+        }
+        let n = 2.0 * (1.96_f64 + 0.84).powi(2) * var / (delta * delta);
+        n.is_finite()
+            .then(|| (n.ceil() as usize).max(MIN_N_VERDICT))
     }
 
     /// Why cell `i` did not get what its configuration asked for (its workload's
@@ -141,16 +257,21 @@ impl ExperimentStats {
     }
 
     /// The cell others of `workload` are compared with: the baseline if there is one, else the
-    /// best on `metric`.
+    /// top cell on `metric` ([`Self::top`], whether or not it is the best).
     pub fn reference(&self, metric_name: &str, workload: &str) -> Option<usize> {
         self.baseline(workload)
-            .or_else(|| self.best(metric_name, workload))
+            .or_else(|| self.top(metric_name, workload))
     }
 
     /// Cell `i` compared with the reference cell of its workload (see [`Self::reference`]).
     pub fn vs_best(&self, i: usize, metric_name: &str) -> Option<VsBest> {
+        let b = self.reference(metric_name, &self.cells[i].cell.workload)?;
+        self.compare(b, i, metric_name)
+    }
+
+    /// Cell `i` compared with cell `b` on `metric_name`.
+    pub fn compare(&self, b: usize, i: usize, metric_name: &str) -> Option<VsBest> {
         let c = &self.cells[i];
-        let b = self.reference(metric_name, &c.cell.workload)?;
         let (cm, bm) = (
             c.metrics.get(metric_name)?,
             self.cells[b].metrics.get(metric_name)?,
@@ -166,12 +287,19 @@ impl ExperimentStats {
             0.0
         };
         let (bv, cv) = (&self.cells[b].values[metric_name], &c.values[metric_name]);
+        let m = metric(metric_name);
         Some(VsBest {
             rel,
             rel_median,
+            diff: cm.mean - bm.mean,
+            diff_median: cm.median - bm.median,
+            by_difference: m.difference,
+            unit: m.unit,
             test: welch(bv, cv),
             rank: mann_whitney(cv, bv),
             bimodal: bimodal(bv).is_some() || bimodal(cv).is_some(),
+            bimodal_self: bimodal(cv).is_some(),
+            bimodal_reference: bimodal(bv).is_some(),
             n: bv.len().min(cv.len()),
         })
     }

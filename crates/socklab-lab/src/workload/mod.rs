@@ -29,6 +29,7 @@ pub mod rrul;
 pub mod states;
 pub mod transfer;
 pub mod udp;
+pub mod udp_search;
 
 pub use key::{parse_target, Target};
 pub use transfer::{check_tcp_cc, Proto};
@@ -334,13 +335,7 @@ pub fn metric(name: &str) -> Metric {
                     .is_some_and(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
             })
         })
-        .unwrap_or(Metric {
-            name: "unknown",
-            unit: "",
-            short: "?",
-            description: "",
-            better: Better::Neither,
-        })
+        .unwrap_or(crate::metric::m("unknown", "", "?", "", Better::Neither))
 }
 
 /// Every workload's keys as Markdown tables (key, default, meaning): `docs/keys.md`.

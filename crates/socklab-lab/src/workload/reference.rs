@@ -8,9 +8,11 @@ use crate::metric::{m, Better, Metric};
 use crate::params::{Key, Params};
 use crate::resources::Resources;
 use crate::sample::Sample;
+use crate::summary::ExperimentStats;
+use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, GBPS, READS, SECONDS, WRITES};
 use crate::workload::key::nonzero_usize;
-use crate::workload::Spec;
+use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
 /// Parameters of a reference measurement.
@@ -97,12 +99,48 @@ impl Spec for PipeSpec {
     }
 }
 
+/// The metrics of `memcpy`: those of the references, and the cache level that held the copy.
+pub const MEMCPY_METRICS: &[Metric] = &[
+    GBPS,
+    SECONDS,
+    BYTES,
+    WRITES,
+    m(
+        "cpu_s",
+        "s",
+        "cpu s",
+        "process CPU (user + system)",
+        Better::Lower,
+    ),
+    m(
+        "copy_level",
+        "",
+        "held in",
+        "the smallest CPU data cache level (sysfs of the measuring host) that holds one copy's source + destination (2 × size) in at most half of it; 0 = none, main memory",
+        Better::Neither,
+    ),
+];
+
 impl Spec for MemcpySpec {
     const KIND: &'static str = "memcpy";
     const KEYS: &'static [Key] = KEYS;
-    const METRICS: &'static [Metric] = METRICS;
+    const METRICS: &'static [Metric] = MEMCPY_METRICS;
     const PRIMARY: &'static str = "gbps";
-    const COLUMNS: &'static [&'static str] = &["writes", "reads"];
+    const COLUMNS: &'static [&'static str] = &["writes"];
+
+    /// What each memcpy figure measures: the cache level its working set lives in.
+    fn tables(st: &ExperimentStats) -> Vec<ReportTable> {
+        memcpy_table(st)
+            .map(|table| ReportTable {
+                title: "What each memcpy figure measures",
+                text_heading: "memcpy: where each copy ran (source + destination = 2 × size):",
+                class: "memcpy",
+                note: MEMCPY_NOTE,
+                table,
+            })
+            .into_iter()
+            .collect()
+    }
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         RefSpec::parse(p).map(MemcpySpec)
@@ -118,11 +156,47 @@ impl Spec for MemcpySpec {
         _label: &str,
         _stop: &dyn Fn() -> bool,
     ) -> Result<Sample, LabError> {
-        Ok(sample(&reference::memcpy_bandwidth(
-            self.0.size,
-            self.0.bytes,
-        )))
+        let mut s = sample(&reference::memcpy_bandwidth(self.0.size, self.0.bytes));
+        let caches = reference::data_caches();
+        if let Some(level) = reference::holding_level(&caches, 2 * self.0.size as u64) {
+            s.extend([("copy_level", f64::from(level))]);
+        }
+        Ok(s)
     }
+}
+
+/// The caption of [`memcpy_table`].
+pub const MEMCPY_NOTE: &str = "Every memcpy cell is measured the same way (one thread copies `size` bytes from one buffer to another, each copy a real memcpy call, until `bytes` are copied), but the figure is the bandwidth of wherever source and destination live: a few hundred Gbit/s when 2 × size fits in L1 or L2, tens of Gbit/s once it spills to L3 or main memory. So memcpy figures at different sizes measure different things: `bulk --reference` copies at the bulk run's transfer size (nbufs × bufsize, 128 KiB by default), the `memcpy.toml` experiment at 4 B to 64 KiB. Compare a socket with memcpy only at the same size and level; a memcpy below TCP over loopback means its working set lived in a slower level than the socket's buffers.";
+
+/// The memcpy table: per memcpy cell, its size, mean Gbit/s, working set (2 × size) and the
+/// cache level that held it on the measuring host (`copy_level`). `None` without memcpy cells.
+pub fn memcpy_table(st: &ExperimentStats) -> Option<Table> {
+    let cells: Vec<_> = st
+        .cells
+        .iter()
+        .filter(|c| c.cell.workload == MemcpySpec::KIND && c.metrics.contains_key("gbps"))
+        .collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(&["config", "n", "Gbit/s", "working set", "held in"]);
+    for c in cells {
+        let size = c.cell.config.get("size").and_then(|v| parse_size(v).ok());
+        let level = c.metrics.get("copy_level").map(|s| s.median);
+        let held = match level {
+            Some(l) if l >= 1.0 => format!("L{l:.0} cache"),
+            Some(_) => "main memory (beyond every cache)".to_string(),
+            None => "not recorded".to_string(),
+        };
+        t.row(vec![
+            c.cell.label.clone(),
+            c.n_text(st.keep_invalid),
+            num(c.metrics["gbps"].mean),
+            size.map_or_else(|| "-".into(), |s| format_size(2 * s)),
+            held,
+        ]);
+    }
+    Some(t)
 }
 
 /// The sample of one reference run.

@@ -104,12 +104,12 @@ pub const METRICS: &[Metric] = &[
         "added_p50_ms",
         "added p50",
         "latency the load added: median TCP probe RTT loaded − idle (the primary metric)",
-    ),
+    ).as_difference(),
     ms(
         "added_p99_ms",
         "added p99",
         "latency the load added: 99th percentile TCP probe RTT loaded − idle",
-    ),
+    ).as_difference(),
     ms(
         "idle_tcp_p50_ms",
         "idle p50",
@@ -134,12 +134,12 @@ pub const METRICS: &[Metric] = &[
         "added_udp_p50_ms",
         "udp added p50",
         "latency the load added: median UDP probe RTT loaded − idle",
-    ),
+    ).as_difference(),
     ms(
         "added_udp_p99_ms",
         "udp added p99",
         "latency the load added: 99th percentile UDP probe RTT loaded − idle",
-    ),
+    ).as_difference(),
     ms(
         "idle_udp_p50_ms",
         "udp idle p50",
@@ -577,15 +577,43 @@ pub fn table(st: &ExperimentStats) -> Option<Table> {
             "down_mbps",
             "udp_loss_loaded_pct",
         ] {
-            row.push(mean(c, k));
+            row.push(match c.metrics.get(k) {
+                Some(s) if k.starts_with("added") => added_cell(s),
+                _ => mean(c, k),
+            });
         }
         t.row(row);
     }
     Some(t)
 }
 
+/// An added latency (loaded − idle) as the table shows it: the mean, and where it is
+/// negative (the loaded percentile came out below the idle one), what that means: within the
+/// repetitions' noise when the 95% interval reaches 0 or above, else the loaded phase was
+/// faster; a load cannot take latency away, so a negative value is never read as a gain.
+pub fn added_cell(s: &socklab_stats::Summary) -> String {
+    if s.mean >= 0.0 {
+        return num(s.mean);
+    }
+    match s.ci95() {
+        Some((lo, hi)) if hi >= 0.0 => format!(
+            "{} (≈ 0: within the noise, CI {} to {})",
+            num(s.mean),
+            num(lo),
+            num(hi)
+        ),
+        Some((lo, hi)) => format!(
+            "{} (loaded below idle, CI {} to {})",
+            num(s.mean),
+            num(lo),
+            num(hi)
+        ),
+        None => format!("{} (≈ 0: loaded below idle, one repetition)", num(s.mean)),
+    }
+}
+
 /// The caption of [`table`].
-pub const NOTE: &str = "Latency in ms: the probes' round trips (one TCP connection with TCP_NODELAY, one UDP socket, a 64-byte ping-pong each at a fixed rate) alone (*idle*) and beside the streams up and down (*loaded*), per percentile; *added* is loaded − idle, the delay the load's queue put on everything else crossing the bottleneck (the TCP probes' median is the primary metric). *up* and *down* are the loaded phase's throughput each way, *udp loss* the UDP probes of the loaded phase not answered within probe_timeout. Means over the measured repetitions; with fewer than 5 repetitions no comparison is judged.";
+pub const NOTE: &str = "Latency in ms: the probes' round trips (one TCP connection with TCP_NODELAY, one UDP socket, a 64-byte ping-pong each at a fixed rate) alone (*idle*) and beside the streams up and down (*loaded*), per percentile; *added* is loaded − idle, the delay the load's queue put on everything else crossing the bottleneck (the TCP probes' median is the primary metric); a negative added value (the loaded percentile below the idle one) means the load added nothing measurable, and the cell says whether its 95% interval reaches 0 (*within the noise*); cells are compared by the difference in ms, never by percent of a value near zero. *up* and *down* are the loaded phase's throughput each way, *udp loss* the UDP probes of the loaded phase not answered within probe_timeout. Means over the measured repetitions; with fewer than 5 repetitions no comparison is judged.";
 
 #[cfg(test)]
 mod tests {

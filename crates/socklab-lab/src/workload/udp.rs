@@ -156,8 +156,15 @@ pub const METRICS: &[Metric] = &[
         "max_gbps",
         "Gbit/s",
         "max Gbit/s",
-        "rate = max: the highest offered rate of a trial without loss",
+        "rate = max: the highest offered rate of a trial that lost at most max_loss",
         Better::Higher,
+    ),
+    m(
+        "trial_loss_pct",
+        "%",
+        "trial loss %",
+        "rate = max: the loss of the trial that passed at the rate found (max_loss bounds it; loss_pct is the full test's)",
+        Better::Lower,
     ),
     m(
         "trials",
@@ -349,6 +356,10 @@ impl Spec for UdpSpec {
         "dgrams_reordered",
         "owd_p50_us",
     ];
+
+    fn tables(st: &crate::summary::ExperimentStats) -> Vec<crate::workload::ReportTable> {
+        crate::workload::udp_search::tables(st)
+    }
 
     /// With `rate = max`, cells are judged by the rate found.
     fn primary(has: &dyn Fn(&str) -> bool) -> &'static str {
@@ -714,6 +725,14 @@ pub fn sample(t: &TestRun, search: Option<(u64, &[Trial])>, link: LinkRun) -> Sa
             ("max_gbps", best as f64 / 1e9),
             ("trials", trials.len() as f64),
         ]);
+        // The loss of the trial that passed at the rate found (the search's criterion).
+        if let Some(tr) = trials
+            .iter()
+            .rev()
+            .find(|tr| tr.rate_bps == best && tr.passed && tr.sent > 0)
+        {
+            m.push(("trial_loss_pct", 100.0 * tr.lost as f64 / tr.sent as f64));
+        }
     }
     let mut sample = Sample::new(
         m,

@@ -76,3 +76,7 @@ pub fn designs_table(st: &ExperimentStats) -> Option<Table> {
 
 /// The caption of [`designs_table`].
 pub const DESIGNS_NOTE: &str = "Server designs (seed 002, Stevens' figure 27.1): server CPU time (user + system of the `socklab serve` process and its reaped children, from wait4) per repetition, CPU per connection, and the same minus the *iterative* server's (the book subtracts the iterative baseline: what is left is the cost of the design itself); requests/s and response-time percentiles from socklab's load generator; *Jain* is the fairness of connections across the workers (1 = even).";
+
+/// The caption of [`designs_table`] when the experiment has no iterative cell (so no column
+/// subtracts it).
+pub const DESIGNS_NOTE_NO_BASELINE: &str = "Server designs (seed 002, Stevens' figure 27.1): server CPU time (user + system of the `socklab serve` process and its reaped children, from wait4) per repetition and CPU per connection. The book subtracts the *iterative* server's CPU per connection to leave the cost of the design itself; this experiment has no iterative cell, so nothing is subtracted. Requests/s and response-time percentiles from socklab's load generator; *Jain* is the fairness of connections across the workers (1 = even).";
