@@ -34,6 +34,8 @@ pub mod table;
 pub mod workload;
 
 #[cfg(test)]
+mod export_tests;
+#[cfg(test)]
 mod testkit;
 #[cfg(test)]
 mod trust_tests;

@@ -194,16 +194,17 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// Tidy CSV of the summaries: one row per cell and metric.
+/// Tidy CSV of the summaries: one row per cell and metric. `ci95_lo`/`ci95_hi` are the
+/// interval the report draws, `ci95_method` names it (as in the JSON).
 pub fn summary_csv(st: &ExperimentStats) -> String {
     let mut out = String::from(
-        "experiment,cell,label,workload,metric,unit,n,mean,sd,ci95_lo,ci95_hi,min,median,max\n",
+        "experiment,cell,label,workload,metric,unit,n,mean,sd,ci95_lo,ci95_hi,min,median,max,ci95_method\n",
     );
     for c in &st.cells {
         for (k, s) in &c.metrics {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 st.experiment.id,
                 c.cell.idx,
                 csv_field(&c.cell.label),
@@ -217,7 +218,8 @@ pub fn summary_csv(st: &ExperimentStats) -> String {
                 opt(s.ci95().map(|c| c.1)),
                 s.min,
                 s.median,
-                s.max
+                s.max,
+                s.ci95_method().map_or("", |m| m.as_str())
             );
         }
     }
