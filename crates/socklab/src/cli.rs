@@ -339,7 +339,9 @@ pub struct SummaryFormat {
     #[arg(long)]
     pub csv: bool,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics and run none again; by default each is run again until the cell
+    /// has its reps valid ones (at most 2 × reps attempts), left out and counted, "n = 3 (+2
+    /// invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
 }
@@ -848,7 +850,8 @@ pub struct ReportArgs {
     #[arg(long, default_value = "socklab report")]
     pub title: String,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)"
+    /// (a run re-runs them unless it ran with --keep-invalid).
     #[arg(long)]
     pub keep_invalid: bool,
     #[command(flatten)]
@@ -870,7 +873,9 @@ pub struct LabArgs {
     #[arg(long, default_value = "socklab-report", value_name = "DIR")]
     pub out: PathBuf,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics and run none again; by default each is run again until the cell
+    /// has its reps valid ones (at most 2 × reps attempts), left out and counted, "n = 3 (+2
+    /// invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
     /// Where the roles run (another host over SSH).

@@ -542,6 +542,11 @@ pub(crate) fn run_and_print(
 ) -> Result<i64, Failure> {
     let lines = has_series(plan);
     let live = LiveLines::for_format(format.json, format.csv);
+    // --keep-invalid counts the repetitions marked invalid: none is re-run.
+    let plan = &Plan {
+        retry_invalid: plan.retry_invalid && !format.keep_invalid,
+        ..plan.clone()
+    };
     let id = match run_one(plan, store, hosts, live, capture) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
@@ -850,6 +855,7 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
     hosts.check()?;
     let mut plan = file.plan(a.quick, &command_line())?;
     plan.set_counts(a.reps, a.warmup)?;
+    plan.retry_invalid = !a.format.keep_invalid;
     if !(a.noise_cv > 0.0 && a.noise_cv.is_finite()) {
         return Err(usage(format!(
             "--noise-cv {}: give a positive fraction, e.g. 0.10 for 10%",
@@ -1007,6 +1013,9 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     let t0 = std::time::Instant::now();
     let mut ids = Vec::new();
     let mut failure = None;
+    for plan in &mut plans {
+        plan.retry_invalid = !a.keep_invalid;
+    }
     for plan in &plans {
         // Suites store their time series; the lines are for one-off commands.
         match run_one(plan, &mut store, &hosts, LiveLines::Off, None) {

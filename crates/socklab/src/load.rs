@@ -87,7 +87,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "D")]
     pub interval: Option<String>,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics and run none again; by default each is run again until the cell
+    /// has its reps valid ones (at most 2 × reps attempts), left out and counted, "n = 3 (+2
+    /// invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
     /// Repeat the run N times: mean, sd and 95% CI per metric (the `load` workload of
@@ -382,6 +384,10 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
     let live = LiveLines::for_format(a.json, a.csv);
     let mut observer = OneRun::new(!a.json && !a.csv).with_live(live);
+    let plan = Plan {
+        retry_invalid: !a.keep_invalid,
+        ..plan
+    };
     let id = run_observed(&plan, &mut store, &hosts, None, &mut observer).map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let gens = generator_lines(&store, id)?;
