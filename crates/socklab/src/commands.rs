@@ -506,7 +506,7 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
     };
     let capture = a.link.workload_capture()?;
     if dry {
-        return dryrun::print_plan(&plan);
+        return dryrun::print_plan(&dryrun::keeping_invalid(plan, a.format.keep_invalid));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
@@ -813,7 +813,7 @@ pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
     )?;
     let capture = a.link.workload_capture()?;
     if dry {
-        return dryrun::print_plan(&plan);
+        return dryrun::print_plan(&dryrun::keeping_invalid(plan, a.format.keep_invalid));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
@@ -996,6 +996,9 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     for s in &chosen {
         plans.extend(s.plans(a.quick)?);
     }
+    for plan in &mut plans {
+        plan.retry_invalid = !a.keep_invalid;
+    }
     if dry {
         for plan in &plans {
             dryrun::print_plan(plan)?;
@@ -1013,9 +1016,6 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     let t0 = std::time::Instant::now();
     let mut ids = Vec::new();
     let mut failure = None;
-    for plan in &mut plans {
-        plan.retry_invalid = !a.keep_invalid;
-    }
     for plan in &plans {
         // Suites store their time series; the lines are for one-off commands.
         match run_one(plan, &mut store, &hosts, LiveLines::Off, None) {

@@ -368,7 +368,7 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     let hosts = a.hosts.plan()?;
     let plan = plan(&a, params)?;
     if dry {
-        return crate::dryrun::print_plan(&plan);
+        return crate::dryrun::print_plan(&crate::dryrun::keeping_invalid(plan, a.keep_invalid));
     }
     ensure_descriptors(a.clients.or(a.connections).unwrap_or(10))?;
     let mut store = Store::open(&a.db)?;
