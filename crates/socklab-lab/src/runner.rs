@@ -812,6 +812,10 @@ mod tests {
         let st = crate::summary::experiment_stats(&store, s.experiment).unwrap();
         assert_eq!(st.cells[1].n_text(false), "3 (+2 invalid, retried)");
         assert_eq!(st.cells[2].n_text(false), "3");
+        let md = crate::output::markdown_report(&store, &[s.experiment], "t").unwrap();
+        assert!(md.contains("| 3 (+2 invalid, retried) |"), "{md}");
+        let html = crate::html::html_report(&store, &[s.experiment], "t").unwrap();
+        assert!(html.contains("3 (+2 invalid, retried)"));
         let json = crate::output::to_json(&st);
         assert_eq!(json["cells"][1]["retried"], 2);
         assert_eq!(json["cells"][1]["attempts"], 5);
