@@ -339,9 +339,8 @@ pub struct SummaryFormat {
     #[arg(long)]
     pub csv: bool,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics and run none again; by default each is run again until the cell
-    /// has its reps valid ones (at most 2 × reps attempts), left out and counted, "n = 3 (+2
-    /// invalid, retried)".
+    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
+    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
 }
@@ -850,8 +849,7 @@ pub struct ReportArgs {
     #[arg(long, default_value = "socklab report")]
     pub title: String,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)"
-    /// (a run re-runs them unless it ran with --keep-invalid).
+    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
     #[arg(long)]
     pub keep_invalid: bool,
     #[command(flatten)]
@@ -873,9 +871,8 @@ pub struct LabArgs {
     #[arg(long, default_value = "socklab-report", value_name = "DIR")]
     pub out: PathBuf,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics and run none again; by default each is run again until the cell
-    /// has its reps valid ones (at most 2 × reps attempts), left out and counted, "n = 3 (+2
-    /// invalid, retried)".
+    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
+    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
     /// Where the roles run (another host over SSH).

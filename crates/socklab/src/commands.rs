@@ -542,11 +542,7 @@ pub(crate) fn run_and_print(
 ) -> Result<i64, Failure> {
     let lines = has_series(plan);
     let live = LiveLines::for_format(format.json, format.csv);
-    // --keep-invalid counts the repetitions marked invalid: none is re-run.
-    let plan = &Plan {
-        retry_invalid: plan.retry_invalid && !format.keep_invalid,
-        ..plan.clone()
-    };
+    let plan = &dryrun::keeping_invalid(plan.clone(), format.keep_invalid); // none re-run
     let id = match run_one(plan, store, hosts, live, capture) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
@@ -996,9 +992,9 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     for s in &chosen {
         plans.extend(s.plans(a.quick)?);
     }
-    for plan in &mut plans {
-        plan.retry_invalid = !a.keep_invalid;
-    }
+    plans
+        .iter_mut()
+        .for_each(|p| p.retry_invalid = !a.keep_invalid);
     if dry {
         for plan in &plans {
             dryrun::print_plan(plan)?;

@@ -87,9 +87,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "D")]
     pub interval: Option<String>,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics and run none again; by default each is run again until the cell
-    /// has its reps valid ones (at most 2 × reps attempts), left out and counted, "n = 3 (+2
-    /// invalid, retried)".
+    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
+    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
     /// Repeat the run N times: mean, sd and 95% CI per metric (the `load` workload of
