@@ -37,6 +37,10 @@ const MEANINGS: &[(&str, &str)] = &[
         "plan_fingerprint",
         "plan fingerprint (what --resume matches)",
     ),
+    (
+        "retry_invalid",
+        "repetitions marked invalid re-run (at most 2 × reps attempts per cell)",
+    ),
     ("link_driver", "link emulator"),
     ("link_sysctls", "sysctls set in the link's namespaces"),
     ("link_emulator_cpu_s", "CPU time of the link emulator"),

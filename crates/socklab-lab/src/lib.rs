@@ -26,6 +26,7 @@ pub mod series;
 pub mod series_charts;
 pub mod series_export;
 pub mod store;
+pub mod store_runs;
 pub mod store_series;
 pub mod suites;
 pub mod summary;
@@ -33,6 +34,8 @@ pub mod svg;
 pub mod table;
 pub mod workload;
 
+#[cfg(test)]
+mod export_tests;
 #[cfg(test)]
 mod noise_tests;
 #[cfg(test)]

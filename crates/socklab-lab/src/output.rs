@@ -14,10 +14,10 @@ use crate::LabError;
 use socklab_stats::BIMODAL_GAP_RATIO;
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero); for counts that cannot be negative but include zeros (no logarithm exists), the Student-t interval truncated at zero (*0–hi*); sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions, Jain's *fairness* index over the streams of a test of several; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions. *n* is the number of measured repetitions in the statistics: *(+k invalid)* when k more were marked invalid (emu_valid = 0: the emulated link could not keep up) and left out, *(incl. k invalid)* when --keep-invalid kept them.";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero); for counts that cannot be negative but include zeros (no logarithm exists), the Student-t interval truncated at zero (*0–hi*); sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions, Jain's *fairness* index over the streams of a test of several; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions. *n* is the number of measured repetitions in the statistics: *(+k invalid)* when k more were marked invalid (emu_valid = 0: the emulated link could not keep up) and left out, *(+k invalid, retried)* when each was re-run (a cell runs until it has n valid repetitions, at most 2n attempts; *short of n after 2n attempts* when they did not give n), *(incl. k invalid)* when --keep-invalid kept them (and nothing was re-run).";
 
 /// The line under the human table that explains an interval printed `lo–hi`.
-const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithms, back-transformed (a positive metric whose ±interval would reach below 0)\n";
+const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithms, back-transformed (a positive metric whose ±interval would reach below 0), or 0–hi = Student t truncated at 0 (a count with zeros); --json/--csv print the same interval as ci95_lo/ci95_hi\n";
 
 /// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
 /// min, median, max, the difference from the best cell with Welch's test, and the means of
@@ -202,6 +202,9 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
                 "config": c.cell.config.0,
                 "n": c.n,
                 "invalid": c.invalid,
+                "attempts": c.attempts,
+                "retried": c.retried,
+                "retries_exhausted": c.retries_exhausted(),
                 "metrics": metrics,
             })
         })
@@ -227,16 +230,17 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// Tidy CSV of the summaries: one row per cell and metric.
+/// Tidy CSV of the summaries: one row per cell and metric. `ci95_lo`/`ci95_hi` are the
+/// interval the report draws, `ci95_method` names it (as in the JSON).
 pub fn summary_csv(st: &ExperimentStats) -> String {
     let mut out = String::from(
-        "experiment,cell,label,workload,metric,unit,n,mean,sd,ci95_lo,ci95_hi,min,median,max\n",
+        "experiment,cell,label,workload,metric,unit,n,mean,sd,ci95_lo,ci95_hi,min,median,max,ci95_method\n",
     );
     for c in &st.cells {
         for (k, s) in &c.metrics {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 st.experiment.id,
                 c.cell.idx,
                 csv_field(&c.cell.label),
@@ -250,7 +254,8 @@ pub fn summary_csv(st: &ExperimentStats) -> String {
                 opt(s.ci95().map(|c| c.1)),
                 s.min,
                 s.median,
-                s.max
+                s.max,
+                s.ci95_method().map_or("", |m| m.as_str())
             );
         }
     }

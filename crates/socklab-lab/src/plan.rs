@@ -88,6 +88,10 @@ pub struct Plan {
     pub order: Order,
     /// The command line or file that made it.
     pub command: String,
+    /// Whether a repetition marked invalid (`emu_valid = 0`: the emulated link could not keep
+    /// up) is re-run until the cell has `reps` valid ones, at most `2 × reps` attempts
+    /// (default); off with `--keep-invalid`, which counts the invalid ones instead.
+    pub retry_invalid: bool,
 }
 
 /// A group of cells of one workload: fixed parameters and a matrix of axes (cross product).
@@ -262,6 +266,7 @@ impl Plan {
             warmup,
             order,
             command: command.to_string(),
+            retry_invalid: true,
         })
     }
 

@@ -3,15 +3,17 @@
 //!
 //! One code path for everything: `socklab bulk` builds a plan and hands it here, as suites do.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
 
 use socklab_sys::host::HostFacts;
 
 use crate::clock::now_rfc3339;
-use crate::plan::{Cell, Plan};
+use crate::plan::{Cell, Order, Plan};
 use crate::series::LiveSink;
 use crate::store::Store;
+use crate::store_runs::StoredRun;
+use crate::summary::VALID_METRIC;
 use crate::LabError;
 
 pub use crate::sample::Sample;
@@ -58,6 +60,9 @@ pub trait Observer {
     fn live(&mut self, _cell: &Cell, _rep: usize, _warmup: bool) -> Option<LiveSink> {
         None
     }
+    /// A measured repetition was marked invalid (`emu_valid = 0`) and repetition `rep` of
+    /// `cell` runs in its place: one run more than announced at [`Observer::start`].
+    fn retry(&mut self, _cell: &Cell, _rep: usize) {}
     /// A repetition finished and is stored.
     fn run_done(&mut self, _cell: &Cell, _rep: usize, _warmup: bool, _sample: &Sample) {}
     /// The plan ended (successfully or not).
@@ -75,14 +80,20 @@ impl Observer for Silent {}
 pub struct RunSummary {
     /// Experiment id in the store.
     pub experiment: i64,
-    /// Repetitions finished and stored (warm-ups included).
+    /// Repetitions finished and stored (warm-ups and retries included).
     pub done: usize,
+    /// Of those, attempts run because an earlier one was marked invalid.
+    pub retried: usize,
 }
 
 /// Runs `plan`: records the experiment, runs the schedule, commits each finished repetition.
 ///
 /// On a failed repetition the experiment is marked `failed` and the error returned; on
 /// `stop()` it is marked `interrupted`. Either way every finished repetition stays stored.
+///
+/// A measured repetition marked invalid (`emu_valid = 0`) is re-run, with the plan's
+/// [`Plan::retry_invalid`], until its cell has as many valid ones as the schedule has given
+/// it so far, at most `2 × reps` attempts per cell: see [`execute`].
 pub fn run_plan(
     plan: &Plan,
     store: &mut Store,
@@ -93,16 +104,18 @@ pub fn run_plan(
 ) -> Result<RunSummary, LabError> {
     let (experiment, cell_ids) = store.begin_experiment(plan, host)?;
     store.set_fact(experiment, "plan_fingerprint", &plan.fingerprint())?;
-    execute(
-        plan,
+    let mut ctx = Ctx {
         store,
         exec,
         obs,
         stop,
         experiment,
-        &cell_ids,
-        &HashSet::new(),
-    )
+        cell_ids: &cell_ids,
+        done: 0,
+        retried: 0,
+        failed: Vec::new(),
+    };
+    execute(plan, &mut ctx, &[])
 }
 
 /// What `--resume` found.
@@ -120,7 +133,8 @@ pub enum Resume {
 }
 
 /// Continues the newest stored experiment with the same name and cells as `plan`, running only
-/// the repetitions it does not hold yet (none is run twice); starts a new one if there is none.
+/// the repetitions it does not hold yet (none is run twice), and the retries its invalid ones
+/// still call for; starts a new one if there is none.
 pub fn resume_plan(
     plan: &Plan,
     store: &mut Store,
@@ -132,7 +146,7 @@ pub fn resume_plan(
     let Some(experiment) = store.find_resumable(&plan.name, &plan.fingerprint())? else {
         return Ok((Resume::Fresh, run_plan(plan, store, host, exec, obs, stop)?));
     };
-    let done: HashSet<(usize, usize, bool)> = store.done_runs(experiment)?.into_iter().collect();
+    let stored = store.stored_runs(experiment)?;
     let cell_ids = store.reopen_experiment(experiment, plan.reps, plan.warmup)?;
     if cell_ids.len() != plan.cells.len() {
         return Err(LabError::Plan(format!(
@@ -141,103 +155,262 @@ pub fn resume_plan(
             plan.cells.len()
         )));
     }
-    let skipped = done.len();
-    let s = execute(plan, store, exec, obs, stop, experiment, &cell_ids, &done)?;
+    let mut ctx = Ctx {
+        store,
+        exec,
+        obs,
+        stop,
+        experiment,
+        cell_ids: &cell_ids,
+        done: 0,
+        retried: 0,
+        failed: Vec::new(),
+    };
+    let s = execute(plan, &mut ctx, &stored)?;
     Ok((
         Resume::Continued {
             experiment,
-            skipped,
+            skipped: stored.len(),
         },
         s,
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn execute(
-    plan: &Plan,
-    store: &mut Store,
-    exec: &mut dyn Executor,
-    obs: &mut dyn Observer,
-    stop: &dyn Fn() -> bool,
+/// One cell's measured attempts so far (stored before and run now).
+#[derive(Debug, Clone, Default)]
+struct Tally {
+    /// Measured attempts, invalid ones included.
+    attempts: usize,
+    /// Of those, not marked invalid.
+    valid: usize,
+    /// Their repetition numbers.
+    reps: BTreeSet<usize>,
+}
+
+impl Tally {
+    fn add(&mut self, rep: usize, invalid: bool) {
+        self.attempts += 1;
+        self.valid += usize::from(!invalid);
+        self.reps.insert(rep);
+    }
+
+    /// The number of the next retry: the smallest not used from `reps` on (the planned
+    /// repetitions are `0..reps`), so it gets its own emulator seed.
+    fn next_rep(&self, reps: usize) -> usize {
+        (reps..).find(|r| !self.reps.contains(r)).unwrap_or(reps)
+    }
+}
+
+/// What a run works with, and what it has done.
+struct Ctx<'a> {
+    store: &'a mut Store,
+    exec: &'a mut dyn Executor,
+    obs: &'a mut dyn Observer,
+    stop: &'a dyn Fn() -> bool,
     experiment: i64,
-    cell_ids: &[i64],
-    skip: &HashSet<(usize, usize, bool)>,
-) -> Result<RunSummary, LabError> {
-    let schedule: Vec<(usize, usize, bool)> = plan
-        .schedule()
-        .into_iter()
-        .filter(|r| !skip.contains(r))
-        .collect();
-    obs.start(plan, experiment, schedule.len());
-    let mut done = 0;
-    let mut failed: Vec<String> = Vec::new();
-    let mut outcome: Result<(), LabError> = Ok(());
-    for &(ci, rep, warmup) in &schedule {
-        if stop() {
-            outcome = Err(LabError::Interrupted { experiment, done });
+    cell_ids: &'a [i64],
+    /// Runs finished and stored now.
+    done: usize,
+    /// Of those, retries.
+    retried: usize,
+    /// The reasons of the repetitions that failed (stored with `failed = 1`).
+    failed: Vec<String>,
+}
+
+/// Runs the schedule, skipping the runs `stored` already holds.
+///
+/// Retries: the measured runs fall into groups, a round of every cell (interleaved and random
+/// order) or one cell's repetitions (sequential). At the end of each group, every cell of it
+/// with fewer valid repetitions than the schedule has given it so far (stored ones counted)
+/// is run again, in the group's order, until it has them or has used its `2 × reps` attempts
+/// (the planned runs still ahead keep their place among them). A retry is repetition `reps`,
+/// `reps + 1`, … (its own emulator seed), stored with `"retry": true` in its extra; the
+/// invalid attempt stays stored. A resumed run counts what is stored, so it neither loses nor
+/// repeats an attempt.
+fn execute(plan: &Plan, ctx: &mut Ctx<'_>, stored: &[StoredRun]) -> Result<RunSummary, LabError> {
+    let skip: HashSet<(usize, usize, bool)> =
+        stored.iter().map(|r| (r.cell, r.rep, r.warmup)).collect();
+    let mut tally = vec![Tally::default(); plan.cells.len()];
+    for r in stored.iter().filter(|r| !r.warmup) {
+        if let Some(t) = tally.get_mut(r.cell) {
+            t.add(r.rep, r.invalid);
+        }
+    }
+    let schedule = plan.schedule();
+    let pending = schedule.iter().filter(|r| !skip.contains(r)).count();
+    ctx.obs.start(plan, ctx.experiment, pending);
+    let retry_fact = if plan.retry_invalid {
+        "on: up to 2 × reps attempts per cell"
+    } else {
+        "off (--keep-invalid)"
+    };
+    let mut outcome = ctx
+        .store
+        .set_fact(ctx.experiment, "retry_invalid", retry_fact);
+    let group_of = |&(c, r, _): &(usize, usize, bool)| match plan.order {
+        Order::Sequential => c,
+        Order::Interleaved | Order::Random(_) => r,
+    };
+    let max_attempts = 2 * plan.reps;
+    // Per cell: the measured runs of the schedule reached so far, and those still to run.
+    let mut planned = vec![0usize; plan.cells.len()];
+    let mut ahead = vec![0usize; plan.cells.len()];
+    for &(c, _, _) in schedule.iter().filter(|r| !r.2 && !skip.contains(r)) {
+        ahead[c] += 1;
+    }
+    let mut group: Vec<usize> = Vec::new();
+    'runs: for (i, &(ci, rep, warmup)) in schedule.iter().enumerate() {
+        if outcome.is_err() {
             break;
         }
-        let cell = &plan.cells[ci];
-        obs.run_start(cell, rep, warmup);
-        let started = now_rfc3339();
-        let t0 = Instant::now();
-        exec.set_live(obs.live(cell, rep, warmup));
-        let result = exec.run_rep(cell, rep, warmup, stop);
-        exec.set_live(None);
-        let result = match result {
-            // A repetition that failed while it was being stopped (a call cut short by the
-            // signal) was interrupted: it is not a measured failure.
-            Err(LabError::Run { .. }) if stop() => Err(LabError::Interrupted { experiment, done }),
-            // A repetition's own failure is a result: stored with its reason, the rest goes on.
-            Err(LabError::Run {
-                cell: label,
-                source,
-            }) if !matches!(source, socklab_net::NetError::Interrupted) => {
-                let why = format!("{label}: {source}");
-                failed.push(why.clone());
-                Ok(failed_sample(&why))
-            }
-            other => other,
-        };
-        match result {
-            Ok(sample) => {
-                let wall = t0.elapsed().as_secs_f64();
-                if let Err(e) =
-                    store.record_sample(cell_ids[ci], rep, warmup, &started, wall, &sample)
-                {
+        if !skip.contains(&(ci, rep, warmup)) {
+            match attempt(plan, ctx, ci, rep, warmup, false) {
+                Ok(invalid) if !warmup => {
+                    tally[ci].add(rep, invalid);
+                    ahead[ci] -= 1;
+                }
+                Ok(_) => {}
+                Err(e) => {
                     outcome = Err(e);
                     break;
                 }
-                done += 1;
-                obs.run_done(cell, rep, warmup, &sample);
-            }
-            Err(e) => {
-                outcome = Err(match e {
-                    LabError::Run {
-                        source: socklab_net::NetError::Interrupted,
-                        ..
-                    }
-                    | LabError::Interrupted { .. } => LabError::Interrupted { experiment, done },
-                    other => other,
-                });
-                break;
             }
         }
+        if warmup {
+            continue;
+        }
+        planned[ci] += 1;
+        if !group.contains(&ci) {
+            group.push(ci);
+        }
+        let next = schedule.get(i + 1);
+        if next.is_some_and(|n| group_of(n) == group_of(&(ci, rep, warmup))) {
+            continue;
+        }
+        // The cells of the group that still lack valid repetitions, while they have attempts
+        // left (the runs still ahead keep their place within the 2 × reps).
+        let due = |tally: &[Tally]| -> Vec<usize> {
+            group
+                .iter()
+                .copied()
+                .filter(|&c| {
+                    tally[c].valid < planned[c] && tally[c].attempts + ahead[c] < max_attempts
+                })
+                .collect()
+        };
+        let mut retry = if plan.retry_invalid {
+            due(&tally)
+        } else {
+            Vec::new()
+        };
+        while !retry.is_empty() {
+            for c in retry {
+                let r = tally[c].next_rep(plan.reps);
+                ctx.obs.retry(&plan.cells[c], r);
+                match attempt(plan, ctx, c, r, false, true) {
+                    Ok(invalid) => tally[c].add(r, invalid),
+                    Err(e) => {
+                        outcome = Err(e);
+                        break 'runs;
+                    }
+                }
+            }
+            retry = due(&tally);
+        }
+        group.clear();
     }
-    let facts = exec.finish();
-    obs.end();
+    finish(ctx, outcome)
+}
+
+/// Runs and stores one attempt; returns whether it was marked invalid. An error ends the run
+/// (interrupted, or the store failed); a repetition's own failure is stored and counted.
+fn attempt(
+    plan: &Plan,
+    ctx: &mut Ctx<'_>,
+    ci: usize,
+    rep: usize,
+    warmup: bool,
+    retry: bool,
+) -> Result<bool, LabError> {
+    let (experiment, done) = (ctx.experiment, ctx.done);
+    if (ctx.stop)() {
+        return Err(LabError::Interrupted { experiment, done });
+    }
+    let cell = &plan.cells[ci];
+    ctx.obs.run_start(cell, rep, warmup);
+    let started = now_rfc3339();
+    let t0 = Instant::now();
+    ctx.exec.set_live(ctx.obs.live(cell, rep, warmup));
+    let result = ctx.exec.run_rep(cell, rep, warmup, ctx.stop);
+    ctx.exec.set_live(None);
+    let mut sample = match result {
+        Ok(s) => s,
+        // A repetition that failed while it was being stopped (a call cut short by the
+        // signal) was interrupted: it is not a measured failure.
+        Err(LabError::Run { .. }) if (ctx.stop)() => {
+            return Err(LabError::Interrupted { experiment, done })
+        }
+        // A repetition's own failure is a result: stored with its reason, the rest goes on.
+        Err(LabError::Run {
+            cell: label,
+            source,
+        }) if !matches!(source, socklab_net::NetError::Interrupted) => {
+            let why = format!("{label}: {source}");
+            ctx.failed.push(why.clone());
+            failed_sample(&why)
+        }
+        Err(
+            LabError::Run {
+                source: socklab_net::NetError::Interrupted,
+                ..
+            }
+            | LabError::Interrupted { .. },
+        ) => return Err(LabError::Interrupted { experiment, done }),
+        Err(other) => return Err(other),
+    };
+    if retry {
+        mark_retry(&mut sample);
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    ctx.store
+        .record_sample(ctx.cell_ids[ci], rep, warmup, &started, wall, &sample)?;
+    ctx.done += 1;
+    ctx.retried += usize::from(retry);
+    ctx.obs.run_done(cell, rep, warmup, &sample);
+    Ok(sample.get(VALID_METRIC) == Some(0.0))
+}
+
+/// Names a retry in its stored extra (`"retry": true`).
+fn mark_retry(sample: &mut Sample) {
+    match &mut sample.extra {
+        serde_json::Value::Object(m) => {
+            m.insert("retry".into(), true.into());
+        }
+        serde_json::Value::Null => sample.extra = serde_json::json!({ "retry": true }),
+        other => {
+            let value = other.take();
+            sample.extra = serde_json::json!({ "retry": true, "value": value });
+        }
+    }
+}
+
+/// Stops the servers, stores their facts and the experiment's status.
+fn finish(ctx: &mut Ctx<'_>, outcome: Result<(), LabError>) -> Result<RunSummary, LabError> {
+    let experiment = ctx.experiment;
+    let facts = ctx.exec.finish();
+    ctx.obs.end();
     if let Ok(facts) = &facts {
         for (k, v) in facts {
-            store.set_fact(experiment, k, v)?;
+            ctx.store.set_fact(experiment, k, v)?;
         }
     }
-    if outcome.is_ok() && !failed.is_empty() {
-        store.finish_experiment(experiment, "done")?;
+    if outcome.is_ok() && !ctx.failed.is_empty() {
+        ctx.store.finish_experiment(experiment, "done")?;
         facts?;
         return Err(LabError::Failed {
             experiment,
-            failed: failed.len(),
-            first: failed.swap_remove(0),
+            failed: ctx.failed.len(),
+            first: ctx.failed.swap_remove(0),
         });
     }
     let status = match &outcome {
@@ -245,10 +418,14 @@ fn execute(
         Err(LabError::Interrupted { .. }) => "interrupted",
         Err(_) => "failed",
     };
-    store.finish_experiment(experiment, status)?;
+    ctx.store.finish_experiment(experiment, status)?;
     outcome?;
     facts?;
-    Ok(RunSummary { experiment, done })
+    Ok(RunSummary {
+        experiment,
+        done: ctx.done,
+        retried: ctx.retried,
+    })
 }
 
 /// The sample of a repetition that failed: `failed = 1` and the reason.
@@ -521,5 +698,288 @@ mod tests {
         let id = store.latest_experiment().unwrap().unwrap();
         assert_eq!(store.experiment(id).unwrap().status, "interrupted");
         assert_eq!(store.samples(id).unwrap().len(), 4);
+    }
+
+    /// Marks chosen repetitions invalid (`emu_valid = 0`), by cell and repetition so that a
+    /// resumed run sees the same ones; records every `(cell, rep)` it is asked to run.
+    struct Flaky {
+        invalid: HashSet<(usize, usize)>,
+        /// Cells whose every repetition is invalid.
+        hopeless: HashSet<usize>,
+        calls: Vec<(usize, usize, bool)>,
+    }
+
+    impl Flaky {
+        fn new(invalid: &[(usize, usize)], hopeless: &[usize]) -> Flaky {
+            Flaky {
+                invalid: invalid.iter().copied().collect(),
+                hopeless: hopeless.iter().copied().collect(),
+                calls: Vec::new(),
+            }
+        }
+
+        fn measured(&self) -> Vec<(usize, usize)> {
+            self.calls
+                .iter()
+                .filter(|c| !c.2)
+                .map(|c| (c.0, c.1))
+                .collect()
+        }
+    }
+
+    impl Executor for Flaky {
+        fn run(&mut self, _cell: &Cell, _stop: &dyn Fn() -> bool) -> Result<Sample, LabError> {
+            unreachable!("the Runner calls run_rep")
+        }
+        fn run_rep(
+            &mut self,
+            cell: &Cell,
+            rep: usize,
+            warmup: bool,
+            _stop: &dyn Fn() -> bool,
+        ) -> Result<Sample, LabError> {
+            self.calls.push((cell.index, rep, warmup));
+            let bad =
+                self.hopeless.contains(&cell.index) || self.invalid.contains(&(cell.index, rep));
+            Ok(Sample::new(
+                [
+                    ("gbps", 1.0 + rep as f64),
+                    ("emu_valid", if bad { 0.0 } else { 1.0 }),
+                ],
+                serde_json::json!({ "seed": crate::resources::run_seed(7, cell.index, rep, warmup) }),
+            ))
+        }
+    }
+
+    /// Per cell: (valid, invalid, attempts, retried) as the statistics read them.
+    fn counts(store: &Store, id: i64) -> Vec<(usize, usize, usize, usize)> {
+        crate::summary::experiment_stats(store, id)
+            .unwrap()
+            .cells
+            .iter()
+            .map(|c| (c.n, c.invalid, c.attempts, c.retried))
+            .collect()
+    }
+
+    #[test]
+    fn an_invalid_repetition_is_retried_until_the_cell_has_its_n_valid_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        // Cell 1's first repetition and its first retry are invalid, and cell 0's first
+        // (its warm-up too: a warm-up is not retried).
+        let mut e = Flaky::new(&[(1, 0), (1, 3), (0, 0)], &[]);
+        let mut obs = Retries::default();
+        let s = run_plan(&plan(), &mut store, &host(), &mut e, &mut obs, &|| false).unwrap();
+        assert_eq!(
+            e.calls.iter().filter(|c| c.2).count(),
+            3,
+            "warm-ups once each"
+        );
+        // Round 0 (cells 0 1 2), then cells 0 and 1 again until each has one valid, in the
+        // round's order, then rounds 1 and 2.
+        assert_eq!(
+            e.measured(),
+            [
+                (0, 0),
+                (1, 0),
+                (2, 0),
+                (0, 3),
+                (1, 3),
+                (1, 4),
+                (0, 1),
+                (1, 1),
+                (2, 1),
+                (0, 2),
+                (1, 2),
+                (2, 2)
+            ]
+        );
+        assert_eq!((s.done, s.retried), (3 + 12, 3));
+        assert_eq!(obs.0, [(1, 3), (0, 3), (1, 4)].len());
+        assert_eq!(
+            counts(&store, s.experiment),
+            [(3, 1, 4, 1), (3, 2, 5, 2), (3, 0, 3, 0)]
+        );
+        // Every attempt is stored, the invalid ones too, and each retry says so.
+        let samples = store.samples(s.experiment).unwrap();
+        assert_eq!(samples.len(), 15);
+        let retries: Vec<_> = samples
+            .iter()
+            .filter(|x| x.extra["retry"] == true)
+            .collect();
+        assert_eq!(retries.len(), 3);
+        assert!(retries.iter().all(|x| x.rep >= 3));
+        let st = crate::summary::experiment_stats(&store, s.experiment).unwrap();
+        assert_eq!(st.cells[1].n_text(false), "3 (+2 invalid, retried)");
+        assert_eq!(st.cells[2].n_text(false), "3");
+        let md = crate::output::markdown_report(&store, &[s.experiment], "t").unwrap();
+        assert!(md.contains("| 3 (+2 invalid, retried) |"), "{md}");
+        let html = crate::html::html_report(&store, &[s.experiment], "t").unwrap();
+        assert!(html.contains("3 (+2 invalid, retried)"));
+        let json = crate::output::to_json(&st);
+        assert_eq!(json["cells"][1]["retried"], 2);
+        assert_eq!(json["cells"][1]["attempts"], 5);
+        assert_eq!(json["cells"][1]["retries_exhausted"], false);
+        let facts = store.facts(s.experiment).unwrap();
+        assert!(facts
+            .iter()
+            .any(|(k, v)| k == "retry_invalid" && v.starts_with("on")));
+    }
+
+    /// Counts the retries the observer was told of.
+    #[derive(Default)]
+    struct Retries(usize);
+
+    impl Observer for Retries {
+        fn retry(&mut self, _cell: &Cell, _rep: usize) {
+            self.0 += 1;
+        }
+    }
+
+    #[test]
+    fn a_retry_runs_with_its_own_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut e = Flaky::new(&[(1, 0)], &[]);
+        let s = run_plan(&plan(), &mut store, &host(), &mut e, &mut Silent, &|| false).unwrap();
+        let seeds: Vec<u64> = store
+            .samples(s.experiment)
+            .unwrap()
+            .iter()
+            .map(|x| x.extra["seed"].as_u64().unwrap())
+            .collect();
+        let unique: HashSet<_> = seeds.iter().collect();
+        assert_eq!(unique.len(), seeds.len(), "every attempt its own seed");
+        assert_ne!(
+            crate::resources::run_seed(7, 1, 0, false),
+            crate::resources::run_seed(7, 1, 3, false)
+        );
+    }
+
+    #[test]
+    fn a_cell_that_stays_invalid_stops_at_2n_attempts_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut e = Flaky::new(&[], &[2]);
+        let s = run_plan(&plan(), &mut store, &host(), &mut e, &mut Silent, &|| false).unwrap();
+        let cell2: Vec<usize> = e
+            .measured()
+            .iter()
+            .filter(|c| c.0 == 2)
+            .map(|c| c.1)
+            .collect();
+        // Round 0 uses the retries the planned runs ahead leave room for; rounds 1 and 2 run.
+        assert_eq!(cell2, [0, 3, 4, 5, 1, 2]);
+        assert_eq!(
+            counts(&store, s.experiment),
+            [(3, 0, 3, 0), (3, 0, 3, 0), (0, 6, 6, 3)]
+        );
+        let st = crate::summary::experiment_stats(&store, s.experiment).unwrap();
+        assert!(st.cells[2].retries_exhausted());
+        assert_eq!(
+            st.cells[2].n_text(false),
+            "0 (+6 invalid, 3 retried; short of 3 after 6 attempts)"
+        );
+        assert_eq!(
+            crate::output::to_json(&st)["cells"][2]["retries_exhausted"],
+            true
+        );
+    }
+
+    #[test]
+    fn sequential_order_retries_within_the_cells_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut p = plan();
+        p.order = Order::Sequential;
+        let mut e = Flaky::new(&[(0, 1)], &[]);
+        run_plan(&p, &mut store, &host(), &mut e, &mut Silent, &|| false).unwrap();
+        assert_eq!(
+            e.measured(),
+            [
+                (0, 0),
+                (0, 1),
+                (0, 2),
+                (0, 3),
+                (1, 0),
+                (1, 1),
+                (1, 2),
+                (2, 0),
+                (2, 1),
+                (2, 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn keep_invalid_runs_each_repetition_once_and_counts_the_invalid_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+        let mut p = plan();
+        p.retry_invalid = false;
+        let mut e = Flaky::new(&[(1, 0)], &[2]);
+        let s = run_plan(&p, &mut store, &host(), &mut e, &mut Silent, &|| false).unwrap();
+        assert_eq!((s.done, s.retried), (12, 0));
+        assert_eq!(
+            counts(&store, s.experiment),
+            [(3, 0, 3, 0), (2, 1, 3, 0), (0, 3, 3, 0)]
+        );
+        let st = crate::summary::experiment_stats_with(&store, s.experiment, true).unwrap();
+        assert_eq!(st.cells[1].n_text(true), "3 (incl. 1 invalid)");
+        let facts = store.facts(s.experiment).unwrap();
+        assert!(facts
+            .iter()
+            .any(|(k, v)| k == "retry_invalid" && v.starts_with("off")));
+    }
+
+    /// Interrupted after any number of runs and resumed, an experiment with invalid
+    /// repetitions ends exactly as one that ran without a break: the same attempts in the same
+    /// order, each stored once, every cell with its n valid ones.
+    #[test]
+    fn an_interrupted_run_resumes_its_retries_where_it_stopped() {
+        let invalid = [(1, 0), (1, 3), (0, 2), (2, 1)];
+        let whole = {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+            let mut e = Flaky::new(&invalid, &[]);
+            let s = run_plan(&plan(), &mut store, &host(), &mut e, &mut Silent, &|| false).unwrap();
+            assert_eq!(
+                counts(&store, s.experiment),
+                [(3, 1, 4, 1), (3, 2, 5, 2), (3, 1, 4, 1)]
+            );
+            e.calls
+        };
+        for k in 0..whole.len() {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+            let mut first = Flaky::new(&invalid, &[]);
+            let seen = StdCell::new(0);
+            let stop = || {
+                seen.set(seen.get() + 1);
+                seen.get() > k
+            };
+            let e =
+                run_plan(&plan(), &mut store, &host(), &mut first, &mut Silent, &stop).unwrap_err();
+            assert!(matches!(e, LabError::Interrupted { .. }), "{e}");
+            let mut rest = Flaky::new(&invalid, &[]);
+            let (r, s) = resume_plan(
+                &plan(),
+                &mut store,
+                &host(),
+                &mut rest,
+                &mut Silent,
+                &|| false,
+            )
+            .unwrap();
+            assert!(matches!(r, Resume::Continued { skipped, .. } if skipped == k));
+            let mut both = first.calls.clone();
+            both.extend(rest.calls);
+            assert_eq!(both, whole, "interrupted after {k} runs");
+            assert_eq!(
+                counts(&store, s.experiment),
+                [(3, 1, 4, 1), (3, 2, 5, 2), (3, 1, 4, 1)],
+                "interrupted after {k} runs"
+            );
+        }
     }
 }

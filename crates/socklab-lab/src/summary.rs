@@ -21,6 +21,13 @@ pub struct CellStats {
     /// Measured repetitions marked invalid (`emu_valid = 0`), left out of the statistics
     /// unless [`ExperimentStats::keep_invalid`] (then counted in `n` as well).
     pub invalid: usize,
+    /// Measured attempts stored (valid, invalid and retries; warm-ups excluded).
+    pub attempts: usize,
+    /// Of those, retries: attempts the Runner added because earlier ones were marked invalid
+    /// (stored with `"retry": true`).
+    pub retried: usize,
+    /// Measured repetitions the experiment asked per cell (its `reps`).
+    pub wanted: usize,
     /// Summary per metric.
     pub metrics: BTreeMap<String, Summary>,
     /// Raw values per metric, in run order (for tests and plots).
@@ -75,13 +82,36 @@ pub struct ExperimentStats {
 pub const VALID_METRIC: &str = "emu_valid";
 
 impl CellStats {
-    /// The `n` column: `3`, `3 (+2 invalid)` (left out), `5 (incl. 2 invalid)` (kept).
+    /// The `n` column: `3`, `3 (+2 invalid)` (left out), `5 (incl. 2 invalid)` (kept),
+    /// `5 (+2 invalid, retried)` (re-run until the cell had its 5), `3 (+7 invalid, 4 retried;
+    /// short of 5 after 10 attempts)` (the `2 × reps` attempts did not give `reps` valid ones).
     pub fn n_text(&self, keep_invalid: bool) -> String {
-        match (self.invalid, keep_invalid) {
-            (0, _) => self.n.to_string(),
-            (k, false) => format!("{} (+{k} invalid)", self.n),
-            (k, true) => format!("{} (incl. {k} invalid)", self.n),
+        let n = self.n;
+        match (self.invalid, keep_invalid, self.retried) {
+            (0, _, _) => n.to_string(),
+            (k, true, _) => format!("{n} (incl. {k} invalid)"),
+            (k, false, 0) => format!("{n} (+{k} invalid)"),
+            (k, false, r) => {
+                let retried = if r == k {
+                    "retried".to_string()
+                } else {
+                    format!("{r} retried")
+                };
+                if self.retries_exhausted() {
+                    format!(
+                        "{n} (+{k} invalid, {retried}; short of {} after {} attempts)",
+                        self.wanted, self.attempts
+                    )
+                } else {
+                    format!("{n} (+{k} invalid, {retried})")
+                }
+            }
         }
+    }
+
+    /// Whether the cell has fewer valid repetitions than asked after its `2 × reps` attempts.
+    pub fn retries_exhausted(&self) -> bool {
+        self.retried > 0 && self.n < self.wanted && self.attempts >= 2 * self.wanted
     }
 }
 
@@ -117,9 +147,12 @@ pub fn experiment_stats_with(
             let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
             let mut rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>> = BTreeMap::new();
-            let (mut n, mut invalid) = (0, 0);
+            let (mut n, mut invalid, mut attempts, mut retried) = (0, 0, 0, 0);
             let mut series = Vec::new();
             for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
+                attempts += 1;
+                retried +=
+                    usize::from(s.extra.get("retry") == Some(&serde_json::Value::Bool(true)));
                 if s.metrics.get(VALID_METRIC) == Some(&0.0) {
                     invalid += 1;
                     if !keep_invalid {
@@ -158,6 +191,9 @@ pub fn experiment_stats_with(
                 cell,
                 n,
                 invalid,
+                attempts,
+                retried,
+                wanted: usize::try_from(experiment.reps).unwrap_or(0),
                 metrics,
                 values,
                 histograms,

@@ -101,7 +101,7 @@ impl Table {
 /// interval, `lo–hi` for the log-scale one of positive data (see
 /// [`socklab_stats::Summary::ci95`]), `-` with fewer than two values.
 pub fn ci_cell(s: &socklab_stats::Summary) -> String {
-    match (s.ci95(), s.ci95_half) {
+    match (s.ci95(), s.ci95_t_half) {
         (Some((lo, hi)), _) if s.ci95_is_asymmetric() => format!("{}–{}", num(lo), num(hi)),
         (_, Some(h)) => format!("±{}", num(h)),
         _ => "-".into(),

@@ -52,6 +52,6 @@ pub use student_t::{
 };
 pub use summary::{
     confidence_interval, log_confidence_interval, mean, median, quantile, relative_change, std_dev,
-    summarize, Summary,
+    summarize, CiMethod, Summary,
 };
 pub use welch::{welch, Welch};

@@ -9,9 +9,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::student_t::upper_quantile;
 
-/// Summary of a sample. `sd` and the confidence interval are `None` when
+/// Summary of a sample. `sd` and the confidence intervals are `None` when
 /// `n < 2`.
+///
+/// Serialized (JSON), `ci95_lo`/`ci95_hi` are the interval a report draws ([`Summary::ci95`])
+/// and `ci95_method` names which one it is; the symmetric Student-t interval is
+/// `ci95_t_half`/`ci95_t_lo`/`ci95_t_hi` and the log-scale one `ci95_log_lo`/`ci95_log_hi`,
+/// each named for what it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "SummaryRecord", from = "SummaryRecord")]
 pub struct Summary {
     /// Number of observations.
     pub n: usize,
@@ -19,20 +25,19 @@ pub struct Summary {
     pub mean: f64,
     /// Sample standard deviation (`n - 1` denominator); `None` if `n < 2`.
     pub sd: Option<f64>,
-    /// Half width of the 95% Student-t confidence interval of the mean,
-    /// `t_{0.975, n-1} * sd / sqrt(n)`; `None` if `n < 2`.
-    pub ci95_half: Option<f64>,
-    /// `mean - ci95_half`.
-    pub ci95_lo: Option<f64>,
-    /// `mean + ci95_half`.
-    pub ci95_hi: Option<f64>,
+    /// Half width of the symmetric 95% Student-t confidence interval of the mean,
+    /// `t_{0.975, n-1} * sd / sqrt(n)`; `None` if `n < 2`. Not necessarily the interval a
+    /// report draws: that is [`Summary::ci95`].
+    pub ci95_t_half: Option<f64>,
+    /// `mean - ci95_t_half` (below zero for non-negative data with a wide spread).
+    pub ci95_t_lo: Option<f64>,
+    /// `mean + ci95_t_half`.
+    pub ci95_t_hi: Option<f64>,
     /// Lower end of the 95% Student-t interval on the log scale, back-transformed
     /// (`exp(m - h)` with `m`, `h` the mean and half-width of `ln x`): only when every value
     /// is strictly positive and `n >= 2`. Never negative.
-    #[serde(default)]
     pub ci95_log_lo: Option<f64>,
     /// Upper end of that interval (`exp(m + h)`).
-    #[serde(default)]
     pub ci95_log_hi: Option<f64>,
     /// Smallest observation.
     pub min: f64,
@@ -46,36 +51,148 @@ pub struct Summary {
     pub cv: Option<f64>,
 }
 
+/// Which 95% interval [`Summary::ci95`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CiMethod {
+    /// The symmetric Student-t interval `mean ± t sd / sqrt(n)`.
+    StudentT,
+    /// The Student-t interval of the logarithms, back-transformed (strictly positive data
+    /// whose symmetric interval would reach below zero).
+    LogT,
+    /// The symmetric Student-t interval truncated at zero (non-negative data with zeros whose
+    /// symmetric interval would reach below zero).
+    StudentTTruncated,
+}
+
+impl CiMethod {
+    /// The name it is serialized as (`student_t`, `log_t`, `student_t_truncated`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CiMethod::StudentT => "student_t",
+            CiMethod::LogT => "log_t",
+            CiMethod::StudentTTruncated => "student_t_truncated",
+        }
+    }
+}
+
+/// The serialized form of a [`Summary`]: the drawn interval under the plain names, every
+/// other interval under its own.
+#[derive(Serialize, Deserialize)]
+struct SummaryRecord {
+    n: usize,
+    mean: f64,
+    sd: Option<f64>,
+    /// The interval a report draws ([`Summary::ci95`]).
+    #[serde(default)]
+    ci95_lo: Option<f64>,
+    #[serde(default)]
+    ci95_hi: Option<f64>,
+    #[serde(default)]
+    ci95_method: Option<CiMethod>,
+    #[serde(default)]
+    ci95_t_half: Option<f64>,
+    #[serde(default)]
+    ci95_t_lo: Option<f64>,
+    #[serde(default)]
+    ci95_t_hi: Option<f64>,
+    #[serde(default)]
+    ci95_log_lo: Option<f64>,
+    #[serde(default)]
+    ci95_log_hi: Option<f64>,
+    min: f64,
+    median: f64,
+    max: f64,
+    cv: Option<f64>,
+}
+
+impl From<Summary> for SummaryRecord {
+    fn from(s: Summary) -> SummaryRecord {
+        let drawn = s.ci95();
+        SummaryRecord {
+            n: s.n,
+            mean: s.mean,
+            sd: s.sd,
+            ci95_lo: drawn.map(|c| c.0),
+            ci95_hi: drawn.map(|c| c.1),
+            ci95_method: s.ci95_method(),
+            ci95_t_half: s.ci95_t_half,
+            ci95_t_lo: s.ci95_t_lo,
+            ci95_t_hi: s.ci95_t_hi,
+            ci95_log_lo: s.ci95_log_lo,
+            ci95_log_hi: s.ci95_log_hi,
+            min: s.min,
+            median: s.median,
+            max: s.max,
+            cv: s.cv,
+        }
+    }
+}
+
+impl From<SummaryRecord> for Summary {
+    /// The intervals are read from their own fields; the drawn one follows from them.
+    fn from(r: SummaryRecord) -> Summary {
+        Summary {
+            n: r.n,
+            mean: r.mean,
+            sd: r.sd,
+            ci95_t_half: r.ci95_t_half,
+            ci95_t_lo: r.ci95_t_lo,
+            ci95_t_hi: r.ci95_t_hi,
+            ci95_log_lo: r.ci95_log_lo,
+            ci95_log_hi: r.ci95_log_hi,
+            min: r.min,
+            median: r.median,
+            max: r.max,
+            cv: r.cv,
+        }
+    }
+}
+
 impl Summary {
     /// The 95% confidence interval to report: the symmetric Student-t interval
-    /// (`ci95_lo`, `ci95_hi`), unless the data cannot be negative (every value ≥ 0) and that
+    /// (`ci95_t_lo`, `ci95_t_hi`), unless the data cannot be negative (every value ≥ 0) and that
     /// interval would reach below zero. Then: the log-scale interval (`ci95_log_lo`,
     /// `ci95_log_hi`) when every value is strictly positive (asymmetric, never below zero);
     /// with zeros among the values (counts such as retransmissions), where logarithms do not
-    /// exist, the Student-t interval truncated at zero, `(0, ci95_hi)`. A narrow interval
+    /// exist, the Student-t interval truncated at zero, `(0, ci95_t_hi)`. A narrow interval
     /// keeps its familiar `mean ± h` form.
     #[must_use]
     pub fn ci95(&self) -> Option<(f64, f64)> {
         if self.ci95_is_log() {
             Some((self.ci95_log_lo?, self.ci95_log_hi?))
         } else if self.ci95_is_truncated() {
-            Some((0.0, self.ci95_hi?))
+            Some((0.0, self.ci95_t_hi?))
         } else {
-            Some((self.ci95_lo?, self.ci95_hi?))
+            Some((self.ci95_t_lo?, self.ci95_t_hi?))
         }
+    }
+
+    /// Which interval [`Self::ci95`] is; `None` when there is none (`n < 2`).
+    #[must_use]
+    pub fn ci95_method(&self) -> Option<CiMethod> {
+        self.ci95()?;
+        Some(if self.ci95_is_log() {
+            CiMethod::LogT
+        } else if self.ci95_is_truncated() {
+            CiMethod::StudentTTruncated
+        } else {
+            CiMethod::StudentT
+        })
     }
 
     /// Whether [`Self::ci95`] is the log-scale interval (asymmetric, printed `lo–hi`).
     #[must_use]
     pub fn ci95_is_log(&self) -> bool {
-        self.ci95_log_lo.is_some() && self.ci95_lo.is_some_and(|lo| lo < 0.0)
+        self.ci95_log_lo.is_some() && self.ci95_t_lo.is_some_and(|lo| lo < 0.0)
     }
 
     /// Whether [`Self::ci95`] is the symmetric interval truncated at zero (non-negative data
     /// with zeros whose interval would reach below zero).
     #[must_use]
     pub fn ci95_is_truncated(&self) -> bool {
-        !self.ci95_is_log() && self.min >= 0.0 && self.ci95_lo.is_some_and(|lo| lo < 0.0)
+        !self.ci95_is_log() && self.min >= 0.0 && self.ci95_t_lo.is_some_and(|lo| lo < 0.0)
     }
 
     /// Whether [`Self::ci95`] is not `mean ± h` (printed `lo–hi`).
@@ -302,7 +419,7 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     let mean = s.mean();
     let sd = s.std_dev(mean);
     let sorted = s.sorted();
-    let ci95_half = sd.map(|sd| ci_half_width(sd, n, 0.95));
+    let ci95_t_half = sd.map(|sd| ci_half_width(sd, n, 0.95));
     let log_ci = log_confidence_interval(xs, 0.95);
     let cv = match sd {
         Some(sd) if mean != 0.0 => Some(sd / mean.abs()),
@@ -312,9 +429,9 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
         n,
         mean,
         sd,
-        ci95_half,
-        ci95_lo: ci95_half.map(|h| mean - h),
-        ci95_hi: ci95_half.map(|h| mean + h),
+        ci95_t_half,
+        ci95_t_lo: ci95_t_half.map(|h| mean - h),
+        ci95_t_hi: ci95_t_half.map(|h| mean + h),
         ci95_log_lo: log_ci.map(|c| c.0),
         ci95_log_hi: log_ci.map(|c| c.1),
         min: s.min,
@@ -344,7 +461,7 @@ mod tests {
         let xs = [0.2, 0.3, 40.0];
         let s = summarize(&xs).unwrap();
         assert!(
-            s.ci95_lo.unwrap() < 0.0,
+            s.ci95_t_lo.unwrap() < 0.0,
             "the symmetric interval crosses zero"
         );
         let (lo, hi) = s.ci95().unwrap();
@@ -380,7 +497,7 @@ mod tests {
     fn a_narrow_interval_keeps_the_symmetric_student_t_form() {
         let xs = [9.0, 10.0, 11.0, 10.5, 9.5];
         let s = summarize(&xs).unwrap();
-        let h = s.ci95_half.unwrap();
+        let h = s.ci95_t_half.unwrap();
         assert!(!s.ci95_is_log());
         assert_eq!(s.ci95(), Some((s.mean - h, s.mean + h)));
         // Data that can be negative keep it even when it crosses zero.
@@ -393,17 +510,17 @@ mod tests {
     fn counts_with_zeros_get_an_interval_truncated_at_zero() {
         let s = summarize(&[0.0, 0.0, 0.0, 9.0]).unwrap();
         assert!(
-            s.ci95_lo.unwrap() < 0.0,
+            s.ci95_t_lo.unwrap() < 0.0,
             "the symmetric interval crosses zero"
         );
         assert!(s.ci95_log_lo.is_none(), "no logarithm of zero");
         assert!(s.ci95_is_truncated() && s.ci95_is_asymmetric());
         let (lo, hi) = s.ci95().unwrap();
         assert_eq!(lo, 0.0);
-        assert_eq!(hi, s.ci95_hi.unwrap());
+        assert_eq!(hi, s.ci95_t_hi.unwrap());
         // Data that can be negative keep the symmetric interval.
         let d = summarize(&[-5.0, 0.0, 5.0, 1.0]).unwrap();
         assert!(!d.ci95_is_asymmetric());
-        assert_eq!(d.ci95(), Some((d.ci95_lo.unwrap(), d.ci95_hi.unwrap())));
+        assert_eq!(d.ci95(), Some((d.ci95_t_lo.unwrap(), d.ci95_t_hi.unwrap())));
     }
 }

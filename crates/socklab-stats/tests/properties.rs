@@ -20,8 +20,8 @@ proptest! {
     #[test]
     fn summary_orderings(xs in sample()) {
         let s = summarize(&xs).expect("finite sample");
-        let lo = s.ci95_lo.expect("n >= 2");
-        let hi = s.ci95_hi.expect("n >= 2");
+        let lo = s.ci95_t_lo.expect("n >= 2");
+        let hi = s.ci95_t_hi.expect("n >= 2");
         prop_assert!(s.min <= s.median && s.median <= s.max);
         prop_assert!(s.min <= s.mean && s.mean <= s.max);
         prop_assert!(lo <= s.mean && s.mean <= hi);
@@ -48,8 +48,8 @@ proptest! {
         prop_assert!((s1.mean - (s0.mean + c)).abs() <= tol);
         prop_assert!((s1.median - (s0.median + c)).abs() <= tol);
         prop_assert!((s1.sd.expect("n>=2") - s0.sd.expect("n>=2")).abs() <= tol);
-        prop_assert!((s1.ci95_lo.expect("n>=2") - (s0.ci95_lo.expect("n>=2") + c)).abs() <= tol);
-        prop_assert!((s1.ci95_hi.expect("n>=2") - (s0.ci95_hi.expect("n>=2") + c)).abs() <= tol);
+        prop_assert!((s1.ci95_t_lo.expect("n>=2") - (s0.ci95_t_lo.expect("n>=2") + c)).abs() <= tol);
+        prop_assert!((s1.ci95_t_hi.expect("n>=2") - (s0.ci95_t_hi.expect("n>=2") + c)).abs() <= tol);
     }
 
     #[test]
@@ -141,5 +141,37 @@ proptest! {
         prop_assert!(!s.mean.is_nan() && !s.median.is_nan());
         prop_assert!(s.min <= s.mean && s.mean <= s.max);
         prop_assert!(!s.sd.expect("n >= 2").is_nan());
+    }
+}
+
+/// Non-negative samples as measurements give them: counts with zeros, spreads over orders of
+/// magnitude, few repetitions.
+fn non_negative() -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(
+        prop_oneof![Just(0.0), 0.0..1e-3_f64, 0.0..100.0_f64, 0.0..1e9_f64],
+        1..12,
+    )
+}
+
+proptest! {
+    /// What a program reads (`ci95_lo`/`ci95_hi` of the JSON) is the interval the report
+    /// draws, and of a metric that cannot be negative it never reaches below zero.
+    #[test]
+    fn the_serialized_interval_is_the_drawn_one_and_never_below_zero(xs in non_negative()) {
+        let s = summarize(&xs).expect("finite sample");
+        let v = serde_json::to_value(&s).expect("serializes");
+        let drawn = s.ci95();
+        prop_assert_eq!(v["ci95_lo"].as_f64(), drawn.map(|c| c.0));
+        prop_assert_eq!(v["ci95_hi"].as_f64(), drawn.map(|c| c.1));
+        if let Some(lo) = v["ci95_lo"].as_f64() {
+            prop_assert!(lo >= 0.0, "{xs:?}: ci95_lo {lo}");
+            prop_assert!(lo <= v["ci95_hi"].as_f64().expect("both ends"));
+        }
+        // The symmetric interval keeps its own name, whatever it is.
+        prop_assert_eq!(v["ci95_t_lo"].as_f64(), s.ci95_t_lo);
+        prop_assert_eq!(v["ci95_method"].is_null(), drawn.is_none());
+        // And reads back as the same summary.
+        let back: socklab_stats::Summary = serde_json::from_value(v).expect("deserializes");
+        prop_assert_eq!(back, s);
     }
 }

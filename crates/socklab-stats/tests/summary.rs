@@ -20,9 +20,9 @@ fn summary_of_fixed_sample() {
     assert_eq!(s.min, 2.0);
     assert_eq!(s.max, 9.0);
     let half = T_975_7 * SD / 8f64.sqrt();
-    assert_rel(s.ci95_half.expect("n >= 2"), half, 1e-9);
-    assert_rel(s.ci95_lo.expect("n >= 2"), 5.0 - half, 1e-9);
-    assert_rel(s.ci95_hi.expect("n >= 2"), 5.0 + half, 1e-9);
+    assert_rel(s.ci95_t_half.expect("n >= 2"), half, 1e-9);
+    assert_rel(s.ci95_t_lo.expect("n >= 2"), 5.0 - half, 1e-9);
+    assert_rel(s.ci95_t_hi.expect("n >= 2"), 5.0 + half, 1e-9);
     assert_rel(s.cv.expect("mean != 0"), SD / 5.0, 1e-9);
 }
 
@@ -34,9 +34,9 @@ fn summary_degenerate_inputs() {
         (1, 3.5, 3.5, 3.5, 3.5)
     );
     assert_eq!(one.sd, None);
-    assert_eq!(one.ci95_half, None);
-    assert_eq!(one.ci95_lo, None);
-    assert_eq!(one.ci95_hi, None);
+    assert_eq!(one.ci95_t_half, None);
+    assert_eq!(one.ci95_t_lo, None);
+    assert_eq!(one.ci95_t_hi, None);
     assert_eq!(one.cv, None);
 
     assert_eq!(summarize(&[]), None);
@@ -50,7 +50,7 @@ fn summary_degenerate_inputs() {
     let constant = summarize(&[0.1, 0.1, 0.1]).expect("valid");
     assert_eq!(constant.mean, 0.1);
     assert_eq!(constant.sd, Some(0.0));
-    assert_eq!(constant.ci95_half, Some(0.0));
+    assert_eq!(constant.ci95_t_half, Some(0.0));
 }
 
 #[test]
@@ -142,4 +142,38 @@ fn relative_changes() {
     assert_eq!(relative_change(4.0, 2.0), Some(-0.5));
     assert_eq!(relative_change(0.0, 2.0), None);
     assert_eq!(relative_change(1.0, f64::NAN), None);
+}
+
+/// `bulk --reps 2 --json` printed `cwnd.ci95_lo = -31.7` for a metric whose every value is
+/// positive: the serialized `ci95_lo`/`ci95_hi` are now the interval the report draws.
+#[test]
+fn the_json_interval_of_a_positive_metric_is_the_drawn_one() {
+    let s = summarize(&[10.0, 60.0]).expect("valid");
+    assert!(
+        s.ci95_t_lo.expect("n >= 2") < 0.0,
+        "the symmetric one crosses 0"
+    );
+    let v = serde_json::to_value(&s).expect("serializes");
+    let (lo, hi) = s.ci95().expect("n >= 2");
+    assert!(lo > 0.0);
+    assert_eq!(v["ci95_lo"].as_f64(), Some(lo));
+    assert_eq!(v["ci95_hi"].as_f64(), Some(hi));
+    assert_eq!(v["ci95_method"], "log_t");
+    assert_eq!(v["ci95_t_lo"].as_f64(), s.ci95_t_lo);
+    assert_eq!(v["ci95_t_half"].as_f64(), s.ci95_t_half);
+    assert!(v.get("ci95_half").is_none(), "no unnamed half-width");
+    // Counts with zeros: truncated at zero, and said so.
+    let c = serde_json::to_value(summarize(&[0.0, 0.0, 9.0]).expect("valid")).expect("json");
+    assert_eq!(
+        (c["ci95_lo"].as_f64(), c["ci95_method"].as_str()),
+        (Some(0.0), Some("student_t_truncated"))
+    );
+    // A narrow interval is the plain Student-t one.
+    let n = serde_json::to_value(summarize(&SAMPLE).expect("valid")).expect("json");
+    assert_eq!(n["ci95_method"], "student_t");
+    assert_eq!(n["ci95_lo"], n["ci95_t_lo"]);
+    assert!(
+        serde_json::to_value(summarize(&[1.0]).expect("valid")).expect("json")["ci95_method"]
+            .is_null()
+    );
 }

@@ -339,7 +339,8 @@ pub struct SummaryFormat {
     #[arg(long)]
     pub csv: bool,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
+    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
 }
@@ -870,7 +871,8 @@ pub struct LabArgs {
     #[arg(long, default_value = "socklab-report", value_name = "DIR")]
     pub out: PathBuf,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
+    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
     /// Where the roles run (another host over SSH).

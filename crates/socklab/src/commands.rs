@@ -506,7 +506,7 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
     };
     let capture = a.link.workload_capture()?;
     if dry {
-        return dryrun::print_plan(&plan);
+        return dryrun::print_plan(&dryrun::keeping_invalid(plan, a.format.keep_invalid));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
@@ -542,6 +542,7 @@ pub(crate) fn run_and_print(
 ) -> Result<i64, Failure> {
     let lines = has_series(plan);
     let live = LiveLines::for_format(format.json, format.csv);
+    let plan = &dryrun::keeping_invalid(plan.clone(), format.keep_invalid); // none re-run
     let id = match run_one(plan, store, hosts, live, capture) {
         Ok(id) => id,
         Err((Some(id), f @ Failure::Interrupted(_))) => {
@@ -808,7 +809,7 @@ pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
     )?;
     let capture = a.link.workload_capture()?;
     if dry {
-        return dryrun::print_plan(&plan);
+        return dryrun::print_plan(&dryrun::keeping_invalid(plan, a.format.keep_invalid));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;
@@ -850,6 +851,7 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
     hosts.check()?;
     let mut plan = file.plan(a.quick, &command_line())?;
     plan.set_counts(a.reps, a.warmup)?;
+    plan.retry_invalid = !a.format.keep_invalid;
     if !(a.noise_cv > 0.0 && a.noise_cv.is_finite()) {
         return Err(usage(format!(
             "--noise-cv {}: give a positive fraction, e.g. 0.10 for 10%",
@@ -990,6 +992,9 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     for s in &chosen {
         plans.extend(s.plans(a.quick)?);
     }
+    plans
+        .iter_mut()
+        .for_each(|p| p.retry_invalid = !a.keep_invalid);
     if dry {
         for plan in &plans {
             dryrun::print_plan(plan)?;

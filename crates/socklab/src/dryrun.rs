@@ -26,6 +26,9 @@ pub struct Estimate {
     pub by_timeout: bool,
     /// True when a cell crosses an emulated link (where timeouts are reached).
     pub link: bool,
+    /// Runs that may come on top of `runs`: the re-runs of repetitions marked invalid, at most
+    /// `reps` per cell over an emulated link (its `2 × reps` attempts). Counted in `at_most`.
+    pub retries: usize,
 }
 
 /// The plan's [`Estimate`].
@@ -37,11 +40,20 @@ pub fn estimate(plan: &Plan) -> Estimate {
         at_most: Some(Duration::ZERO),
         by_timeout: false,
         link: false,
+        retries: 0,
     };
     for cell in &plan.cells {
         let p = cell.workload.params();
         let get = |k: &str| p.get(k).and_then(|v| parse_duration(v).ok());
-        e.link |= p.get("link").is_some_and(|l| !l.is_empty() && l != "none");
+        let over_link = p.get("link").is_some_and(|l| !l.is_empty() && l != "none");
+        e.link |= over_link;
+        // Only an emulated link marks a repetition invalid, and so re-runs it.
+        let retries = if over_link && plan.retry_invalid {
+            plan.reps as u32
+        } else {
+            0
+        };
+        e.retries += retries as usize;
         // A load run bounded by a count ends at its count, its duration only caps it.
         let counted = |k: &str| p.get(k).is_some_and(|v| v != "unlimited");
         let load_counted = counted("requests") || counted("conn_requests") || counted("loops");
@@ -71,7 +83,7 @@ pub fn estimate(plan: &Plan) -> Estimate {
             e.at_least += d * per_cell;
         }
         e.at_most = match (e.at_most, bound) {
-            (Some(sum), Some(b)) => Some(sum + b * per_cell),
+            (Some(sum), Some(b)) => Some(sum + b * (per_cell + retries)),
             _ => None,
         };
     }
@@ -113,8 +125,13 @@ pub fn time_line(e: &Estimate) -> String {
     match e.at_most {
         Some(m) if e.by_timeout => {
             s += &format!(
-                "; at most {} if every repetition ran to its --timeout",
-                human(m, true)
+                "; at most {} if every repetition ran to its --timeout{}",
+                human(m, true),
+                if e.retries > 0 {
+                    " and each over the link were marked invalid and re-run"
+                } else {
+                    ""
+                }
             )
         }
         Some(_) => {}
@@ -156,11 +173,27 @@ pub fn plan_text(plan: &Plan) -> String {
     for c in &plan.cells {
         s += &format!("  cell {}: {}\n", c.index + 1, c.label);
     }
+    if e.retries > 0 {
+        s += &format!(
+            "  a repetition marked invalid (the emulated link could not keep up) is run again: up to {} more {} (2 × reps attempts per cell; --keep-invalid runs each once)\n",
+            e.retries,
+            if e.retries == 1 { "run" } else { "runs" }
+        );
+    }
     s += &format!("  {}\n", time_line(&e));
     if let Some(notice) = long_run_notice(plan) {
         s += &format!("{notice}\n");
     }
     s
+}
+
+/// `plan` as a command with `--keep-invalid` (`keep`) runs it: no re-runs of invalid
+/// repetitions.
+pub fn keeping_invalid(plan: Plan, keep: bool) -> Plan {
+    Plan {
+        retry_invalid: plan.retry_invalid && !keep,
+        ..plan
+    }
 }
 
 /// Prints a dry run's plan.
@@ -216,10 +249,24 @@ mod tests {
         let rudp = Group::new("transfer", t.with("proto", "rudp"));
         let lossy = Plan::build("x", "", &[tcp, rudp], 30, 1, Order::Interleaved, "").unwrap();
         let e = estimate(&lossy);
-        assert_eq!(e.at_most, Some(Duration::from_secs(93 * 60)));
+        // 93 runs, and up to 30 re-runs per cell of repetitions marked invalid.
+        assert_eq!(e.retries, 90);
+        assert_eq!(e.at_most, Some(Duration::from_secs(183 * 60)));
         let notice = long_run_notice(&lossy).expect("a long plan says so");
-        assert!(notice.contains("at most 93 min"), "{notice}");
+        assert!(notice.contains("at most 3.1 h"), "{notice}");
         assert!(notice.contains("93 runs"), "{notice}");
+        assert!(
+            plan_text(&lossy).contains("up to 90 more"),
+            "{}",
+            plan_text(&lossy)
+        );
+        // --keep-invalid re-runs nothing.
+        let mut kept = lossy.clone();
+        kept.retry_invalid = false;
+        assert_eq!(estimate(&kept).at_most, Some(Duration::from_secs(93 * 60)));
+        assert!(!plan_text(&kept).contains("more"), "{}", plan_text(&kept));
+        // No link, no retries.
+        assert_eq!(estimate(&bulk).retries, 0);
     }
 
     #[test]

@@ -87,7 +87,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "D")]
     pub interval: Option<String>,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
+    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
+    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
     /// Repeat the run N times: mean, sd and 95% CI per metric (the `load` workload of
@@ -366,7 +367,7 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     let hosts = a.hosts.plan()?;
     let plan = plan(&a, params)?;
     if dry {
-        return crate::dryrun::print_plan(&plan);
+        return crate::dryrun::print_plan(&crate::dryrun::keeping_invalid(plan, a.keep_invalid));
     }
     ensure_descriptors(a.clients.or(a.connections).unwrap_or(10))?;
     let mut store = Store::open(&a.db)?;
@@ -382,6 +383,10 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
     let live = LiveLines::for_format(a.json, a.csv);
     let mut observer = OneRun::new(!a.json && !a.csv).with_live(live);
+    let plan = Plan {
+        retry_invalid: !a.keep_invalid,
+        ..plan
+    };
     let id = run_observed(&plan, &mut store, &hosts, None, &mut observer).map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let gens = generator_lines(&store, id)?;

@@ -235,6 +235,23 @@ impl Observer for Progress {
             .sink(self.experiment, cell, rep, warmup, self.bar.clone())
     }
 
+    fn retry(&mut self, cell: &Cell, rep: usize) {
+        self.total += 1;
+        let line = format!(
+            "{} | {}: a repetition was marked invalid (emu_valid = 0); running it again as rep {} (a cell gets at most 2 × reps attempts)",
+            self.name,
+            cell.label,
+            rep + 1
+        );
+        match &self.bar {
+            Some(b) => {
+                b.inc_length(1);
+                b.println(line);
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
     fn run_done(&mut self, cell: &Cell, rep: usize, warmup: bool, sample: &Sample) {
         self.live.flush();
         self.done += 1;
@@ -242,7 +259,7 @@ impl Observer for Progress {
             Some(b) => b.inc(1),
             None => {
                 let elapsed = self.t0.elapsed().as_secs_f64();
-                let eta = elapsed / self.done as f64 * (self.total - self.done) as f64;
+                let eta = elapsed / self.done as f64 * self.total.saturating_sub(self.done) as f64;
                 eprintln!(
                     "[{}/{}] {} | {}{} rep {}: {} (ETA {:.0}s)",
                     self.done,

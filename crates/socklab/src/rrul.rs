@@ -155,7 +155,7 @@ pub fn rrul(a: RrulArgs, dry: bool) -> Result<(), Failure> {
     let plan = plan(&a)?;
     let capture = a.link_args().workload_capture()?;
     if dry {
-        return dryrun::print_plan(&plan);
+        return dryrun::print_plan(&dryrun::keeping_invalid(plan, a.format.keep_invalid));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;

@@ -529,7 +529,10 @@ fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
     let plan = transfer_plan(&a)?;
     let capture = a.link.workload_capture()?;
     if dry {
-        return crate::dryrun::print_plan(&plan);
+        return crate::dryrun::print_plan(&crate::dryrun::keeping_invalid(
+            plan,
+            a.format.keep_invalid,
+        ));
     }
     let mut store = Store::open(&a.db.db)?;
     install_interrupt_flag()?;

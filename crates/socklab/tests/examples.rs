@@ -459,7 +459,9 @@ fn dry_run_prints_the_plan_and_its_time_and_changes_nothing() {
         out.contains("3 cells x (30 repetitions + 1 warm-up) = 93 runs"),
         "{out}"
     );
-    assert!(out.contains("at most 93 min"), "{out}");
+    // 93 runs, and up to 30 re-runs per cell of repetitions marked invalid.
+    assert!(out.contains("at most 3.1 h"), "{out}");
+    assert!(out.contains("up to 90 more"), "{out}");
     assert!(out.contains("is a long plan"), "{out}");
     assert!(
         !dir.path().join("socklab.db").exists(),

@@ -199,7 +199,12 @@ fn bulk_with_link_runs_the_sink_in_the_server_namespace_and_stores_emulator_coun
     let (_, json, _) = run(&["results", "export", "--json", "--db", db]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let rows = v.as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{json}");
+    // One per cell, and any re-run of a repetition marked invalid (a busy machine).
+    assert_eq!(
+        rows.iter().filter(|r| r["extra"]["retry"] != true).count(),
+        2,
+        "{json}"
+    );
     for r in rows {
         let m = &r["metrics"];
         assert!(m["link_fwd_in"].as_f64().unwrap() > 100.0, "{m}");

@@ -7,7 +7,9 @@ mod common;
 
 use common::run;
 
-/// `(link_run_seed, link_fwd_dropped)` of every measured repetition, in run order.
+/// `(link_run_seed, link_fwd_dropped)` of the planned repetitions (0, 1, 2), in run order. A
+/// repetition marked invalid (a busy machine) is re-run as repetition 3, 4, …: each retry is
+/// named and has a seed of its own.
 fn pingpong_through_a_lossy_relay(db: &str) -> Vec<(u64, f64)> {
     let (code, out, err) = run(&[
         "pingpong",
@@ -39,8 +41,20 @@ fn pingpong_through_a_lossy_relay(db: &str) -> Vec<(u64, f64)> {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let rows = v.as_array().expect("array of repetitions");
     let last = rows.iter().map(|r| r["experiment"].as_i64().unwrap()).max();
-    rows.iter()
+    let rows: Vec<&serde_json::Value> = rows
+        .iter()
         .filter(|r| r["experiment"].as_i64() == last)
+        .collect();
+    let seeds: std::collections::HashSet<u64> = rows
+        .iter()
+        .filter_map(|r| r["extra"]["link_run_seed"].as_u64())
+        .collect();
+    assert_eq!(seeds.len(), rows.len(), "a retry draws its own seed");
+    for r in rows.iter().filter(|r| r["rep"].as_u64() >= Some(3)) {
+        assert_eq!(r["extra"]["retry"], true, "{r}");
+    }
+    rows.iter()
+        .filter(|r| r["rep"].as_u64() < Some(3))
         .map(|r| {
             (
                 r["extra"]["link_run_seed"]
