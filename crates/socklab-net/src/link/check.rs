@@ -11,7 +11,8 @@
 //! delivers each second ([`super::capacity`]). The expectation is the closed form where one
 //! exists, else the model replaying the datagrams as they were sent ([`super::check_model`]);
 //! each row says which. The receiver stops reading when the model's last packet has left (and
-//! 300 ms more), or as soon as every datagram arrived.
+//! 300 ms more) and nothing arrived for 200 ms (10 s more at most), or as soon as every
+//! datagram arrived.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -351,6 +352,9 @@ pub fn probe(
             let mut max_seq: Option<u64> = None;
             let mut buf = vec![0u8; 65536];
             let mut done: Option<(Instant, u64, u64)> = None;
+            // Past the model's time, go on while datagrams still come (an emulator that fell
+            // behind releases late), 200 ms of quiet or 10 s at most.
+            let mut last_arrival = Instant::now();
             let (mut b_first, mut b_last, mut b_bytes) = (None::<u64>, 0u64, 0u64);
             let (mut cap_arrivals, mut cap_origin) = (Vec::new(), u64::MAX);
             loop {
@@ -370,7 +374,9 @@ pub fn probe(
                         && r.unique == paced
                         && r.burst_unique == bursted
                         && spec.duplicate == 0.0;
-                    if all || Instant::now() >= until {
+                    let now = Instant::now();
+                    let quiet = last_arrival.elapsed() >= Duration::from_millis(200);
+                    if all || now >= until && quiet || now >= until + Duration::from_secs(10) {
                         break;
                     }
                 }
@@ -389,6 +395,7 @@ pub fn probe(
                     }
                     Err(e) => return Err(NetError::io("recv", e)),
                 };
+                last_arrival = Instant::now();
                 let now = epoch.elapsed().as_nanos() as u64;
                 let Some((seq, sent)) = parse(&buf[..n]) else {
                     r.corrupted += 1;
@@ -590,8 +597,8 @@ fn plain(spec: &LinkSpec) -> bool {
 
 /// The closed form of the paced probe's one-way delay (mean and median): the delay, whose
 /// jitter is symmetric and cut symmetrically, plus one packet's serialisation at `rate`;
-/// `None` where the model must say (skewed distributions, `fifo` jitter, `reorder`, slots,
-/// a bottleneck model).
+/// `None` where the model must say (skewed distributions, `fifo` jitter, jitter with a rate,
+/// `reorder`, slots, a bottleneck model).
 pub fn closed_form_delay_ns(spec: &LinkSpec, len: usize) -> Option<f64> {
     use socklab_impair::Distribution;
     let symmetric = spec.jitter_ns == 0
@@ -599,7 +606,10 @@ pub fn closed_form_delay_ns(spec: &LinkSpec, len: usize) -> Option<f64> {
             spec.distribution,
             Distribution::Uniform | Distribution::Normal
         ) && !spec.keep_order);
-    (plain(spec) && spec.reorder.is_none() && symmetric).then(|| {
+    // With a rate, a packet's delay counts from the one queued before it (netem's tfifo
+    // tail), which jitter then skews: the model says.
+    let rate_with_jitter = spec.rate_bps.is_some() && spec.jitter_ns > 0;
+    (plain(spec) && spec.reorder.is_none() && symmetric && !rate_with_jitter).then(|| {
         let ser = spec.rate_bps.map_or(0.0, |r| {
             (len as f64 + f64::from(spec.overhead_bytes)).max(0.0) * 8.0 * 1e9 / r as f64
         });
