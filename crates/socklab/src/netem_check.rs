@@ -115,12 +115,14 @@ fn probed(
         "  emulator CPU per packet: {:.0} ns\n",
         acc.cpu_ns_per_packet()
     );
-    text += &match &invalid {
-        Some(why) => format!(
-            "  verdict: INVALID: the emulator fell behind ({why}), so the rows say nothing about the spec; run it on a quieter machine\n"
-        ),
-        None => format!("  verdict: {}\n", verdict.as_str()),
-    };
+    text += &format!(
+        "  verdict: {}\n",
+        if invalid.is_some() {
+            "INVALID: the emulator fell behind its schedule (above), so the rows say nothing about the spec; run it on a quieter machine"
+        } else {
+            verdict.as_str()
+        }
+    );
     Probed {
         text,
         json: serde_json::json!({
