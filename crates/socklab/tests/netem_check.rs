@@ -61,6 +61,9 @@ fn check_agrees(test: &str, spec: &str, packets: &str) {
                 "{test}: the emulator fell behind: {}",
                 fwd["emulator"]["invalid_reason"]
             );
+            let differ: Vec<&serde_json::Value> =
+                rows.iter().filter(|r| r["verdict"] == "differs").collect();
+            eprintln!("{test}: rows that differ in the invalid run: {differ:?}");
             // Late is not lost: unless the kernel dropped packets in front of the emulator,
             // the counts still agree.
             if fwd["emulator"]["forward"]["kernel_drops"] == 0 {

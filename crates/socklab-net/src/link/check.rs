@@ -484,15 +484,17 @@ pub fn probe(
                 pause_until(Instant::now() + p.drain, stop);
             }
             let mut buf = vec![0u8; size];
-            let start = Instant::now();
+            // Each datagram a gap after the previous one left: a sender that woke late does
+            // not catch up in a burst (which would queue at a rate or a slot).
+            let mut due = Instant::now();
             for seq in 0..cfg.packets {
                 if stop() {
                     break;
                 }
-                let due = start + gap * seq as u32;
                 if !pause_until(due, stop) {
                     break;
                 }
+                due = Instant::now() + gap;
                 let t = epoch.elapsed().as_nanos() as u64;
                 fill(&mut buf, seq, t);
                 // ECONNREFUSED from an earlier ICMP or ENOBUFS: the datagram counts as sent.

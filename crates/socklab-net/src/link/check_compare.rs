@@ -178,8 +178,14 @@ pub fn compare_lagged(spec: &LinkSpec, r: &ProbeResult, lag_ns: f64) -> Vec<Chec
             rows.push(row);
         }
         let slotted = spec.slot.is_some_and(|s| s.is_active());
+        // Through the udp-proxy the model charges payload bytes; the receiver counts IP bytes.
+        let ip_bytes = if r.ip {
+            1.0
+        } else {
+            (r.size + 28) as f64 / r.size.max(1) as f64
+        };
         let (expected, from) = match spec.rate_bps {
-            Some(rate) if !slotted => (Some(rate as f64), FROM_SPEC),
+            Some(rate) if !slotted => (Some(rate as f64 * ip_bytes), FROM_SPEC),
             _ => (model.as_ref().and_then(|m| m.burst_bps), FROM_MODEL),
         };
         if let Some(e) = expected {
