@@ -310,3 +310,59 @@ pub fn check(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socklab_net::link::check::{ProbeResult, FROM_SPEC};
+    use socklab_net::link::DirReport;
+
+    fn row(ok: bool) -> CheckRow {
+        CheckRow {
+            what: "lost".into(),
+            configured: "0.00 %".into(),
+            measured: "1.00 %".into(),
+            ok: Some(ok),
+            from: FROM_SPEC,
+        }
+    }
+
+    fn acc(late: u64) -> LinkReport {
+        let mut forward = DirReport {
+            late,
+            ..Default::default()
+        };
+        forward.stats.delivered = 1000;
+        LinkReport {
+            forward,
+            ..Default::default()
+        }
+    }
+
+    fn verdict(rows_ok: bool, late: u64) -> (Verdict, Probed) {
+        let p = probed(
+            "client -> server",
+            "client->server",
+            ("loss 1%".into(), vec![row(rows_ok)]),
+            &ProbeResult::default(),
+            200,
+            &acc(late),
+        );
+        (p.verdict, p)
+    }
+
+    #[test]
+    fn an_emulator_that_fell_behind_makes_the_direction_invalid_not_different() {
+        assert_eq!(verdict(true, 0).0, Verdict::Agrees);
+        assert_eq!(verdict(false, 0).0, Verdict::Differs);
+        // 5 % of packets late: whatever the rows say, the run says nothing about the spec.
+        let (v, p) = verdict(false, 50);
+        assert_eq!(v, Verdict::Invalid);
+        assert_eq!(p.json["verdict"], "invalid");
+        assert_eq!(p.json["ok"], false);
+        assert!(p.text.contains("verdict: INVALID"), "{}", p.text);
+        assert_eq!(verdict(true, 50).0, Verdict::Invalid);
+        // 1 % is within the validity rule.
+        assert_eq!(verdict(true, 10).0, Verdict::Agrees);
+    }
+}
