@@ -112,7 +112,7 @@ pub fn replay(spec: &LinkSpec, s: &Schedule<'_>, seed: u64) -> Replay {
     let mut burst_seen = vec![false; s.burst_ns.len()];
     let (mut b_first, mut b_last, mut b_bits) = (None::<u64>, 0u64, 0f64);
     // Every step either takes an arrival or a model decision; bounded all the same.
-    let mut budget = 1_000_000 + 64 * (s.paced_ns.len() + s.burst_ns.len()) as u64;
+    let mut budget = 10_000_000 + 64 * (s.paced_ns.len() + s.burst_ns.len()) as u64;
     let mut last_poll = None;
     while budget > 0 {
         budget -= 1;
