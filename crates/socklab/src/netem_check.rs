@@ -4,7 +4,9 @@
 use std::net::Ipv4Addr;
 
 use socklab_net::link::capture::Capture;
-use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints};
+use std::time::{Duration, Instant};
+
+use socklab_net::link::check::{compare_lagged, probe, CheckConfig, CheckRow, Endpoints};
 use socklab_net::link::ns::Side;
 use socklab_net::link::{Driver, EmulatedLink, LinkReport};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
@@ -22,14 +24,15 @@ fn print_rows(title: &str, rows: &[CheckRow]) -> String {
     let wc = width(|r| &r.configured, 10);
     let wm = width(|r| &r.measured, 8);
     let mut s = format!(
-        "{title}\n  {:w$}  {:wc$}  {:wm$}  verdict\n",
-        "", "configured", "measured"
+        "{title}\n  {:w$}  {:wc$}  {:5}  {:wm$}  verdict\n",
+        "", "expected", "from", "measured"
     );
     for r in rows {
         s += &format!(
-            "  {:w$}  {:wc$}  {:wm$}  {}\n",
+            "  {:w$}  {:wc$}  {:5}  {:wm$}  {}\n",
             r.what,
             r.configured,
+            r.from,
             r.measured,
             match r.ok {
                 Some(true) => "ok",
@@ -41,11 +44,51 @@ fn print_rows(title: &str, rows: &[CheckRow]) -> String {
     s
 }
 
+/// A direction's verdict: its rows agree, some differ, or the emulator fell behind and the
+/// rows say nothing about the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Agrees,
+    Differs,
+    Invalid,
+}
+
+impl Verdict {
+    fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Agrees => "agrees",
+            Verdict::Differs => "differs",
+            Verdict::Invalid => "invalid",
+        }
+    }
+}
+
 /// One probed direction, as text and as JSON.
 struct Probed {
     text: String,
     json: serde_json::Value,
-    ok: bool,
+    verdict: Verdict,
+}
+
+/// Copies the model of `d` still holds (neither delivered nor dropped).
+fn in_flight(d: &socklab_net::link::DirReport) -> u64 {
+    let s = &d.stats;
+    (s.packets_in + s.duplicated)
+        .saturating_sub(s.dropped + s.queue_dropped + s.aqm_dropped + s.delivered)
+}
+
+/// Waits (at most `bound`) until the link's model in direction `forward` holds no packet: the
+/// probe's receiver stopped reading when the model said the last packet would leave, and the
+/// accounting must not leave any of them to the next probe.
+fn settle(link: &EmulatedLink, forward: bool, bound: Duration) {
+    let end = Instant::now() + bound;
+    while Instant::now() < end && !interrupted() {
+        let r = link.report();
+        if in_flight(if forward { &r.forward } else { &r.backward }) == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn probed(
@@ -57,6 +100,12 @@ fn probed(
     acc: &LinkReport,
 ) -> Probed {
     let ok = rows.iter().all(|r| r.ok != Some(false));
+    let invalid = acc.invalid_reason();
+    let verdict = match (&invalid, ok) {
+        (Some(_), _) => Verdict::Invalid,
+        (None, true) => Verdict::Agrees,
+        (None, false) => Verdict::Differs,
+    };
     let mut text = print_rows(
         &format!("{title} ({spec}), {} datagrams of {size} B sent", r.sent),
         &rows,
@@ -66,17 +115,26 @@ fn probed(
         "  emulator CPU per packet: {:.0} ns\n",
         acc.cpu_ns_per_packet()
     );
+    text += &format!(
+        "  verdict: {}\n",
+        if invalid.is_some() {
+            "INVALID: the emulator fell behind its schedule (above), so the rows say nothing about the spec; run it on a quieter machine"
+        } else {
+            verdict.as_str()
+        }
+    );
     Probed {
         text,
         json: serde_json::json!({
             "direction": direction,
             "spec": spec,
-            "ok": ok,
+            "ok": verdict == Verdict::Agrees,
+            "verdict": verdict.as_str(),
             "rows": rows.iter().map(CheckRow::to_json).collect::<Vec<_>>(),
             "probe": r.to_json(),
             "emulator": acc.to_json(),
         }),
-        ok,
+        verdict,
     }
 }
 
@@ -128,6 +186,7 @@ pub fn check(
         };
         let r = probe(&ends, &pair.forward, &ccfg, &stop)?;
         let stats = link.stop()?;
+        let lag = stats.forward.mean_lag_us() * 1e3;
         if interrupted() {
             return Err(Failure::Interrupted(
                 "interrupted; the link was removed".into(),
@@ -146,7 +205,7 @@ pub fn check(
             "client->server",
             (
                 socklab_net::link::spec_text(&pair.forward),
-                compare(&pair.forward, &r),
+                compare_lagged(&pair.forward, &r, lag),
             ),
             &r,
             size,
@@ -192,16 +251,26 @@ pub fn check(
                 .map(|c| c.window(&format!("netem check, {title} probe")));
             let before = link.mark(window);
             let r = probe(&ends, spec, &ccfg, &stop)?;
+            settle(&link, from == Side::Client, Duration::from_secs(5));
             if interrupted() {
                 return Err(Failure::Interrupted(
                     "interrupted; the link was removed".into(),
                 ));
             }
             let acc = link.mark(window.map(|_| 0)).since(&before);
+            let d = if from == Side::Client {
+                &acc.forward
+            } else {
+                &acc.backward
+            };
+            let lag = d.mean_lag_us() * 1e3;
             dirs.push(probed(
                 title,
                 direction,
-                (socklab_net::link::spec_text(spec), compare(spec, &r)),
+                (
+                    socklab_net::link::spec_text(spec),
+                    compare_lagged(spec, &r, lag),
+                ),
                 &r,
                 size,
                 &acc,
@@ -210,24 +279,90 @@ pub fn check(
         link.stop()?;
     }
     let cap = close_capture(capture)?;
-    let all_ok = dirs.iter().all(|d| d.ok);
+    let all_ok = dirs.iter().all(|d| d.verdict == Verdict::Agrees);
+    let verdict = if dirs.iter().any(|d| d.verdict == Verdict::Invalid) {
+        Verdict::Invalid
+    } else if all_ok {
+        Verdict::Agrees
+    } else {
+        Verdict::Differs
+    };
     if json {
         out_json(&serde_json::json!({
             "link": link_json,
             "packets": packets,
             "size": size,
             "ok": all_ok,
+            "verdict": verdict.as_str(),
             "directions": dirs.iter().map(|d| d.json.clone()).collect::<Vec<_>>(),
             "capture": cap,
         }))?;
     } else {
         out(&dirs.iter().map(|d| d.text.as_str()).collect::<String>())?;
     }
-    if all_ok {
-        Ok(())
-    } else {
-        Err(Failure::Run(
-            "some measured values differ from the configured ones beyond the 99.9 % interval (see DIFFERS above)".into(),
-        ))
+    match verdict {
+        Verdict::Agrees => Ok(()),
+        Verdict::Invalid => Err(Failure::Run(
+            "invalid: the emulator fell behind its schedule during the probe, so the check cannot say whether the link agrees; run it again on a quieter machine (see INVALID above)".into(),
+        )),
+        Verdict::Differs => Err(Failure::Run(
+            "some measured values differ from the expected ones beyond their intervals (see DIFFERS above)".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socklab_net::link::check::{ProbeResult, FROM_SPEC};
+    use socklab_net::link::DirReport;
+
+    fn row(ok: bool) -> CheckRow {
+        CheckRow {
+            what: "lost".into(),
+            configured: "0.00 %".into(),
+            measured: "1.00 %".into(),
+            ok: Some(ok),
+            from: FROM_SPEC,
+        }
+    }
+
+    fn acc(late: u64) -> LinkReport {
+        let mut forward = DirReport {
+            late,
+            ..Default::default()
+        };
+        forward.stats.delivered = 1000;
+        LinkReport {
+            forward,
+            ..Default::default()
+        }
+    }
+
+    fn verdict(rows_ok: bool, late: u64) -> (Verdict, Probed) {
+        let p = probed(
+            "client -> server",
+            "client->server",
+            ("loss 1%".into(), vec![row(rows_ok)]),
+            &ProbeResult::default(),
+            200,
+            &acc(late),
+        );
+        (p.verdict, p)
+    }
+
+    #[test]
+    fn an_emulator_that_fell_behind_makes_the_direction_invalid_not_different() {
+        assert_eq!(verdict(true, 0).0, Verdict::Agrees);
+        assert_eq!(verdict(false, 0).0, Verdict::Differs);
+        // 5 % of packets late: whatever the rows say, the run says nothing about the spec.
+        let (v, p) = verdict(false, 50);
+        assert_eq!(v, Verdict::Invalid);
+        assert_eq!(p.json["verdict"], "invalid");
+        assert_eq!(p.json["ok"], false);
+        assert!(p.text.contains("verdict: INVALID"), "{}", p.text);
+        assert_eq!(verdict(true, 50).0, Verdict::Invalid);
+        // 1 % is within the validity rule.
+        assert_eq!(verdict(true, 10).0, Verdict::Agrees);
     }
 }

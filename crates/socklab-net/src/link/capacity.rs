@@ -118,6 +118,7 @@ pub fn rows(spec: &LinkSpec, measured: &[u64]) -> Vec<CheckRow> {
             configured: format!("{c:.0} ({:.2} Mbit/s)", c * PACKET_BITS / 1e6),
             measured: format!("{m} ({:.2} Mbit/s)", m as f64 * PACKET_BITS / 1e6),
             ok: Some((m as f64 - c).abs() <= 3.0 + 0.01 * c),
+            from: super::check::FROM_SPEC,
         })
         .collect()
 }

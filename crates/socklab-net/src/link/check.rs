@@ -5,10 +5,14 @@
 //! numbered, timestamped, checksummed UDP datagrams, paced so the link's queue never fills;
 //! a receiver thread (in the server namespace) records arrivals. One process, one monotonic
 //! clock, so one-way delays are exact. Loss, duplication, reordering and corruption are
-//! compared with the configured rates through a binomial 99.9 % interval; with `rate`, a
-//! back-to-back burst measures the serialisation rate; with a trace or a rate schedule, the
-//! probe first saturates the link and counts what it delivers each second
-//! ([`super::capacity`]).
+//! compared with the expected rates through a binomial 99.9 % interval; with `rate` (or a
+//! `slot` that limits its packets or bytes), a back-to-back burst measures the link's rate;
+//! with a trace or a rate schedule, the probe first saturates the link and counts what it
+//! delivers each second ([`super::capacity`]). The expectation is the closed form where one
+//! exists, else the model replaying the datagrams as they were sent ([`super::check_model`]);
+//! each row says which. The receiver stops reading when the model's last packet has left (and
+//! 300 ms more) and nothing arrived for 200 ms (10 s more at most), or as soon as every
+//! datagram arrived.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -17,6 +21,8 @@ use std::time::{Duration, Instant};
 use socklab_impair::LinkSpec;
 
 use crate::NetError;
+
+pub use super::check_compare::{closed_form_delay_ns, compare, compare_lagged};
 
 /// What to send.
 #[derive(Debug, Clone)]
@@ -62,15 +68,28 @@ pub struct CheckRow {
     pub measured: String,
     /// Whether the measurement agrees (`None`: no verdict, shown for information).
     pub ok: Option<bool>,
+    /// Where the expected value comes from: [`FROM_SPEC`] (a closed form of the spec),
+    /// [`FROM_MODEL`] (the model replaying the probe) or `""` (information only).
+    pub from: &'static str,
 }
+
+/// [`CheckRow::from`]: a closed form of the spec.
+pub const FROM_SPEC: &str = "spec";
+/// [`CheckRow::from`]: the mean of [`super::check_model::REPLAYS`] seeded replays of the
+/// datagrams as they were sent through the model.
+pub const FROM_MODEL: &str = "model";
 
 /// What a probe in one direction saw.
 #[derive(Debug, Clone, Default)]
 pub struct ProbeResult {
     /// Datagrams sent.
     pub sent: u64,
-    /// Distinct datagrams received intact.
+    /// Distinct paced datagrams received intact.
     pub unique: u64,
+    /// Burst datagrams sent.
+    pub burst_sent: u64,
+    /// Distinct burst datagrams received intact.
+    pub burst_unique: u64,
     /// Extra copies received.
     pub duplicates: u64,
     /// Arrivals with a sequence number below one already seen.
@@ -83,6 +102,16 @@ pub struct ProbeResult {
     pub burst_bps: Option<f64>,
     /// Capacity phase (trace or rate schedule): datagrams delivered in each second.
     pub capacity: Option<Vec<u64>>,
+    /// Send time of each paced datagram (by sequence number), ns on the probe's clock.
+    pub send_ns: Vec<u64>,
+    /// Send time of each burst datagram, ns.
+    pub burst_send_ns: Vec<u64>,
+    /// Send time of the capacity phase's first datagram (the link's time 0), ns.
+    pub origin_ns: Option<u64>,
+    /// Datagram payload, bytes.
+    pub size: usize,
+    /// The link's model sees IP packets (false: UDP payloads, through the `udp-proxy`).
+    pub ip: bool,
 }
 
 impl CheckRow {
@@ -93,12 +122,25 @@ impl CheckRow {
             "configured": self.configured,
             "measured": self.measured,
             "verdict": self.ok.map(|ok| if ok { "ok" } else { "differs" }),
+            "expected_from": (!self.from.is_empty()).then_some(self.from),
         })
     }
 }
 
 impl ProbeResult {
-    /// The raw counts as JSON: `sent`, `unique`, `duplicates`, `reordered`, `corrupted`,
+    /// The schedule the probe sent, for the model to replay.
+    pub fn schedule(&self) -> super::check_model::Schedule<'_> {
+        super::check_model::Schedule {
+            origin_ns: self.origin_ns,
+            paced_ns: &self.send_ns,
+            burst_ns: &self.burst_send_ns,
+            size: self.size,
+            ip: self.ip,
+        }
+    }
+
+    /// The raw counts as JSON: `sent`, `unique` (paced), `burst_sent`, `burst_unique`,
+    /// `duplicates`, `reordered`, `corrupted`,
     /// `delay_ns` (`{"n", "mean", "sd", "p50", "p99", "max"}` of first copies, or null),
     /// `burst_bps` (null without a rate) and `capacity_per_second` (datagrams delivered in each
     /// second of the saturating phase; null without a trace or a rate schedule).
@@ -117,6 +159,8 @@ impl ProbeResult {
         serde_json::json!({
             "sent": self.sent,
             "unique": self.unique,
+            "burst_sent": self.burst_sent,
+            "burst_unique": self.burst_unique,
             "duplicates": self.duplicates,
             "reordered": self.reordered,
             "corrupted": self.corrupted,
@@ -165,9 +209,55 @@ fn parse(buf: &[u8]) -> Option<(u64, u64)> {
     ))
 }
 
-/// The longest delay the spec gives a packet (jitter cut at 4σ, as the model does).
+/// The longest delay the spec gives a packet (jitter cut at 4σ, as the model does), and the
+/// longest wait for a slot.
 fn max_delay(spec: &LinkSpec) -> Duration {
-    Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns)
+    let slot = slot_limits(spec, 1).map_or(0, |s| s.1);
+    Duration::from_nanos(spec.delay_ns + 4 * spec.jitter_ns + slot)
+}
+
+/// A `slot`'s packets a second for packets of `len` bytes (`None`: a slot carries any number)
+/// and its longest gap, ns; `None` without slots.
+pub fn slot_limits(spec: &LinkSpec, len: usize) -> Option<(Option<f64>, u64)> {
+    use socklab_impair::SlotDelay;
+    let slot = spec.slot.filter(|s| s.is_active())?;
+    let longest = match slot.delay {
+        SlotDelay::Range { max_ns, .. } => max_ns,
+        SlotDelay::Distribution {
+            delay_ns,
+            jitter_ns,
+            ..
+        } => delay_ns + 4 * jitter_ns,
+    };
+    let by_bytes = slot
+        .bytes
+        .map(|b| (b as usize).div_ceil(len.max(1)).max(1) as u64);
+    let per_slot = match (slot.packets.map(u64::from), by_bytes) {
+        (Some(p), Some(b)) => Some(p.min(b)),
+        (p, b) => p.or(b),
+    };
+    Some((
+        per_slot.map(|n| n as f64 * 1e9 / longest.max(1) as f64),
+        longest,
+    ))
+}
+
+/// Datagrams in the back-to-back burst that measures the rate of a `rate` or of a slot that
+/// limits its packets or bytes (0: no burst): half the queue, at most 500, and no more than
+/// the link carries in 2 s, so the queue drains in bounded time.
+pub fn burst_len(spec: &LinkSpec, len: usize) -> u64 {
+    let slot_pps = slot_limits(spec, len).and_then(|s| s.0);
+    let rate_pps = spec.rate_bps.map(|r| r as f64 / (len as f64 * 8.0));
+    let pps = match (rate_pps, slot_pps) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => match a.or(b) {
+            Some(p) => p,
+            None => return 0,
+        },
+    };
+    ((spec.limit / 2).clamp(2, 500) as u64)
+        .min((2.0 * pps) as u64)
+        .max(2)
 }
 
 /// Sleeps until `due` in slices of at most 20 ms; false as soon as `stop()` says so.
@@ -195,6 +285,10 @@ fn enter(ns: &Option<PathBuf>) -> Result<Option<socklab_sys::netns::NetnsGuard>,
 /// offered load below 80 % of its rate.
 pub fn pacing_gap(spec: &LinkSpec, size: usize) -> Duration {
     let by_queue = 2 * max_delay(spec).as_nanos() as u64 / spec.limit.max(1) as u64;
+    // A slot carries so many packets (or bytes) per gap: stay below 80 % of that.
+    let by_slot = slot_limits(spec, size + 28)
+        .and_then(|s| s.0)
+        .map_or(0, |pps| (1e9 * 5.0 / 4.0 / pps) as u64);
     // The rate, a schedule's slowest step, a trace's slowest second.
     let sustained = match &spec.trace {
         Some(t) => Some(super::capacity::slowest_second_bps(t)),
@@ -211,7 +305,7 @@ pub fn pacing_gap(spec: &LinkSpec, size: usize) -> Duration {
             .unwrap_or(0);
         2 * longest / spec.limit.max(1) as u64
     });
-    Duration::from_nanos(by_queue.max(by_rate).max(by_gap).max(100_000))
+    Duration::from_nanos(by_queue.max(by_rate).max(by_gap).max(by_slot).max(100_000))
 }
 
 /// Sends `cfg.packets` paced datagrams (then, with a rate, a burst) from the sender side to the
@@ -230,15 +324,12 @@ pub fn probe(
     }
     let epoch = Instant::now();
     let gap = pacing_gap(spec, size);
-    let drain = max_delay(spec) + Duration::from_millis(300);
-    let burst = if spec.rate_bps.is_some() {
-        (spec.limit / 2).clamp(2, 500) as u64
-    } else {
-        0
-    };
+    let ip = ends.via.is_none();
+    let burst = burst_len(spec, if ip { size + 28 } else { size });
     let capacity = super::capacity::plan(spec);
     let (tx_addr, rx_addr) = std::sync::mpsc::channel::<Result<SocketAddr, NetError>>();
-    let (tx_done, rx_done) = std::sync::mpsc::channel::<()>();
+    // The sender's last word: until when to read, and how many paced and burst datagrams it sent.
+    let (tx_done, rx_done) = std::sync::mpsc::channel::<(Instant, u64, u64)>();
     std::thread::scope(|s| {
         let receiver = s.spawn(move || -> Result<ProbeResult, NetError> {
             let _g = enter(&ends.receiver_ns)?;
@@ -262,20 +353,36 @@ pub fn probe(
             let mut seen = vec![0u8; total as usize];
             let mut max_seq: Option<u64> = None;
             let mut buf = vec![0u8; 65536];
-            let mut done_at: Option<Instant> = None;
+            let mut done: Option<(Instant, u64, u64)> = None;
+            // Past the model's time, go on while datagrams still come (an emulator that fell
+            // behind releases late), 200 ms of quiet or 10 s at most.
+            let mut last_arrival = Instant::now();
             let (mut b_first, mut b_last, mut b_bytes) = (None::<u64>, 0u64, 0u64);
             let (mut cap_arrivals, mut cap_origin) = (Vec::new(), u64::MAX);
             loop {
-                // Done when the sender says so, or when it is gone (it failed).
-                if done_at.is_none()
-                    && !matches!(
-                        rx_done.try_recv(),
-                        Err(std::sync::mpsc::TryRecvError::Empty)
-                    )
-                {
-                    done_at = Some(Instant::now());
+                // Done when the sender says so; when it is gone (it failed), after 300 ms.
+                if done.is_none() {
+                    match rx_done.try_recv() {
+                        Ok(d) => done = Some(d),
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                            done = Some((Instant::now() + Duration::from_millis(300), 0, 0))
+                        }
+                        Err(std::sync::mpsc::TryRecvError::Empty) => {}
+                    }
                 }
-                if done_at.is_some_and(|d| d.elapsed() > drain) || stop() {
+                if let Some((until, paced, bursted)) = done {
+                    // Everything arrived and nothing can come twice: no need to wait longer.
+                    let all = paced > 0
+                        && r.unique == paced
+                        && r.burst_unique == bursted
+                        && spec.duplicate == 0.0;
+                    let now = Instant::now();
+                    let quiet = last_arrival.elapsed() >= Duration::from_millis(200);
+                    if all || now >= until && quiet || now >= until + Duration::from_secs(10) {
+                        break;
+                    }
+                }
+                if stop() {
                     break;
                 }
                 let n = match sock.recv(&mut buf) {
@@ -290,6 +397,7 @@ pub fn probe(
                     }
                     Err(e) => return Err(NetError::io("recv", e)),
                 };
+                last_arrival = Instant::now();
                 let now = epoch.elapsed().as_nanos() as u64;
                 let Some((seq, sent)) = parse(&buf[..n]) else {
                     r.corrupted += 1;
@@ -309,14 +417,15 @@ pub fn probe(
                     r.duplicates += 1;
                     continue;
                 }
-                r.unique += 1;
                 if max_seq.is_some_and(|m| seq < m) {
                     r.reordered += 1;
                 }
                 max_seq = Some(max_seq.map_or(seq, |m| m.max(seq)));
                 if seq < cfg.packets {
+                    r.unique += 1;
                     r.delays_ns.push(now.saturating_sub(sent));
                 } else {
+                    r.burst_unique += 1;
                     if b_first.is_none() {
                         b_first = Some(now);
                     } else {
@@ -339,7 +448,7 @@ pub fn probe(
             }
             Ok(r)
         });
-        let sender = s.spawn(move || -> Result<u64, NetError> {
+        let sender = s.spawn(move || -> Result<Sent, NetError> {
             let to = rx_addr
                 .recv_timeout(Duration::from_secs(5))
                 .map_err(|_| NetError::Link("the probe receiver did not start".into()))??;
@@ -349,6 +458,7 @@ pub fn probe(
                 .map_err(|e| NetError::io("bind probe sender", e))?;
             sock.connect(to)
                 .map_err(|e| NetError::io("connect probe sender", e))?;
+            let mut out = Sent::default();
             // A trace or a schedule: saturate first (the link's first packet is its time 0),
             // then let the queue drain.
             if let Some(p) = capacity {
@@ -363,11 +473,9 @@ pub fn probe(
                     }
                     let due = ((now - t0).as_secs_f64() * p.send_pps) as u64 + 1;
                     while i < due {
-                        fill(
-                            &mut cap,
-                            super::capacity::SEQ_BASE + i,
-                            epoch.elapsed().as_nanos() as u64,
-                        );
+                        let t = epoch.elapsed().as_nanos() as u64;
+                        out.origin_ns.get_or_insert(t);
+                        fill(&mut cap, super::capacity::SEQ_BASE + i, t);
                         let _ = sock.send(&cap);
                         i += 1;
                     }
@@ -376,32 +484,57 @@ pub fn probe(
                 pause_until(Instant::now() + p.drain, stop);
             }
             let mut buf = vec![0u8; size];
-            let start = Instant::now();
-            let mut sent = 0;
+            // Each datagram a gap after the previous one left: a sender that woke late does
+            // not catch up in a burst (which would queue at a rate or a slot).
+            let mut due = Instant::now();
             for seq in 0..cfg.packets {
                 if stop() {
                     break;
                 }
-                let due = start + gap * seq as u32;
                 if !pause_until(due, stop) {
                     break;
                 }
-                fill(&mut buf, seq, epoch.elapsed().as_nanos() as u64);
+                due = Instant::now() + gap;
+                let t = epoch.elapsed().as_nanos() as u64;
+                fill(&mut buf, seq, t);
                 // ECONNREFUSED from an earlier ICMP or ENOBUFS: the datagram counts as sent.
                 let _ = sock.send(&buf);
-                sent += 1;
+                out.paced_ns.push(t);
             }
-            let drained = Instant::now() + max_delay(spec) + Duration::from_millis(50);
-            // Let the paced phase drain (interruptibly: the delay may be hours), then send
-            // back-to-back.
-            if burst > 0 && pause_until(drained, stop) {
+            // The model says when the last packet leaves (a slot, a trace, a schedule can hold
+            // packets longer than the delay); bounded, and interruptible (the delay may be
+            // hours).
+            let until = |o: &Sent, margin: Duration| {
+                let floor = Instant::now() + max_delay(spec) + margin;
+                let sched = super::check_model::Schedule {
+                    origin_ns: o.origin_ns,
+                    paced_ns: &o.paced_ns,
+                    burst_ns: &o.burst_ns,
+                    size,
+                    ip,
+                };
+                super::check_model::last_release_ns(spec, &sched)
+                    .map(|t| {
+                        let by_model = epoch + Duration::from_nanos(t) + margin;
+                        by_model.min(floor + Duration::from_secs(120)).max(floor)
+                    })
+                    .unwrap_or(floor)
+            };
+            // Let the paced phase drain, then send back-to-back.
+            if burst > 0 && pause_until(until(&out, Duration::from_millis(50)), stop) {
                 for seq in cfg.packets..cfg.packets + burst {
-                    fill(&mut buf, seq, epoch.elapsed().as_nanos() as u64);
+                    let t = epoch.elapsed().as_nanos() as u64;
+                    fill(&mut buf, seq, t);
                     let _ = sock.send(&buf);
+                    out.burst_ns.push(t);
                 }
             }
-            let _ = tx_done.send(());
-            Ok(sent)
+            let _ = tx_done.send((
+                until(&out, Duration::from_millis(300)),
+                out.paced_ns.len() as u64,
+                out.burst_ns.len() as u64,
+            ));
+            Ok(out)
         });
         let sent = sender
             .join()
@@ -409,150 +542,24 @@ pub fn probe(
         let mut r = receiver
             .join()
             .map_err(|_| NetError::Link("the probe receiver panicked".into()))??;
-        r.sent = sent?;
+        let sent = sent?;
+        r.sent = sent.paced_ns.len() as u64;
+        r.burst_sent = sent.burst_ns.len() as u64;
+        r.send_ns = sent.paced_ns;
+        r.burst_send_ns = sent.burst_ns;
+        r.origin_ns = sent.origin_ns;
+        r.size = size;
+        r.ip = ip;
         Ok(r)
     })
 }
 
-/// Half-width of the binomial 99.9 % interval of a rate `p` over `n` trials (normal
-/// approximation, at least one trial's worth).
-fn half_width(p: f64, n: f64) -> f64 {
-    socklab_stats::normal_quantile(0.9995) * (p * (1.0 - p) / n).sqrt() + 1.0 / n
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.2} %", 100.0 * x)
-}
-
-fn rate_row(what: &str, configured: f64, measured: f64, n: f64, exact: bool) -> CheckRow {
-    let hw = half_width(configured, n) * if exact { 1.0 } else { 3.0 };
-    CheckRow {
-        what: what.into(),
-        configured: pct(configured),
-        measured: pct(measured),
-        ok: Some((measured - configured).abs() <= hw),
-    }
-}
-
-/// Compares one direction's probe with its spec.
-pub fn compare(spec: &LinkSpec, r: &ProbeResult) -> Vec<CheckRow> {
-    let sent = r.sent.max(1) as f64;
-    let p_loss = spec.loss.stationary_loss_rate();
-    // Copies: with probability `duplicate` a second copy; a loss takes one copy.
-    let d = spec.duplicate;
-    // A corrupted datagram never counts as received intact: without fixcsum it fails the UDP
-    // checksum and the kernel drops it; with fixcsum it reaches us and fails ours.
-    let c = spec.corrupt;
-    let expect_missing = ((1.0 - d) * p_loss) + (1.0 - (1.0 - d) * p_loss) * c;
-    let missing = 1.0 - r.unique.min(r.sent) as f64 / sent;
-    let correlated = !matches!(
-        spec.loss,
-        socklab_impair::Loss::None
-            | socklab_impair::Loss::Random {
-                correlation: 0.0,
-                ..
-            }
-    );
-    let mut rows = vec![rate_row(
-        if c > 0.0 {
-            "not received intact (loss + corrupt)"
-        } else {
-            "lost"
-        },
-        expect_missing,
-        missing,
-        sent,
-        !correlated,
-    )];
-    let expect_dup = d * (1.0 - p_loss) * (1.0 - c);
-    rows.push(rate_row(
-        "duplicated",
-        expect_dup,
-        r.duplicates as f64 / sent,
-        sent,
-        true,
-    ));
-    if spec.fix_checksum {
-        rows.push(rate_row(
-            "corrupted (reached us)",
-            spec.corrupt,
-            r.corrupted as f64 / sent,
-            sent,
-            true,
-        ));
-    } else {
-        rows.push(CheckRow {
-            what: "corrupted (reached us)".into(),
-            configured: "0 (kernel drops them)".into(),
-            measured: r.corrupted.to_string(),
-            ok: Some(r.corrupted == 0),
-        });
-    }
-    let reorder_expected = spec.reorder.is_some() || spec.jitter_ns > 0 && !spec.keep_order;
-    rows.push(CheckRow {
-        what: "reordered arrivals".into(),
-        configured: if reorder_expected {
-            "some".into()
-        } else {
-            "none".into()
-        },
-        measured: pct(r.reordered as f64 / r.unique.max(1) as f64),
-        ok: if reorder_expected {
-            None
-        } else {
-            Some(r.reordered == 0)
-        },
-    });
-    let delays: Vec<f64> = r.delays_ns.iter().map(|&x| x as f64).collect();
-    if let Some(sum) = socklab_stats::summarize(&delays) {
-        let p99 = socklab_stats::quantile(&delays, 0.99).unwrap_or(sum.max);
-        let ms = |x: f64| format!("{:.3} ms", x / 1e6);
-        // The stack adds tens of µs; allow 0.5 ms + 5 % (more with a rate: queueing).
-        let tol =
-            0.5e6 + 0.05 * spec.delay_ns as f64 + if spec.rate_bps.is_some() { 1e6 } else { 0.0 };
-        rows.push(CheckRow {
-            what: "one-way delay mean".into(),
-            configured: ms(spec.delay_ns as f64),
-            measured: ms(sum.mean),
-            // Slots, traces and schedules add waits of their own: no verdict then.
-            ok: ((spec.distribution == socklab_impair::Distribution::Uniform
-                || spec.jitter_ns == 0)
-                && spec.slot.is_none()
-                && spec.trace.is_none()
-                && spec.rate_schedule.is_none())
-            .then_some((sum.mean - spec.delay_ns as f64).abs() <= tol),
-        });
-        rows.push(CheckRow {
-            what: "one-way delay sd".into(),
-            configured: format!("jitter {}", ms(spec.jitter_ns as f64)),
-            measured: ms(sum.sd.unwrap_or(0.0)),
-            ok: None,
-        });
-        rows.push(CheckRow {
-            what: "one-way delay p50 / p99 / max".into(),
-            configured: String::new(),
-            measured: format!(
-                "{:.3} / {:.3} / {:.3} ms",
-                sum.median / 1e6,
-                p99 / 1e6,
-                sum.max / 1e6
-            ),
-            ok: None,
-        });
-    }
-    if let Some(per_second) = &r.capacity {
-        rows.extend(super::capacity::rows(spec, per_second));
-    }
-    if let Some(rate) = spec.rate_bps {
-        let measured = r.burst_bps.unwrap_or(0.0);
-        rows.push(CheckRow {
-            what: "rate (burst)".into(),
-            configured: format!("{:.2} Mbit/s", rate as f64 / 1e6),
-            measured: format!("{:.2} Mbit/s", measured / 1e6),
-            ok: Some((measured - rate as f64).abs() <= 0.1 * rate as f64),
-        });
-    }
-    rows
+/// What the sender sent, and when (ns on the probe's clock).
+#[derive(Default)]
+struct Sent {
+    origin_ns: Option<u64>,
+    paced_ns: Vec<u64>,
+    burst_ns: Vec<u64>,
 }
 
 #[cfg(test)]

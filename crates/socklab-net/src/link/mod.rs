@@ -16,6 +16,8 @@
 pub mod capacity;
 pub mod capture;
 pub mod check;
+pub mod check_compare;
+pub mod check_model;
 pub mod netem;
 pub mod ns;
 pub mod pcapng;
