@@ -425,7 +425,7 @@ fn sigkill_mid_run_loses_no_finished_repetition_and_leaves_no_sink() {
     let t0 = Instant::now();
     while TcpStream::connect_timeout(&to, Duration::from_millis(200)).is_ok() {
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
+            t0.elapsed() < Duration::from_secs(60),
             "the sink child outlived its parent"
         );
         std::thread::sleep(Duration::from_millis(100));
