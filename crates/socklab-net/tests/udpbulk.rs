@@ -70,7 +70,7 @@ fn every_datagram_sent_on_loopback_arrives_once_in_order() {
         assert_eq!(s.fins, 5);
         // 100 Mbit/s of 1200-byte datagrams for 0.3 s: the pacer owes floor(t × rate / bits)
         // + 1 at t < 0.3 s, so 3126 at most. A busy machine sends fewer, never more: this is
-        // the pacer's ceiling, not a figure (how close it gets is bench/netem-throughput's).
+        // the pacer's ceiling, not a figure (how close it gets: bench/bulk-vs-iperf3, UDP rows).
         assert!(s.datagrams > 0 && s.datagrams <= 3126, "{}", s.datagrams);
         assert_eq!(r.counts.unique, s.total(), "gso {gso:?}");
         assert_eq!(r.lost(s.total()), 0);
