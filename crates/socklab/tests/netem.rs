@@ -449,10 +449,10 @@ fn ctrl_c_ends_netem_check_on_a_link_with_a_huge_delay() {
             if let Some(st) = child.try_wait().unwrap() {
                 break st;
             }
-            if t0.elapsed() > std::time::Duration::from_secs(10) {
+            if t0.elapsed() > std::time::Duration::from_secs(60) {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("{driver}: netem check ignored SIGINT for 10 s");
+                panic!("{driver}: netem check ignored SIGINT for 60 s");
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
