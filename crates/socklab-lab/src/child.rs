@@ -503,14 +503,29 @@ mod tests {
                 .is_none(),
             "taken once; the child ended"
         );
-        let t0 = Instant::now();
-        assert!(child
-            .wait_report(Duration::from_secs(30), &id(7), &|| true)
-            .is_none());
-        assert!(
-            t0.elapsed() < Duration::from_secs(2),
-            "stop() ends the wait"
-        );
+        // stop() ends a wait that nothing else would: a child alive for an hour, a report
+        // that never comes, a wait of an hour; the channel's bound is on a hang only.
+        let alive = ServerChild::spawn(
+            Path::new("/bin/sh"),
+            &["-c", "echo LISTENING 127.0.0.1:9; sleep 3600"],
+            None,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let asked = std::cell::Cell::new(0u32);
+            let stop = || {
+                asked.set(asked.get() + 1);
+                true
+            };
+            let got = alive.wait_report(Duration::from_secs(3600), &id(7), &stop);
+            let _ = tx.send((got, asked.get()));
+        });
+        let (got, asked) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("stop() did not end the wait");
+        assert_eq!(got, None);
+        assert!(asked > 0, "stop() was never asked");
     }
 
     #[test]

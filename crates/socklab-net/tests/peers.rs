@@ -14,11 +14,12 @@ use socklab_net::{NetError, Strategy};
 mod sink_common;
 use sink_common::TestSink;
 
-/// A sink whose idle timeout (20 s) is far beyond every bound the tests assert.
+/// A sink whose idle timeout (an hour) never fires during a test: a client that waits behind
+/// an idle one would wait past every hang bound below, so the tests need no timing threshold.
 fn patient() -> SinkConfig {
     SinkConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
-        idle_timeout: Duration::from_secs(20),
+        idle_timeout: Duration::from_secs(3600),
         ..SinkConfig::default()
     }
 }
@@ -44,6 +45,10 @@ fn bulk_cfg(to: SocketAddr, limit: Limit) -> BulkConfig {
     }
 }
 
+/// A bound on a hang only (generous on a loaded machine): what the tests assert never depends
+/// on how fast the machine is.
+const HANG: Duration = Duration::from_secs(60);
+
 /// Runs `f` on a thread and waits at most `limit` for it: a hang fails the test instead of
 /// hanging it.
 fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -56,7 +61,8 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 }
 
 /// Item 7: one idle client (an `nc` left open) blocked every socklab client for the idle
-/// timeout. Now a test runs at once beside it, and its figures are its own.
+/// timeout. Now a test runs at once beside it, and its figures are its own: with an idle
+/// timeout of an hour, a sink that served one connection at a time would never answer.
 #[test]
 fn an_idle_client_delays_no_other_client() {
     let sink = TestSink::start(patient());
@@ -64,51 +70,65 @@ fn an_idle_client_delays_no_other_client() {
     std::thread::sleep(Duration::from_millis(200));
     let to = sink.addr;
     let t0 = Instant::now();
-    let r = within(Duration::from_secs(8), move || {
+    let r = within(HANG, move || {
         bulk::run(&bulk_cfg(to, Limit::Iterations(100)), &|| false)
     })
     .unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let span = t0.elapsed();
     assert_eq!(r.verified, Some(true));
-    let rep = sink.report_within(Duration::from_secs(2));
-    // The sink's clock for that test ran only while it was served.
-    assert!(
-        rep.result.elapsed_ns < 5_000_000_000,
-        "{} ns",
-        rep.result.elapsed_ns
-    );
+    let rep = sink.report_within(HANG);
     assert_eq!(
         (rep.mode, &rep.outcome),
         (Mode::Socklab, &Outcome::Complete)
     );
-    drop(idle);
+    // The sink's clock for that test ran only while it was served: inside the client's own
+    // span (one monotonic clock, so this holds whatever the load), not from the idle
+    // client's arrival 200 ms before it.
+    assert!(
+        Duration::from_nanos(rep.result.elapsed_ns) <= span,
+        "sink {} ns outside the client's {span:?}",
+        rep.result.elapsed_ns
+    );
+    // The idle client is still connected and unserved: nothing waited for it to go.
+    let mut idle = idle;
+    idle.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    assert!(
+        matches!(idle.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the idle connection ended"
+    );
 }
 
 /// Item 7: per-connection figures exclude time queued. A raw client that connects behind an
-/// idle one is served (and timed) at once.
+/// idle one is served (the idle timeout is an hour) and timed from its own arrival.
 #[test]
 fn a_raw_client_behind_an_idle_one_is_served_and_timed_at_once() {
     let sink = TestSink::start(patient());
     let _idle = TcpStream::connect(sink.addr).unwrap();
     std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
     {
         let mut s = TcpStream::connect(sink.addr).unwrap();
         s.write_all(&vec![9u8; 100_000]).unwrap();
     }
-    let rep = sink.report_within(Duration::from_secs(5));
+    let rep = sink.report_within(HANG);
+    let span = t0.elapsed();
     assert_eq!(rep.mode, Mode::Raw);
     assert_eq!(rep.result.bytes, 100_000);
     assert_eq!(rep.outcome, Outcome::Complete);
+    // Nested in the client's span on one monotonic clock: the 300 ms the idle client sat
+    // before it are not in it.
     assert!(
-        rep.result.elapsed_ns < 2_000_000_000,
-        "{} ns",
+        Duration::from_nanos(rep.result.elapsed_ns) <= span,
+        "sink {} ns outside the client's {span:?}",
         rep.result.elapsed_ns
     );
 }
 
-/// Item 7: stopping the sink does not wait for open connections to end by themselves.
+/// Item 7: stopping the sink does not wait for open connections to end by themselves (their
+/// idle timeout is an hour: a stop that waited for them would pass the hang bound).
 #[test]
-fn the_sink_stops_within_a_fraction_of_a_second_with_idle_clients_open() {
+fn the_sink_stops_with_idle_clients_open() {
     let sink = TestSink::start(patient());
     let idle: Vec<TcpStream> = (0..3)
         .map(|_| TcpStream::connect(sink.addr).unwrap())
@@ -122,10 +142,7 @@ fn the_sink_stops_within_a_fraction_of_a_second_with_idle_clients_open() {
     assert!(line.starts_with("READY"), "{line}");
     mid.write_all(&[1u8; 10_000]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let t0 = Instant::now();
-    within(Duration::from_secs(5), move || drop(sink));
-    let took = t0.elapsed();
-    assert!(took < Duration::from_secs(1), "stop took {took:?}");
+    within(HANG, move || drop(sink));
     drop(idle);
 }
 
@@ -141,13 +158,13 @@ fn beyond_max_conns_a_client_is_refused_in_one_line() {
     let b = TcpStream::connect(sink.addr).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let to = sink.addr;
-    let e = within(Duration::from_secs(5), move || {
+    let e = within(HANG, move || {
         bulk::run(&bulk_cfg(to, Limit::Iterations(10)), &|| false)
     })
     .unwrap_err()
     .to_string();
     assert!(e.contains("sink busy") && e.contains("--max-conns"), "{e}");
-    let rep = sink.report_within(Duration::from_secs(2));
+    let rep = sink.report_within(HANG);
     assert!(
         matches!(&rep.outcome, Outcome::Refused(w) if w.contains("sink busy")),
         "{rep:?}"
@@ -155,9 +172,9 @@ fn beyond_max_conns_a_client_is_refused_in_one_line() {
     drop((a, b));
     // The two idle connections end (EOF): places are free again.
     for _ in 0..2 {
-        sink.report_within(Duration::from_secs(2));
+        sink.report_within(HANG);
     }
-    let r = within(Duration::from_secs(5), move || {
+    let r = within(HANG, move || {
         bulk::run(&bulk_cfg(to, Limit::Iterations(10)), &|| false)
     })
     .unwrap();
@@ -205,12 +222,11 @@ fn a_sink_that_never_reads_fails_the_test_at_its_deadline() {
     let mut c = bulk_cfg(to, Limit::Duration(Duration::from_millis(500)));
     c.timeout = Some(Duration::from_secs(2));
     let t0 = Instant::now();
-    let e = within(Duration::from_secs(10), move || bulk::run(&c, &|| false)).unwrap_err();
+    let e = within(HANG, move || bulk::run(&c, &|| false)).unwrap_err();
+    // Never before the deadline (a monotonic clock cannot make this fail; load only makes
+    // the test later, and the hang bound catches a deadline that never fires).
     let took = t0.elapsed();
-    assert!(
-        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_secs(2), "{took:?}");
     let NetError::Timeout(m) = &e else {
         panic!("{e}")
     };
@@ -221,9 +237,9 @@ fn a_sink_that_never_reads_fails_the_test_at_its_deadline() {
 }
 
 /// Item 9: a count-limited test has no deadline, but a sink that accepts nothing for
-/// [`bulk::STALL`] fails it; Ctrl-C ends it long before, within a tick.
+/// [`bulk::STALL`] fails it; Ctrl-C ends it before that, as an interruption.
 #[test]
-fn stop_ends_a_test_blocked_in_write_within_a_tick() {
+fn stop_ends_a_test_blocked_in_write() {
     let to = sink_that_never_reads();
     let flag = Arc::new(AtomicBool::new(false));
     let f2 = flag.clone();
@@ -235,14 +251,10 @@ fn stop_ends_a_test_blocked_in_write_within_a_tick() {
     // Long enough for the socket buffers to fill and the write to block.
     std::thread::sleep(Duration::from_millis(1500));
     assert!(rx.try_recv().is_err(), "the test ended by itself");
-    let t0 = Instant::now();
     flag.store(true, Ordering::SeqCst);
-    let r = rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("stop ignored");
-    let took = t0.elapsed();
+    let r = rx.recv_timeout(HANG).expect("stop ignored");
+    // Interrupted, not the stall's error: the stop ended it, not the STALL bound.
     assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
-    assert!(took < Duration::from_millis(500), "{took:?}");
 }
 
 /// Item 9: a listener that accepts and says nothing: no READY within its wait is a clear
@@ -260,9 +272,7 @@ fn a_silent_listener_is_a_clear_error_and_stop_ends_the_wait() {
     });
     std::thread::sleep(Duration::from_millis(500));
     flag.store(true, Ordering::SeqCst);
-    let r = rx
-        .recv_timeout(Duration::from_secs(2))
-        .expect("stop ignored");
+    let r = rx.recv_timeout(HANG).expect("stop ignored");
     assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
     drop(l);
 }

@@ -292,20 +292,33 @@ mod tests {
         }
     }
 
+    /// The waker's eventfd has a wake-up pending (a zero-timeout poll of it).
+    fn pending(waker: &Waker) -> bool {
+        wait_readable(std::os::fd::AsFd::as_fd(&waker.0), Some(Duration::ZERO)).unwrap()
+    }
+
     #[test]
     fn a_waker_ends_the_wait_early() {
-        let (r, _w) = crate::io::pipe().unwrap();
-        let rf = std::os::fd::AsFd::as_fd(&r);
-        let waker = Waker::new().unwrap();
+        let (r, w) = crate::io::pipe().unwrap();
+        let waker = std::sync::Arc::new(Waker::new().unwrap());
+        assert!(!pending(&waker));
         waker.wake();
-        let t0 = std::time::Instant::now();
-        assert!(!wait_readable_or_woken(rf, &waker, Duration::from_secs(5)).unwrap());
-        assert!(
-            t0.elapsed() < Duration::from_secs(2),
-            "the wake-up ended the wait"
-        );
-        // Cleared: the next wait runs to its timeout.
-        assert!(!wait_readable_or_woken(rf, &waker, Duration::from_millis(5)).unwrap());
+        assert!(pending(&waker), "wake() left nothing to see");
+        // A wait of an hour on a pipe nobody writes: only the wake-up can end it (the channel's
+        // bound is on a hang, not a figure).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let w2 = waker.clone();
+        std::thread::spawn(move || {
+            let rf = std::os::fd::AsFd::as_fd(&r);
+            let _ = tx.send(wait_readable_or_woken(rf, &w2, Duration::from_secs(3600)));
+        });
+        let woken = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the wake-up did not end the wait");
+        assert!(!woken.unwrap(), "woken, not readable");
+        // Cleared: no wake-up is left pending for the next wait.
+        assert!(!pending(&waker), "the wait did not clear the wake-up");
+        drop(w);
     }
 
     #[test]

@@ -661,13 +661,41 @@ mod tests {
         assert!(recv_fd(b.as_fd()).unwrap().is_none(), "EOF after close");
     }
 
+    /// The kernel's record of this process's POSIX write locks on `l`'s file, from
+    /// `/proc/locks` (`N: POSIX ADVISORY WRITE PID MAJ:MIN:INODE START END`). Within one
+    /// process a second `fcntl` lock always succeeds, so the kernel's table is what shows
+    /// whether the lock is taken and given back.
+    fn held_by_us(l: &FileLock) -> usize {
+        use std::os::unix::fs::MetadataExt;
+        let ino = l.file.metadata().unwrap().ino();
+        let pid = std::process::id().to_string();
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .filter(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                f.len() >= 6
+                    && f[1] == "POSIX"
+                    && f[3] == "WRITE"
+                    && f[4] == pid
+                    && f[5].rsplit(':').next() == Some(&ino.to_string())
+            })
+            .count()
+    }
+
     #[test]
     fn file_lock_is_held_and_released_within_a_process() {
         let l = FileLock::new().unwrap();
+        assert_eq!(held_by_us(&l), 0);
         let g = l.lock().unwrap();
+        assert_eq!(held_by_us(&l), 1, "lock() took no write lock");
         drop(g);
+        assert_eq!(held_by_us(&l), 0, "the guard's drop did not release it");
         let g = l.try_lock().unwrap();
         assert!(g.is_some());
+        assert_eq!(held_by_us(&l), 1, "try_lock() took no write lock");
+        drop(g);
+        assert_eq!(held_by_us(&l), 0, "the guard's drop did not release it");
     }
 
     #[test]

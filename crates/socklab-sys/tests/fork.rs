@@ -38,9 +38,9 @@ fn file_lock_excludes_across_processes() {
         Forked::Child => {
             let g = lock.lock().unwrap();
             flags.get(0).store(1, Ordering::SeqCst);
-            // Hold until the parent has tried.
+            // Hold until the parent has tried (bounded only against a hang).
             let t0 = Instant::now();
-            while flags.get(1).load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(5)
+            while flags.get(1).load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(60)
             {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -50,9 +50,14 @@ fn file_lock_excludes_across_processes() {
         Forked::Parent(pid) => pid,
     };
     let t0 = Instant::now();
-    while flags.get(0).load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(5) {
+    while flags.get(0).load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(1));
     }
+    assert_eq!(
+        flags.get(0).load(Ordering::SeqCst),
+        1,
+        "the child never took the lock"
+    );
     assert!(
         lock.try_lock().unwrap().is_none(),
         "the child holds the lock"

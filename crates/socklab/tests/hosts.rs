@@ -32,12 +32,12 @@ fn check_reports_version_facts_path_and_clock_offset() {
     // The veth path: a TCP connect straight to the host, not through SSH.
     assert_eq!(h1["mtu"], 1500, "{h1}");
     assert!(h1["rtt_us"].as_f64().unwrap() > 0.0, "{h1}");
-    // One kernel clock on both sides: the offset is within its own error bound (plus a
-    // scheduling hiccup's worth), and the error is half a round trip over the master.
+    // One kernel clock on both sides, so t1 <= t2 <= t3 <= t4 in every exchange and the
+    // offset θ = ((t2 - t1) - (t4 - t3)) / 2 is within its own bound δ / 2 exactly, however
+    // slow the round trip (no figure: the bound is the exchange's own).
     let off = h1["clock"]["offset_ns"].as_i64().unwrap();
     let errb = h1["clock"]["error_ns"].as_u64().unwrap();
-    assert!(errb < 50_000_000, "{h1}");
-    assert!(off.unsigned_abs() <= errb + 5_000_000, "{h1}");
+    assert!(off.unsigned_abs() <= errb, "{h1}");
     assert!(h1["facts"]["cc_available"]
         .as_str()
         .unwrap()
@@ -108,8 +108,10 @@ fn unreachable_hosts_and_refused_keys_are_one_line_errors() {
         "{line}"
     );
     assert!(line.contains("10.80.0.99"), "{line}");
+    // Bounded by socklab's SSH connect timeout, not by TCP's own two minutes of SYN retries
+    // (127 s on Linux); the margin below that is for a loaded machine.
     assert!(
-        t0.elapsed() < Duration::from_secs(30),
+        t0.elapsed() < Duration::from_secs(90),
         "bounded: {:?}",
         t0.elapsed()
     );

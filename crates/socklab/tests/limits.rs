@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::cargo_bin;
 
 /// Runs `cmd` (stdout and stderr captured) in `dir`; kills it if it has not exited after
-/// `limit`. Returns (exit code, -1 if killed or signalled; stdout; stderr; elapsed).
-fn bounded(mut cmd: Command, dir: &Path, limit: Duration) -> (i32, String, String, Duration) {
+/// `limit`. Returns (exit code, -1 if killed or signalled; stdout; stderr; whether it was
+/// killed at the limit).
+fn bounded(mut cmd: Command, dir: &Path, limit: Duration) -> (i32, String, String, bool) {
     let t0 = Instant::now();
     let mut child = cmd
         .current_dir(dir)
@@ -45,13 +46,12 @@ fn bounded(mut cmd: Command, dir: &Path, limit: Duration) -> (i32, String, Strin
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let elapsed = t0.elapsed();
     let (out, err) = (o.join().unwrap(), e.join().unwrap());
     let code = status.and_then(|s| s.code()).unwrap_or(-1);
-    (code, out, err, elapsed)
+    (code, out, err, status.is_none())
 }
 
-fn socklab_in(dir: &Path, args: &[&str], limit: Duration) -> (i32, String, String, Duration) {
+fn socklab_in(dir: &Path, args: &[&str], limit: Duration) -> (i32, String, String, bool) {
     let mut cmd = Command::new(cargo_bin("socklab"));
     cmd.args(args);
     bounded(cmd, dir, limit)
@@ -59,9 +59,11 @@ fn socklab_in(dir: &Path, args: &[&str], limit: Duration) -> (i32, String, Strin
 
 /// Exit 2 within `limit`, one line on stderr containing every needle.
 fn refused_quickly(dir: &Path, args: &[&str], needles: &[&str]) {
-    let limit = Duration::from_secs(20);
-    let (code, _, err, took) = socklab_in(dir, args, limit);
-    assert!(took < limit, "{args:?} still running after {limit:?}");
+    // A bound on a hang only: the refusal comes before any of the work it refuses, so what
+    // is asserted is the exit code and the line, never how long it took.
+    let limit = Duration::from_secs(60);
+    let (code, _, err, killed) = socklab_in(dir, args, limit);
+    assert!(!killed, "{args:?} still running after {limit:?}");
     assert_eq!(code, 2, "exit code of {args:?}; stderr: {err}");
     assert_eq!(
         err.trim().lines().count(),
@@ -369,7 +371,7 @@ fn a_link_delay_no_connect_can_outlast_is_refused_for_what_it_is() {
             args,
             &["a TCP handshake over this link takes at least", "30s"],
         );
-        let (_, _, err, _) = socklab_in(d, args, Duration::from_secs(20));
+        let (_, _, err, _) = socklab_in(d, args, Duration::from_secs(60));
         assert!(!err.contains("omit --to"), "{err}");
     }
     refused_quickly(
@@ -433,7 +435,7 @@ fn a_rate_too_large_says_so_and_names_the_largest() {
             args,
             &["99999999999999999999tbit", "too large", "1000tbit"],
         );
-        let (_, _, err, _) = socklab_in(dir.path(), args, Duration::from_secs(20));
+        let (_, _, err, _) = socklab_in(dir.path(), args, Duration::from_secs(60));
         assert!(!err.contains("positive"), "{err}");
     }
 }

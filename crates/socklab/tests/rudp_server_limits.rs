@@ -223,8 +223,8 @@ fn fill_with_pingers(to: SocketAddr) -> Vec<Pinger> {
     let t0 = Instant::now();
     while !crowd.iter().all(|p| p.accepted) {
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the server did not accept {TABLE} pingers within 10 s"
+            t0.elapsed() < Duration::from_secs(60),
+            "the server did not accept {TABLE} pingers within 60 s"
         );
         crowd.iter_mut().for_each(Pinger::poll);
         std::thread::sleep(Duration::from_millis(10));
@@ -313,8 +313,8 @@ fn drippers(
     let t0 = Instant::now();
     while !crowd.iter().all(|d| d.offset > 1 && d.conn.all_acked()) {
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "{n} drippers did not get going within 10 s"
+            t0.elapsed() < Duration::from_secs(60),
+            "{n} drippers did not get going within 60 s"
         );
         crowd.iter_mut().for_each(|d| d.tick(base));
         std::thread::sleep(Duration::from_millis(10));
@@ -360,12 +360,13 @@ fn a_table_full_of_pinging_sessions_still_admits_a_real_client() {
     assert_eq!(evicted.len(), 1, "one pinger made room: {evicted:?}");
     assert_eq!(evicted[0].0, CLOSE_NO_PROGRESS);
     assert!(evicted[0].1.contains("evicted: no progress"), "{evicted:?}");
-    // PINGs alone do not keep a session: all are closed within the idle timeout (10 s).
+    // PINGs alone do not keep a session: all are closed, by the idle timeout (10 s), with
+    // the no-progress reason; sessions that PINGs kept would be open at this hang bound.
     let t0 = Instant::now();
     while !crowd.iter().all(|p| p.closed.is_some()) {
         assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "pinging sessions still open 15 s later: {} of {TABLE}",
+            t0.elapsed() < Duration::from_secs(90),
+            "pinging sessions still open 90 s later: {} of {TABLE}",
             crowd.iter().filter(|p| p.closed.is_none()).count()
         );
         keep_alive(&mut crowd);
@@ -393,7 +394,6 @@ fn a_table_full_of_progressing_sessions_refuses_in_one_line() {
     let mut tick = || crowd.iter_mut().for_each(|d| d.tick(base));
     // Past the stall time: only progress protects them now.
     for_a_while(Duration::from_millis(2500), &mut tick);
-    let t0 = Instant::now();
     let (code, err) = while_running(send(to, &small_file(src.path())), &mut tick);
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
@@ -401,10 +401,8 @@ fn a_table_full_of_progressing_sessions_refuses_in_one_line() {
         err.contains("turned the session down: server full: all 64 sessions are making progress"),
         "{err}"
     );
-    assert!(
-        t0.elapsed() < Duration::from_secs(8),
-        "refused, not timed out"
-    );
+    // Refused, not timed out: the CLOSE's reason above is the server's, which a timeout
+    // would not carry.
     let err = stop(server);
     assert!(err.contains("refused "), "{err}");
 }

@@ -119,11 +119,12 @@ fn every_design_answers_http10_keepalive_with_keep_alive() {
 }
 
 /// Workers blocked in `read` (idle clients, a half-sent request) and in `accept` must not hold
-/// the server up: SIGTERM ends it long before the 60 s idle timeout, with the usual report.
+/// the server up: SIGTERM ends it with the usual report. Their idle timeout is an hour, so a
+/// stop that waited for them would run into the stop's hang bound.
 #[test]
 fn sigterm_stops_every_design_with_workers_blocked_in_read() {
     for_designs(CLASSIC, 4, |design| {
-        let server = Server::start(design, &["--workers", "2", "--idle-timeout", "60s"]);
+        let server = Server::start(design, &["--workers", "2", "--idle-timeout", "3600s"]);
         stevens(server.addr, &[10])?;
         let idle: Vec<_> = (0..3)
             .map(|_| serve_support::connect(server.addr))
@@ -132,15 +133,10 @@ fn sigterm_stops_every_design_with_workers_blocked_in_read() {
         let mut half = serve_support::connect(server.addr).map_err(|e| e.to_string())?;
         std::io::Write::write_all(&mut half, b"40").map_err(|e| e.to_string())?;
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let t0 = std::time::Instant::now();
         let st = server.stop_with(socklab_sys::process::Signal::Term);
-        let took = t0.elapsed();
         drop((idle, half));
         if st.code != Some(0) || !st.stdout.starts_with("user time = ") {
             return Err(format!("exit {:?}: {}", st.code, st.stdout));
-        }
-        if took > std::time::Duration::from_secs(5) {
-            return Err(format!("took {took:?} to stop"));
         }
         Ok(())
     });

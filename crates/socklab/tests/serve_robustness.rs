@@ -188,11 +188,12 @@ fn every_design_serves_a_client_while_1000_idle_connections_are_open() {
 /// A slowloris client: the start of an HTTP request head, then one byte every 300 ms, never
 /// completing it (the head may grow to 8 KiB: 40 minutes at this pace). The idle timeout
 /// counts completed requests, not bytes (docs/serve.md), so with `--idle-timeout 1s` every
-/// design must close it long before the client gives up (8 s; closing takes about 1 s, the
-/// bound is loose for a loaded machine). Returns how long the server took.
+/// design must close it before the client gives up (60 s: a bound on a hang, since a server
+/// that counted bytes would keep it for 40 minutes). Returns how long the server took
+/// (printed, not asserted).
 fn slowloris(design: &str) -> Result<Duration, String> {
     const PACE: Duration = Duration::from_millis(300);
-    const GIVE_UP: Duration = Duration::from_secs(8);
+    const GIVE_UP: Duration = Duration::from_secs(60);
     let server = Server::start(
         design,
         &[

@@ -116,9 +116,10 @@ impl Server {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
             }
+            // A bound on a hang only (a loaded machine stops in far less).
             assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "{}: still running 10 s after SIGINT",
+                t0.elapsed() < Duration::from_secs(60),
+                "{}: still running 60 s after {sig:?}",
                 self.design
             );
             std::thread::sleep(Duration::from_millis(10));
