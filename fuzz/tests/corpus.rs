@@ -126,3 +126,209 @@ fn targets_binaries_and_corpora_agree() {
     let corpora = names_in(&root().join("corpus"), None);
     assert_eq!(corpora, targets, "corpus/* and socklab_fuzz::TARGETS");
 }
+
+/// Writes the seed corpora of the parser targets from the code's own printers:
+/// `cargo test -p socklab-fuzz --test corpus -- --ignored write_seeds` (then commit them).
+#[test]
+#[ignore]
+fn write_seeds() {
+    use socklab_net::childline::ChildLine;
+    let mut seeds: Vec<(&str, Vec<Vec<u8>>)> = Vec::new();
+
+    let traces = root().join("../experiments/traces");
+    let head = |f: &str, n: usize| {
+        let t = std::fs::read_to_string(traces.join(f)).unwrap();
+        t.lines()
+            .take(n)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            .into_bytes()
+    };
+    seeds.push((
+        "trace",
+        vec![
+            b"0\n2\n2\n5\n".to_vec(),
+            head("cell-up.trace", 60),
+            head("cell-down.trace", 60),
+        ],
+    ));
+
+    let usage = socklab_sys::usage::Usage {
+        user: std::time::Duration::from_micros(1500),
+        sys: std::time::Duration::from_micros(700),
+        nvcsw: 12,
+        nivcsw: 3,
+        maxrss_kib: 4096,
+    };
+    let lines = [
+        ChildLine::Listening("127.0.0.1:40000".parse().unwrap()),
+        ChildLine::Listening("[::1]:5201".parse().unwrap()),
+        ChildLine::Effective(vec![
+            ("SO_RCVBUF".into(), "131072".into()),
+            ("TCP_NODELAY".into(), "1".into()),
+        ]),
+        ChildLine::Usage(usage),
+        ChildLine::Report(
+            serde_json::json!({"test_id": 7, "datagrams": 100, "lost": 2, "rate_bps": 1.5e6}),
+        ),
+        ChildLine::Interval(
+            serde_json::json!({"test_id": 7, "index": 0, "interval": {"datagrams": 10}}),
+        ),
+    ];
+    seeds.push((
+        "child_line",
+        vec![
+            lines
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                .into_bytes(),
+            format!("{}\n", lines[0]).into_bytes(),
+        ],
+    ));
+
+    let datagram = |seq, t, len| {
+        let mut b = vec![0u8; len];
+        socklab_net::link::check::fill(&mut b, seq, t);
+        b
+    };
+    seeds.push((
+        "link_check",
+        vec![
+            datagram(0, 1_000, 64),
+            datagram(41, 2_000_000_000, 1472),
+            datagram(1 << 48, 5, 24),
+        ],
+    ));
+
+    use socklab_net::rrul::probe::probe;
+    let mut answers = vec![5u8];
+    for seq in [0, 2, 2, 4, 9] {
+        answers.extend(probe(seq));
+    }
+    seeds.push(("rrul_probe", vec![answers, probe(3).to_vec()]));
+
+    use socklab_lab::hosts::probe::{clock_line, Facts, FACTS};
+    let facts = format!(
+        "{FACTS}{}\n",
+        serde_json::to_string(&Facts::here()).unwrap()
+    );
+    let clock = [
+        clock_line(
+            "1700000000000000000",
+            1_700_000_000_005_000_000,
+            1_700_000_000_005_010_000,
+        ),
+        clock_line(
+            "1700000000001000000",
+            1_700_000_000_006_100_000,
+            1_700_000_000_006_120_000,
+        ),
+    ]
+    .map(|l| l + "\n")
+    .concat();
+    seeds.push((
+        "host_lines",
+        vec![format!("{facts}{clock}").into_bytes(), clock.into_bytes()],
+    ));
+
+    seeds.push(("generator_report", generator_outputs()));
+
+    use socklab_fuzz::transfer_receiver::encode;
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir(src.path().join("d")).unwrap();
+    let a: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+    let b = b"hello, receiver".to_vec();
+    std::fs::write(src.path().join("a"), &a).unwrap();
+    std::fs::write(src.path().join("d/b"), &b).unwrap();
+    let mut m = socklab_net::transfer::Manifest::from_paths(&[
+        src.path().join("a"),
+        src.path().join("d/b"),
+    ])
+    .unwrap();
+    m.files[1].name = "d/b".into();
+    let man = m.encode();
+    seeds.push((
+        "transfer_receiver",
+        vec![
+            encode(&[
+                (0, 0, &man),
+                (1, 0, &a[..100]),
+                (2, 0, &b),
+                (1, 100, &a[100..]),
+                (1, 50, &a[50..60]),
+            ]),
+            encode(&[
+                (2, 0, &b),
+                (1, 200, &a[200..]),
+                (0, 0, &man[..10]),
+                (0, 10, &man[10..]),
+                (1, 0, &a[..200]),
+            ]),
+        ],
+    ));
+
+    // A sidecar as the receiver saves it when a transfer stops half-way.
+    use socklab_fuzz::resume_sidecar::{content, NAME};
+    let body = content();
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join(NAME), &body).unwrap();
+    let m = socklab_net::transfer::Manifest::from_paths(&[src.path().join(NAME)]).unwrap();
+    let mut sidecars = Vec::new();
+    for upto in [1000, 1500] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rx = socklab_net::transfer::FileReceiver::new(dir.path()).unwrap();
+        rx.on_chunk(0, 0, &m.encode()).unwrap();
+        rx.on_chunk(1, 0, &body[..upto]).unwrap();
+        drop(rx);
+        sidecars.push(std::fs::read(dir.path().join(format!(".{NAME}.sl-part.json"))).unwrap());
+    }
+    seeds.push(("resume_sidecar", sidecars));
+
+    for (name, inputs) in seeds {
+        let dir = root().join("corpus").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, s) in inputs.iter().enumerate() {
+            std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
+        }
+    }
+}
+
+/// Result lines of a load generator (`LOAD {json}`) from real runs: against a local echo
+/// server, and against a closed port (every connection fails).
+fn generator_outputs() -> Vec<Vec<u8>> {
+    use socklab_net::load::{run_with_histograms, LoadConfig, LoadProtocol};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(4) {
+            let mut s = s.unwrap();
+            std::thread::spawn(move || {
+                let mut r = s.try_clone().unwrap();
+                let _ = std::io::copy(&mut r, &mut s);
+            });
+        }
+    });
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut out = Vec::new();
+    for to in [addr, closed] {
+        let mut c = LoadConfig::new(to, LoadProtocol::Echo);
+        c.connections = 2;
+        c.threads = 1;
+        c.requests = Some(20);
+        c.duration = Some(std::time::Duration::from_secs(2));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (report, h) = run_with_histograms(&c, &stop).unwrap();
+        let line =
+            socklab_lab::hosts::generators::output_line(&socklab_lab::hosts::generators::Output {
+                report,
+                histograms: h.buckets(),
+            })
+            .unwrap();
+        out.push(format!("{line}\n").into_bytes());
+    }
+    out
+}
