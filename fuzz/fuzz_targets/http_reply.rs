@@ -1,23 +1,4 @@
-//! The load generator's HTTP reply parser: any bytes, split anywhere, never panic; the split
-//! does not change the outcome; a completed reply never claims more bytes than it was given.
+//! The `http_reply` fuzz target: its body is [`socklab_fuzz::http_reply::run`] (src/http_reply.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use socklab_net::load::http::ReplyParser;
-
-fuzz_target!(|data: &[u8]| {
-    // First byte: where to split the rest.
-    let Some((&cut, data)) = data.split_first() else {
-        return;
-    };
-    let whole = ReplyParser::new().feed(data);
-    if let Ok(Some(n)) = whole {
-        assert!(n <= data.len());
-    }
-    let cut = usize::from(cut).min(data.len());
-    let mut p = ReplyParser::new();
-    let split = match p.feed(&data[..cut]) {
-        Ok(None) => p.feed(&data[cut..]).map(|r| r.map(|n| n + cut)),
-        other => other,
-    };
-    assert_eq!(whole, split);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::http_reply::run(data));

@@ -1,11 +1,4 @@
-//! Socket-option sets never panic; what parses prints back to text that parses to the same set.
+//! The `opt_set` fuzz target: its body is [`socklab_fuzz::opt_set::run`] (src/opt_set.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use socklab_net::sockopt::OptSet;
-
-fuzz_target!(|data: &[u8]| {
-    let s = String::from_utf8_lossy(data);
-    if let Ok(set) = s.parse::<OptSet>() {
-        assert_eq!(set.to_string().parse::<OptSet>().unwrap(), set);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::opt_set::run(data));

@@ -1,43 +1,4 @@
-//! `socklab_net::udpbulk`: any datagram parses or is refused without panicking; one that parses
-//! is emitted back to the same header bytes. The same bytes cut into datagrams and fed to the
-//! receiver's collector keep its counts consistent; as text, a rate parses and prints back to
-//! itself or is refused.
+//! The `udp_datagram` fuzz target: its body is [`socklab_fuzz::udp_datagram::run`] (src/udp_datagram.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use socklab_net::udpbulk::collector::Collector;
-use socklab_net::udpbulk::parse_rate;
-use socklab_net::udpbulk::wire::{Header, HEADER_LEN};
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(h) = Header::parse(data) {
-        let mut again = vec![0u8; HEADER_LEN];
-        h.emit(&mut again).expect("room for a header");
-        assert_eq!(&again[..], &data[..HEADER_LEN]);
-        assert_eq!(Header::parse(&again), Ok(h));
-    }
-    // The first byte sets the datagram length; the rest are datagrams, fed in order, with
-    // arrival times from their own bytes.
-    if let Some((&len, rest)) = data.split_first() {
-        let len = usize::from(len).max(1) + HEADER_LEN - 1;
-        let mut c = Collector::new(1_000_000, 100_000);
-        for (i, d) in rest.chunks(len).enumerate() {
-            let now = i as u64 * 1_000;
-            let arrival = u64::from(d[0]) << 20;
-            c.on_datagram(now, arrival, d);
-            for r in c.poll(now) {
-                let k = r.counts;
-                assert!(k.unique + k.duplicates + k.too_old == k.arrivals);
-                assert!(k.reordered <= k.unique && k.early <= k.unique);
-            }
-        }
-        for r in c.stop() {
-            let k = r.counts;
-            assert!(k.unique + k.duplicates + k.too_old == k.arrivals);
-            assert!(r.fin_bytes <= k.bytes);
-        }
-    }
-    let text = String::from_utf8_lossy(data);
-    if let Ok(r) = parse_rate(&text) {
-        assert_eq!(parse_rate(&r.to_string()), Ok(r));
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::udp_datagram::run(data));

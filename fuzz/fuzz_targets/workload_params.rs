@@ -1,24 +1,4 @@
-//! Workload parameter parsing never panics; a parsed workload prints to parameters that parse
-//! back to the same workload. Input: lines of `key=value`, the first line names the workload.
-//! (The `to` key is skipped: resolving arbitrary host names would do DNS look-ups.)
+//! The `workload_params` fuzz target: its body is [`socklab_fuzz::workload_params::run`] (src/workload_params.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use socklab_lab::params::Params;
-use socklab_lab::workload::Workload;
-
-fuzz_target!(|data: &[u8]| {
-    let s = String::from_utf8_lossy(data);
-    let mut lines = s.lines();
-    let kind = lines.next().unwrap_or("bulk");
-    let mut p = Params::new();
-    for l in lines {
-        if let Some((k, v)) = l.split_once('=') {
-            if socklab_lab::params::normalize_key(k) != "to" {
-                p.set(k, v);
-            }
-        }
-    }
-    if let Ok(w) = Workload::from_params(kind, &p) {
-        assert_eq!(Workload::from_params(kind, &w.params()).unwrap(), w);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::workload_params::run(data));

@@ -577,7 +577,11 @@ fn screenshot(html: &str, height: u32) -> Option<(u32, u32, Vec<[u8; 3]>)> {
         if std::env::var_os("CI").is_some() {
             panic!("chromium is not installed: scripts/test must install Debian's chromium (apt-get install -y chromium) so the report is checked in a real browser");
         }
-        println!("skipped: chromium not installed (apt-get install chromium)");
+        socklab_sys::skip::skip(
+            &format!("report_html screenshot ({height} px)"),
+            "no chromium",
+            "chromium not installed (apt-get install chromium)",
+        );
         return None;
     };
     let out = tempfile::tempdir().unwrap();

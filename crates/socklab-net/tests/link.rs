@@ -10,12 +10,7 @@ use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints,
 use socklab_net::link::{ns, Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
 
 fn root_or_skip(test: &str) -> bool {
-    if socklab_sys::netns::is_root() {
-        true
-    } else {
-        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
-        false
-    }
+    socklab_sys::skip::root_or_skip(test)
 }
 
 fn tun_link(spec: &str) -> EmulatedLink {

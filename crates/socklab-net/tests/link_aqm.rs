@@ -22,12 +22,7 @@ use socklab_net::link::{
 };
 
 fn root_or_skip(test: &str) -> bool {
-    if socklab_sys::netns::is_root() {
-        true
-    } else {
-        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
-        false
-    }
+    socklab_sys::skip::root_or_skip(test)
 }
 
 /// What one run measured: the probe's round trips (after the warm-up) and the link's counts

@@ -252,12 +252,7 @@ fn an_interrupted_rudp_transfer_resumes_where_it_stopped() {
 }
 
 fn root_or_skip(test: &str) -> bool {
-    if socklab_sys::netns::is_root() {
-        true
-    } else {
-        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
-        false
-    }
+    socklab_sys::skip::root_or_skip(test)
 }
 
 /// Both transports across socklab's TUN emulator with loss, duplication, corruption and

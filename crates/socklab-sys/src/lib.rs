@@ -25,7 +25,8 @@
 //! - [`uring`] — a safe io_uring ring: multishot accept, multishot recv into a provided buffer
 //!   ring, send from owned buffers;
 //! - [`mem`] — giving the C heap's free memory back (`malloc_trim`);
-//! - [`alloc_count`] — a counting global allocator for no-allocation and no-leak tests.
+//! - [`alloc_count`] — a counting global allocator for no-allocation and no-leak tests;
+//! - [`skip`] — tests that cannot run here: counted by `scripts/test`, fatal in CI as root.
 
 pub mod alloc_count;
 pub mod epoll;
@@ -38,6 +39,7 @@ pub mod netns;
 pub mod process;
 pub mod procs;
 pub mod sched;
+pub mod skip;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;

@@ -67,8 +67,9 @@ fn read_ours(path: &Path) -> Counts {
     count(rows)
 }
 
-/// The capture read by tshark, when it is installed (`None` otherwise).
-fn read_tshark(path: &Path) -> Option<Counts> {
+/// The capture read by tshark. A missing tshark is a failure, not a quiet fallback to
+/// socklab's own reader: the capture tests run as root, where tshark can be installed.
+fn read_tshark(path: &Path) -> Counts {
     let o = Command::new("tshark")
         .args([
             "-r",
@@ -86,17 +87,17 @@ fn read_tshark(path: &Path) -> Option<Counts> {
         ])
         .args(["-e", "frame.comment"])
         .output()
-        .ok()?;
+        .expect("tshark: apt-get install tshark (scripts/test installs it)");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
-    Some(count(text.lines().map(|l| {
+    count(text.lines().map(|l| {
         let mut f = l.splitn(3, '\t');
         (
             f.next().unwrap_or("").to_string(),
             f.next().unwrap_or("").to_string(),
             f.next().unwrap_or("").to_string(),
         )
-    })))
+    }))
 }
 
 /// The window of `dir` whose description contains `label`.
@@ -153,12 +154,7 @@ fn capture_comments_equal_the_emulators_stored_counts() {
     let m = &v[0]["metrics"];
     let stored = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k} in {m}")) as u64;
     let mut readers = vec![("socklab's reader", read_ours(&cap))];
-    match read_tshark(&cap) {
-        Some(c) => readers.push(("tshark", c)),
-        None => {
-            eprintln!("tshark is not installed: the capture is checked with socklab's reader only")
-        }
-    }
+    readers.push(("tshark", read_tshark(&cap)));
     for (who, counts) in &readers {
         for (d, key) in [("c2s", "fwd"), ("s2c", "back")] {
             let w = window(counts, d, "cell 1 rep 1");
@@ -227,9 +223,7 @@ fn capture_aqm_drops_and_marks_equal_the_stored_counts() {
     let m = &v[0]["metrics"];
     let stored = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k} in {m}")) as u64;
     let mut readers = vec![("socklab's reader", read_ours(&cap))];
-    if let Some(c) = read_tshark(&cap) {
-        readers.push(("tshark", c));
-    }
+    readers.push(("tshark", read_tshark(&cap)));
     for (who, counts) in &readers {
         for (d, key) in [("c2s", "fwd"), ("s2c", "back")] {
             let w = window(counts, d, "cell 1 rep 1");

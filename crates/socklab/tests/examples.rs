@@ -312,7 +312,11 @@ fn check(examples: &[Example]) -> Vec<String> {
             continue;
         }
         if !root && e.text.contains("root") {
-            eprintln!("SKIP {} (needs root): {}", e.origin, e.text);
+            socklab_sys::skip::skip(
+                &format!("examples: {}", e.origin),
+                socklab_sys::skip::NOT_ROOT,
+                &format!("needs root: {}", e.text),
+            );
             continue;
         }
         let (code, output) = dry_run(e, dir.path());
@@ -518,9 +522,10 @@ fn a_long_plan_says_so_before_its_first_run() {
     BufReader::new(child.stderr.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    let _ = Command::new("kill")
+    Command::new("kill")
         .args(["-INT", &child.id().to_string()])
-        .status();
+        .status()
+        .expect("kill (Debian's procps; scripts/test installs it)");
     let t0 = Instant::now();
     while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));

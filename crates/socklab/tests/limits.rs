@@ -257,7 +257,11 @@ fn holding_listener() -> String {
 #[test]
 fn load_says_when_the_descriptor_limit_cannot_cover_its_connections() {
     if Command::new("prlimit").arg("--version").output().is_err() {
-        eprintln!("SKIP load_says_when_the_descriptor_limit_cannot_cover_its_connections: no prlimit (util-linux)");
+        socklab_sys::skip::skip(
+            "load_says_when_the_descriptor_limit_cannot_cover_its_connections",
+            "no prlimit",
+            "no prlimit (util-linux)",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -292,8 +296,10 @@ fn load_says_when_the_descriptor_limit_cannot_cover_its_connections() {
 #[test]
 fn the_soft_descriptor_limit_is_raised_to_the_hard_one() {
     if Command::new("prlimit").arg("--version").output().is_err() {
-        eprintln!(
-            "SKIP the_soft_descriptor_limit_is_raised_to_the_hard_one: no prlimit (util-linux)"
+        socklab_sys::skip::skip(
+            "the_soft_descriptor_limit_is_raised_to_the_hard_one",
+            "no prlimit",
+            "no prlimit (util-linux)",
         );
         return;
     }

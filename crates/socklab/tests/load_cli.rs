@@ -183,7 +183,11 @@ fn port_exhaustion_stops_with_a_clear_error() {
         .status()
         .map_or(true, |s| !s.success())
     {
-        eprintln!("SKIP port_exhaustion_stops_with_a_clear_error: unshare -n is not available");
+        socklab_sys::skip::skip(
+            "port_exhaustion_stops_with_a_clear_error",
+            "no unshare -n",
+            "unshare -n is not available (util-linux, root)",
+        );
         return;
     }
     let exe = assert_cmd::cargo::cargo_bin("socklab");

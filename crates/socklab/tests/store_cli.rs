@@ -29,8 +29,10 @@ fn results_and_report_read_a_store_on_a_read_only_mount() {
         return;
     }
     if Command::new("unshare").arg("--version").output().is_err() {
-        eprintln!(
-            "SKIP results_and_report_read_a_store_on_a_read_only_mount: no unshare (util-linux)"
+        socklab_sys::skip::skip(
+            "results_and_report_read_a_store_on_a_read_only_mount",
+            "no unshare",
+            "no unshare (util-linux)",
         );
         return;
     }
@@ -77,7 +79,11 @@ fn results_and_report_read_a_store_on_a_read_only_mount() {
     );
     match o.status.code() {
         Some(77) | Some(78) => {
-            eprintln!("SKIP results_and_report_read_a_store_on_a_read_only_mount: no read-only bind mount here: {stderr}");
+            socklab_sys::skip::skip(
+                "results_and_report_read_a_store_on_a_read_only_mount",
+                "no read-only bind mount",
+                &format!("no read-only bind mount here: {stderr}"),
+            );
         }
         Some(0) => {
             assert!(stdout.contains("tiny"), "the experiment is listed: {stdout}");

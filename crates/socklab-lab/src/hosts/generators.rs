@@ -91,18 +91,41 @@ pub fn serve_generator(
     }
     let (report, h) =
         socklab_net::load::run_with_histograms(cfg, stop).map_err(|e| e.to_string())?;
-    let out = Output {
+    let line = output_line(&Output {
         report,
         histograms: h.buckets(),
-    };
-    let line = serde_json::to_string(&out).map_err(|e| e.to_string())?;
+    })?;
     let mut o = std::io::stdout().lock();
-    writeln!(o, "{LOAD}{line}")
+    writeln!(o, "{line}")
         .and_then(|()| o.flush())
         .map_err(|e| format!("cannot print the result: {e}"))
 }
 
+/// The role's result line: `LOAD {json}`.
+pub fn output_line(out: &Output) -> Result<String, String> {
+    serde_json::to_string(out)
+        .map(|j| format!("{LOAD}{j}"))
+        .map_err(|e| e.to_string())
+}
+
 // ----------------------------------------------------------------------- the controller
+
+/// A generator's result, if `line` is its result line.
+pub fn read_output(line: &str) -> Option<Output> {
+    line.strip_prefix(LOAD)
+        .and_then(|j| serde_json::from_str::<Output>(j).ok())
+}
+
+/// Generator `name`'s part of the merge, from its result; an error names a bad histogram.
+pub fn part(name: &str, o: Output) -> Result<Part, String> {
+    let h = LoadHistograms::from_buckets(&o.histograms)
+        .map_err(|e| format!("the generator sent a bad histogram: {e}"))?;
+    Ok(Part {
+        name: name.to_string(),
+        report: o.report,
+        histograms: h,
+    })
+}
 
 /// A generator the controller started.
 struct Running {
@@ -157,10 +180,7 @@ pub fn run(
                 let found = BufReader::new(out)
                     .lines()
                     .map_while(Result::ok)
-                    .find_map(|l| {
-                        l.strip_prefix(LOAD)
-                            .and_then(|j| serde_json::from_str::<Output>(j).ok())
-                    });
+                    .find_map(|l| read_output(&l));
                 let _ = tx.send(found);
             });
         }
@@ -223,16 +243,10 @@ pub fn run(
         let _ = r.child.kill();
         let _ = r.child.wait();
         match r.got.flatten() {
-            Some(o) => match LoadHistograms::from_buckets(&o.histograms) {
-                Ok(h) => parts.push(Part {
-                    name: r.name,
-                    report: o.report,
-                    histograms: h,
-                }),
+            Some(o) => match part(&r.name, o) {
+                Ok(p) => parts.push(p),
                 Err(e) => {
-                    failure.get_or_insert_with(|| {
-                        host_err(&r.name, format!("the generator sent a bad histogram: {e}"))
-                    });
+                    failure.get_or_insert_with(|| host_err(&r.name, e));
                 }
             },
             None => {

@@ -102,16 +102,38 @@ pub fn clock_offset(exchanges: &[(i128, i128, i128, i128)]) -> Option<ClockOffse
     exchanges
         .iter()
         .filter(|(t1, t2, t3, t4)| t4 >= t1 && t3 >= t2)
-        .map(|&(t1, t2, t3, t4)| {
-            let delay = ((t4 - t1) - (t3 - t2)).max(0);
-            let offset = ((t2 - t1) + (t3 - t4)) / 2;
-            (delay, offset)
+        .filter_map(|&(t1, t2, t3, t4)| {
+            // The host's times are what it printed: arithmetic that would overflow is no
+            // sane exchange.
+            let delay = t4.checked_sub(t1)?.checked_sub(t3.checked_sub(t2)?)?.max(0);
+            let offset = t2.checked_sub(t1)?.checked_add(t3.checked_sub(t4)?)? / 2;
+            Some((delay, offset))
         })
         .min_by_key(|&(d, _)| d)
         .map(|(d, o)| ClockOffset {
             offset_ns: o.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
-            error_ns: (d / 2) as u64,
+            error_ns: u64::try_from(d / 2).unwrap_or(u64::MAX),
         })
+}
+
+/// The probe's answer to the clock question `T {t1}` it received at `t2` and answers at `t3`
+/// (its clock, ns): `T t1 t2 t3`.
+pub fn clock_line(t1: &str, t2: i128, t3: i128) -> String {
+    format!("T {t1} {t2} {t3}")
+}
+
+/// The exchange `(t1, t2, t3, t4)` of a probe's answer `line` to the question sent at `t1` and
+/// read at `t4` (the controller's clock); `None` for a line that is not the answer to `t1`.
+pub fn clock_reply(line: &str, t1: i128, t4: i128) -> Option<(i128, i128, i128, i128)> {
+    let v: Vec<i128> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    match v[..] {
+        [a, t2, t3] if a == t1 => Some((t1, t2, t3, t4)),
+        _ => None,
+    }
 }
 
 /// This host's `CLOCK_REALTIME` in nanoseconds since the epoch.
@@ -226,8 +248,7 @@ pub fn serve_probe(bind: IpAddr) -> std::io::Result<()> {
         }
         let t2 = now_ns();
         if let Some(t1) = line.trim().strip_prefix("T ") {
-            let t3 = now_ns();
-            writeln!(out, "T {t1} {t2} {t3}")?;
+            writeln!(out, "{}", clock_line(t1, t2, now_ns()))?;
             out.flush()?;
         }
     }
@@ -400,17 +421,7 @@ fn exchange(
         let Some(l) = lines.next(wait) else {
             return Err(died("answering the clock"));
         };
-        let t4 = now_ns();
-        let v: Vec<i128> = l
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        if let [a, t2, t3] = v[..] {
-            if a == t1 {
-                samples.push((t1, t2, t3, t4));
-            }
-        }
+        samples.extend(clock_reply(&l, t1, now_ns()));
     }
     child.stdin = Some(stdin);
     let addr = server_addr.or_else(|| facts.ssh_addr.as_deref().and_then(|a| a.parse().ok()));
@@ -469,6 +480,25 @@ mod tests {
         // Exchanges that run backwards are dropped.
         assert_eq!(clock_offset(&[(10, 0, 0, 5)]), None);
         assert_eq!(clock_offset(&[]), None);
+    }
+
+    #[test]
+    fn a_hosts_answer_is_read_and_extreme_times_never_overflow() {
+        let line = clock_line("100", 150, 160);
+        assert_eq!(clock_reply(&line, 100, 200), Some((100, 150, 160, 200)));
+        assert_eq!(
+            clock_reply(&line, 99, 200),
+            None,
+            "the answer to another question"
+        );
+        assert_eq!(clock_reply("T 100 150", 100, 200), None);
+        // A host may print anything: times whose differences overflow i128 are no exchange.
+        let (lo, hi) = (i128::MIN, i128::MAX);
+        let reply = clock_reply(&clock_line("0", lo, hi), 0, 1).unwrap();
+        assert_eq!(clock_offset(&[reply]), None);
+        assert_eq!(clock_offset(&[(lo, 0, 0, hi)]), None);
+        let c = clock_offset(&[(0, hi / 2, hi / 2, 0)]).unwrap();
+        assert_eq!(c.offset_ns, i64::MAX, "clamped");
     }
 
     #[test]

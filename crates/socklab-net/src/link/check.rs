@@ -184,7 +184,9 @@ fn fnv(parts: &[&[u8]]) -> u64 {
     h
 }
 
-fn fill(buf: &mut [u8], seq: u64, t_ns: u64) {
+/// Writes datagram `seq`, sent at `t_ns`, into `buf` (at least 24 bytes).
+#[doc(hidden)] // for the fuzz target
+pub fn fill(buf: &mut [u8], seq: u64, t_ns: u64) {
     buf[..8].copy_from_slice(&seq.to_le_bytes());
     buf[8..16].copy_from_slice(&t_ns.to_le_bytes());
     for (i, b) in buf[HEADER..].iter_mut().enumerate() {
@@ -195,7 +197,8 @@ fn fill(buf: &mut [u8], seq: u64, t_ns: u64) {
 }
 
 /// `(seq, send time)` of an intact datagram, `None` if its checksum fails.
-fn parse(buf: &[u8]) -> Option<(u64, u64)> {
+#[doc(hidden)] // for the fuzz target
+pub fn parse(buf: &[u8]) -> Option<(u64, u64)> {
     if buf.len() < HEADER {
         return None;
     }

@@ -150,7 +150,7 @@ pub(super) fn report(
             ));
         }
         let achieved = t.completed as f64 / secs;
-        if t.completed + t.failed.total() > 0 && achieved < 0.9 * rate {
+        if t.completed.saturating_add(t.failed.total()) > 0 && achieved < 0.9 * rate {
             warnings.push(format!(
                 "achieved {achieved:.0} of the {rate:.0} requests/s asked for: the server (or the generator) did not keep up; the corrected latency shows the cost"
             ));
@@ -202,7 +202,7 @@ impl Part {
     pub fn behind(&self) -> Option<String> {
         let r = &self.report;
         if let Some(rate) = r.config.rate {
-            if r.completed + r.failed.total() > 0 && r.requests_per_s < 0.9 * rate {
+            if r.completed.saturating_add(r.failed.total()) > 0 && r.requests_per_s < 0.9 * rate {
                 return Some(format!(
                     "achieved {:.0} of its {rate:.0} requests/s",
                     r.requests_per_s
@@ -232,11 +232,12 @@ pub fn merge(cfg: &LoadConfig, parts: &[Part]) -> (LoadReport, LoadHistograms) {
     for p in parts {
         let r = &p.report;
         h.add(&p.histograms);
-        t.completed += r.completed;
+        // Saturating: the parts come from other hosts' result lines.
+        t.completed = t.completed.saturating_add(r.completed);
         t.failed.add(&r.failed);
-        t.connections_opened += r.connections_opened;
-        t.bytes_written += r.bytes_written;
-        t.bytes_read += r.bytes_read;
+        t.connections_opened = t.connections_opened.saturating_add(r.connections_opened);
+        t.bytes_written = t.bytes_written.saturating_add(r.bytes_written);
+        t.bytes_read = t.bytes_read.saturating_add(r.bytes_read);
         t.cpu_user_s += r.generator.cpu_user_s;
         t.cpu_sys_s += r.generator.cpu_sys_s;
         util.extend(&r.generator.thread_utilisation);
@@ -286,6 +287,23 @@ mod tests {
             report: report(&cfg, &t, &h, vec![0.2], secs, None, vec![]),
             histograms: h,
         }
+    }
+
+    /// Counts a generator sent (any number it printed) add up without overflowing.
+    #[test]
+    fn huge_counts_from_generators_saturate() {
+        let mut a = part("a", &[1, 2], Some(100.0), 1.0);
+        a.report.completed = u64::MAX;
+        a.report.failed.connect = u64::MAX;
+        a.report.failed.bad_reply = 7;
+        a.report.bytes_read = u64::MAX - 1;
+        let cfg = a.report.config.clone();
+        let (m, _) = merge(&cfg, &[a.clone(), a]);
+        assert_eq!(m.completed, u64::MAX);
+        assert_eq!(m.failed.connect, u64::MAX);
+        assert_eq!(m.failed.bad_reply, 14);
+        assert_eq!(m.failed.total(), u64::MAX);
+        assert_eq!(m.bytes_read, u64::MAX);
     }
 
     /// Percentiles of the merge are those of one histogram holding every value: not the

@@ -273,16 +273,19 @@ pub struct Failures {
 impl Failures {
     /// All failed requests.
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.bad_reply
+        // Saturating: a generator on another host reports these (any number it printed).
+        [self.read, self.write, self.timeout, self.bad_reply]
+            .into_iter()
+            .fold(self.connect, u64::saturating_add)
     }
 
     /// Adds `o` into `self`.
     pub fn add(&mut self, o: &Failures) {
-        self.connect += o.connect;
-        self.read += o.read;
-        self.write += o.write;
-        self.timeout += o.timeout;
-        self.bad_reply += o.bad_reply;
+        self.connect = self.connect.saturating_add(o.connect);
+        self.read = self.read.saturating_add(o.read);
+        self.write = self.write.saturating_add(o.write);
+        self.timeout = self.timeout.saturating_add(o.timeout);
+        self.bad_reply = self.bad_reply.saturating_add(o.bad_reply);
     }
 }
 

@@ -49,7 +49,8 @@ pub struct Prober<'a> {
     pub halt: &'a AtomicBool,
 }
 
-fn probe(seq: u64) -> [u8; PROBE_SIZE] {
+#[doc(hidden)] // for the fuzz target
+pub fn probe(seq: u64) -> [u8; PROBE_SIZE] {
     let mut b = [0u8; PROBE_SIZE];
     b[..8].copy_from_slice(MAGIC);
     b[8..16].copy_from_slice(&seq.to_le_bytes());
@@ -57,7 +58,8 @@ fn probe(seq: u64) -> [u8; PROBE_SIZE] {
 }
 
 /// The sequence number of an answer, if it is one of ours.
-fn seq_of(b: &[u8]) -> Option<u64> {
+#[doc(hidden)] // for the fuzz target
+pub fn seq_of(b: &[u8]) -> Option<u64> {
     (b.len() == PROBE_SIZE && &b[..8] == MAGIC)
         .then(|| u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()))
 }

@@ -20,16 +20,10 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// True as root; otherwise prints `SKIP test: …` (the test then returns and passes).
+/// True as root; otherwise the skip is printed and counted (`socklab_sys::skip`) and the test
+/// returns and passes.
 pub fn root_or_skip(test: &str) -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        eprintln!("SKIP {test}: needs root (network namespaces and TUN devices)");
-    }
-    root
+    socklab_sys::skip::root_or_skip(test)
 }
 
 /// Starts a socklab server with `args` (which include `--announce`) and returns it with the

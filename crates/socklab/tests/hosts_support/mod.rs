@@ -45,24 +45,18 @@ fn ip(args: &[&str]) {
     );
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 impl Lab {
-    /// A controller and `n` hosts, or `None` (with a SKIP message) without root or sshd.
+    /// A controller and `n` hosts, or `None` without root (the skip is printed and counted).
+    /// A missing sshd is a failure: as root the hosts tests run, against a real OpenSSH.
     pub fn new(test: &str, n: usize) -> Option<Lab> {
-        if !is_root() {
-            eprintln!("SKIP {test}: needs root (network namespaces for the hosts)");
+        if !socklab_sys::skip::root_or_skip(test) {
             return None;
         }
-        if !Path::new(SSHD).exists() {
-            eprintln!("SKIP {test}: needs Debian's OpenSSH server ({SSHD}; scripts/test installs openssh-server)");
-            return None;
-        }
+        assert!(
+            Path::new(SSHD).exists(),
+            "{test} needs Debian's OpenSSH server ({SSHD}): apt-get install openssh-server \
+             openssh-client (scripts/test installs them)"
+        );
         let tag = format!(
             "{}-{}",
             std::process::id(),

@@ -1,0 +1,4 @@
+//! The `child_line` fuzz target: its body is [`socklab_fuzz::child_line::run`] (src/child_line.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::child_line::run(data));

@@ -1,0 +1,4 @@
+//! The `generator_report` fuzz target: its body is [`socklab_fuzz::generator_report::run`] (src/generator_report.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::generator_report::run(data));

@@ -1,0 +1,4 @@
+//! The `host_lines` fuzz target: its body is [`socklab_fuzz::host_lines::run`] (src/host_lines.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::host_lines::run(data));

@@ -1,0 +1,4 @@
+//! The `rrul_probe` fuzz target: its body is [`socklab_fuzz::rrul_probe::run`] (src/rrul_probe.rs), which the
+//! corpus replay test (tests/corpus.rs) also runs on the stable toolchain.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| socklab_fuzz::rrul_probe::run(data));
