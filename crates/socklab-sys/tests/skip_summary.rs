@@ -42,7 +42,8 @@ fn skips_are_counted_per_reason_and_the_last_line_has_the_totals() {
         [
             "scripts/test: 2 skipped: not root (link::a, link::c)",
             "scripts/test: 1 skipped: no tshark (capture::b)",
-            "13 passed, 2 failed, 1 ignored, 3 skipped",
+            "scripts/test: 1 ignored",
+            "13 passed, 2 failed, 3 skipped",
         ]
     );
 }
@@ -53,7 +54,7 @@ fn without_skips_it_says_none_and_passes_even_in_ci() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(
         out,
-        "scripts/test: 0 skipped: not root\n13 passed, 2 failed, 1 ignored, 0 skipped\n"
+        "scripts/test: 0 skipped: not root\nscripts/test: 1 ignored\n13 passed, 2 failed, 0 skipped\n"
     );
 }
 
@@ -67,7 +68,7 @@ fn a_skip_under_ci_as_root_fails_the_run() {
         assert_eq!(code, 0, "not root: counted, not fatal: {out}");
     }
     assert!(
-        out.ends_with("13 passed, 2 failed, 1 ignored, 1 skipped\n"),
+        out.ends_with("scripts/test: 1 ignored\n13 passed, 2 failed, 1 skipped\n"),
         "{out}"
     );
     // Outside CI the same skip is only counted.
