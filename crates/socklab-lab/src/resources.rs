@@ -372,6 +372,7 @@ impl Resources {
         let key = (cfg.driver, cfg.mtu);
         if let Some((k, link)) = &mut self.link {
             if *k == key || (cfg.driver == Driver::Auto && link.driver() == k.0) {
+                link.set_rule(cfg.valid);
                 return Ok(link.respecify(&cfg.pair, seed)?);
             }
         }

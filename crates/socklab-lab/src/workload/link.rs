@@ -27,9 +27,11 @@ pub const DRIVER: Key = key(2);
 pub const MTU: Key = key(3);
 /// `link_seed`.
 pub const SEED: Key = key(4);
+/// `link_valid`.
+pub const VALID: Key = key(5);
 
 /// The link keys (those of `socklab_net::link::KEYS`). `link` comes first: the others need it.
-pub const KEYS: &[Key] = &[key(0), key(1), DRIVER, MTU, SEED];
+pub const KEYS: &[Key] = &[key(0), key(1), DRIVER, MTU, SEED, VALID];
 
 /// Reads the link keys; `None` when `link` is absent (then the others must be too).
 pub fn parse(p: &Params) -> Result<Option<LinkParams>, LabError> {
@@ -39,6 +41,7 @@ pub fn parse(p: &Params) -> Result<Option<LinkParams>, LabError> {
         p.get("link_driver"),
         p.get("link_mtu"),
         p.get("link_seed"),
+        p.get("link_valid"),
     )
     .map_err(|e| match e {
         LinkKeyError::NeedsLink { .. } => LabError::Plan(e.to_string()),

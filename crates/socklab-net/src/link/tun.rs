@@ -23,7 +23,7 @@
 use std::fs::File;
 use std::io::IoSlice;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -33,6 +33,7 @@ use socklab_sys::netns::{read_append, thread_cpu, wait_readable_or_woken, TunOpt
 
 use super::capture::{CaptureTap, Tracker};
 use super::ns::{ip, Namespaces, Side, PREFIX};
+use super::timing::{LagHist, Levers, SchedClass, SpinSizer, ValidRule, FIFO_PRIORITY};
 use super::vnet::{self, VnetHdr, GSO_TCPV4, GSO_TCPV6, HDR_LEN};
 use super::{add_stats, DirReport, LinkReport};
 use crate::NetError;
@@ -41,8 +42,6 @@ use crate::NetError;
 pub const TUN_NAME: &str = "sl-tun";
 /// Default MTU of the emulated link (Ethernet's).
 pub const DEFAULT_MTU: u32 = 1500;
-/// A packet released later than this after its scheduled time counts as late.
-pub const LAG_TOLERANCE: Duration = Duration::from_millis(1);
 /// Longest sleep of a forwarding thread (it is woken for a new spec, a mark or stop; this only
 /// bounds how stale an idle link's published counters can be).
 const MAX_SLEEP: Duration = Duration::from_millis(200);
@@ -131,6 +130,10 @@ struct Direction {
     mark_seq: AtomicU64,
     boundary: Mutex<Option<(u64, DirReport)>>,
     waker: Waker,
+    /// A packet released later than this (ns) counts as late ([`ValidRule::lag_ns`]).
+    tolerance_ns: AtomicU64,
+    /// The thread's scheduling class ([`SchedClass::code`]).
+    sched: AtomicU8,
 }
 
 impl Direction {
@@ -144,6 +147,8 @@ impl Direction {
             mark_seq: AtomicU64::new(0),
             boundary: Mutex::new(None),
             waker: Waker::new().map_err(|e| NetError::io("eventfd", e))?,
+            tolerance_ns: AtomicU64::new(ValidRule::default().lag_ns),
+            sched: AtomicU8::new(SchedClass::Unknown.code()),
         })
     }
 
@@ -166,6 +171,7 @@ pub struct TunLink {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     offload: Offload,
+    levers: Levers,
 }
 
 impl std::fmt::Debug for Direction {
@@ -218,6 +224,9 @@ impl TunLink {
         capture: Option<CaptureTap>,
     ) -> Result<TunLink, NetError> {
         let offload = Offload::from_env()?;
+        let levers = Levers::from_env()?;
+        // Process-wide and kept for its life (munlockall would unlock another link's pages).
+        let mlocked = levers.mlock && socklab_sys::sched::lock_memory().is_ok();
         let client = open_in(ns, Side::Client, mtu, offload)?;
         let server = open_in(ns, Side::Server, mtu, offload)?;
         let dirs = [
@@ -255,6 +264,8 @@ impl TunLink {
                         epoch,
                         mtu: mtu as usize,
                         offload,
+                        levers,
+                        mlocked,
                         capture: tap.zip(tracker),
                         segs: Vec::new(),
                         runs: Vec::new(),
@@ -270,7 +281,31 @@ impl TunLink {
             stop,
             threads,
             offload,
+            levers,
         })
+    }
+
+    /// The levers the release threads were started with.
+    pub fn levers(&self) -> Levers {
+        self.levers
+    }
+
+    /// Judges release lag by `rule` from now on (a packet later than its lag is late).
+    pub fn set_rule(&self, rule: ValidRule) {
+        for d in &self.dirs {
+            d.tolerance_ns.store(rule.lag_ns, Ordering::Release);
+        }
+    }
+
+    /// Pins both release threads to `cpus` (see [`super::timing::spare_cpus`]).
+    pub fn pin(&self, cpus: &[usize]) -> std::io::Result<()> {
+        for d in &self.dirs {
+            let tid = d.tid.load(Ordering::Acquire);
+            if tid != 0 {
+                socklab_sys::sched::set_affinity_of(tid, cpus)?;
+            }
+        }
+        Ok(())
     }
 
     /// The offload mode the devices run with.
@@ -301,6 +336,7 @@ impl TunLink {
         LinkReport {
             forward: get(&self.dirs[0]),
             backward: get(&self.dirs[1]),
+            rule: ValidRule::default(),
         }
     }
 
@@ -340,6 +376,7 @@ impl TunLink {
         LinkReport {
             forward: self.dirs[0].with_cpu(f.unwrap_or(now.forward)),
             backward: self.dirs[1].with_cpu(b.unwrap_or(now.backward)),
+            rule: ValidRule::default(),
         }
     }
 
@@ -409,6 +446,7 @@ struct Counts {
     late: u64,
     max_lag: u64,
     lag_sum: u64,
+    hist: LagHist,
     write_errors: u64,
 }
 
@@ -420,6 +458,8 @@ struct Forwarder<'a> {
     epoch: Instant,
     mtu: usize,
     offload: Offload,
+    levers: Levers,
+    mlocked: bool,
     capture: Option<(CaptureTap, Tracker)>,
     /// Scratch, kept to avoid allocating per read or write.
     segs: Vec<Vec<u8>>,
@@ -438,6 +478,19 @@ impl Forwarder<'_> {
             .store(socklab_sys::netns::gettid(), Ordering::Release);
         // Wake on time: release lag would otherwise include the default 50 µs timer slack.
         let _ = socklab_sys::netns::set_timer_slack(1_000);
+        // The real-time class where permitted (root): a busy machine cannot then keep the
+        // thread waiting for a CPU past a release time. Refused (EPERM): the normal class.
+        let fifo = self.levers.fifo
+            && socklab_sys::sched::set_fifo(FIFO_PRIORITY).is_ok()
+            && socklab_sys::sched::is_fifo();
+        let class = if fifo {
+            SchedClass::Fifo
+        } else {
+            SchedClass::Other
+        };
+        self.dir.sched.store(class.code(), Ordering::Release);
+        let mut spin = SpinSizer::new(self.levers.spin_cap);
+        self.calibrate(&mut spin);
         let mut generation = u64::MAX;
         let mut models = 0u32;
         let observed = self.capture.is_some();
@@ -455,8 +508,8 @@ impl Forwarder<'_> {
         let mut c = Counts::default();
         let mut run = 0u32;
         let mut mark_seen = 0u64;
-        let tol = LAG_TOLERANCE.as_nanos() as u64;
         while !stop.load(Ordering::Acquire) {
+            let tol = self.dir.tolerance_ns.load(Ordering::Relaxed);
             let g = self.dir.generation.load(Ordering::Acquire);
             if g != generation {
                 generation = g;
@@ -477,7 +530,7 @@ impl Forwarder<'_> {
             if m != mark_seen {
                 mark_seen = m;
                 run = self.dir.want_run.load(Ordering::Acquire);
-                let r = self.publish(&base, &draining, &cur, &c);
+                let r = self.publish(&base, &draining, &cur, &c, &spin);
                 if let Ok(mut b) = self.dir.boundary.lock() {
                     *b = Some((m, r));
                 }
@@ -487,15 +540,31 @@ impl Forwarder<'_> {
                 .chain(std::iter::once(&cur))
                 .filter_map(|m| m.emu.poll_timeout())
                 .min();
-            let sleep = match next {
-                Some(t) => Duration::from_nanos(t.saturating_sub(self.now())).min(MAX_SLEEP),
-                None => MAX_SLEEP,
-            };
+            // Sleep until the spin window before the next release time, then spin to it.
+            let now = self.now();
+            let wait = spin.plan(now, next, MAX_SLEEP);
             // A packet already due: just try a non-blocking read, then release it.
-            let readable = sleep.is_zero()
-                || wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, sleep).unwrap_or(false);
+            let readable = wait.sleep_ns == 0 || {
+                let sleep = Duration::from_nanos(wait.sleep_ns);
+                let r = wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, sleep)
+                    .unwrap_or(false);
+                // Ended on its timeout (not a packet, not a wake-up): how late it woke.
+                let (woke, due) = (self.now(), now + wait.sleep_ns);
+                if !r && woke >= due {
+                    spin.record(woke - due);
+                }
+                r
+            };
             if readable {
                 self.read_batch(&mut cur, &mut pool, &mut rbuf, run);
+            }
+            if let Some(t) = wait.spin_until {
+                let n = self.now();
+                if n < t && t - n <= spin.window_ns() {
+                    while self.now() < t {
+                        std::hint::spin_loop();
+                    }
+                }
             }
             let t = self.now();
             for model in draining.iter_mut().chain(std::iter::once(&mut cur)) {
@@ -504,6 +573,7 @@ impl Forwarder<'_> {
                 while let Some((due, packet)) = model.emu.poll_release(t) {
                     let lag = t.saturating_sub(due);
                     c.lag_sum += lag;
+                    c.hist.record(lag);
                     c.max_lag = c.max_lag.max(lag);
                     if lag > tol {
                         c.late += 1;
@@ -537,7 +607,7 @@ impl Forwarder<'_> {
                 }
                 holding
             });
-            let r = self.publish(&base, &draining, &cur, &c);
+            let r = self.publish(&base, &draining, &cur, &c, &spin);
             if let Ok(mut g) = self.dir.report.lock() {
                 *g = r;
             }
@@ -549,7 +619,34 @@ impl Forwarder<'_> {
         }
     }
 
-    fn publish(&self, base: &Stats, draining: &[Model], cur: &Model, c: &Counts) -> DirReport {
+    /// Sizes the spin window before the first packet: a few short timed sleeps, each
+    /// measured (about 1 ms in all; ended early by a packet or a wake-up, not counted).
+    fn calibrate(&self, spin: &mut SpinSizer) {
+        if spin.window_ns() == 0 && self.levers.spin_cap.is_zero() {
+            return;
+        }
+        const PROBE: Duration = Duration::from_micros(100);
+        for _ in 0..8 {
+            let t0 = self.now();
+            if wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, PROBE).unwrap_or(true) {
+                return;
+            }
+            let due = t0 + PROBE.as_nanos() as u64;
+            let woke = self.now();
+            if woke >= due {
+                spin.record(woke - due);
+            }
+        }
+    }
+
+    fn publish(
+        &self,
+        base: &Stats,
+        draining: &[Model],
+        cur: &Model,
+        c: &Counts,
+        spin: &SpinSizer,
+    ) -> DirReport {
         let mut s = base.clone();
         for m in draining {
             add_stats(&mut s, m.emu.stats());
@@ -560,7 +657,12 @@ impl Forwarder<'_> {
             late: c.late,
             max_lag_ns: c.max_lag,
             lag_sum_ns: c.lag_sum,
+            lag_hist: c.hist.clone(),
             write_errors: c.write_errors,
+            wall_ns: self.now(),
+            sched: SchedClass::from_code(self.dir.sched.load(Ordering::Relaxed)),
+            spin_ns: spin.window_ns(),
+            mlocked: self.mlocked,
             ..DirReport::default()
         }
     }
