@@ -263,7 +263,8 @@ impl SchedClass {
 pub const FIFO_PRIORITY: i32 = 10;
 
 /// The environment variable that turns the timekeeping levers off one by one
-/// (for bench/emulator-under-load): a comma-separated list of `nofifo`, `nospin`, `mlock`.
+/// (for bench/emulator-under-load): a comma-separated list of `nofifo`, `nospin`, `mlock`,
+/// `nobatchcap` (and their opposites).
 pub const LEVERS_ENV: &str = "SOCKLAB_EMU_LEVERS";
 
 /// What a release thread does to keep its schedule. The default (everything that measured
@@ -278,6 +279,9 @@ pub struct Levers {
     pub spin_cap: Duration,
     /// `mlockall` the process (as pages are touched).
     pub mlock: bool,
+    /// End a read batch once a release is overdue (else a batch of up to 64 segments is read
+    /// and modelled before anything due is released).
+    pub batch_cap: bool,
 }
 
 impl Default for Levers {
@@ -286,6 +290,7 @@ impl Default for Levers {
             fifo: true,
             spin_cap: MAX_SPIN,
             mlock: false,
+            batch_cap: true,
         }
     }
 }
@@ -303,9 +308,11 @@ impl Levers {
                 "nospin" => l.spin_cap = Duration::ZERO,
                 "mlock" => l.mlock = true,
                 "nomlock" => l.mlock = false,
+                "batchcap" => l.batch_cap = true,
+                "nobatchcap" => l.batch_cap = false,
                 other => {
                     return Err(NetError::Invalid(format!(
-                        "{LEVERS_ENV}: unknown lever '{other}': use a comma-separated list of fifo, nofifo, spin, nospin, mlock, nomlock"
+                        "{LEVERS_ENV}: unknown lever '{other}': use a comma-separated list of fifo, nofifo, spin, nospin, mlock, nomlock, batchcap, nobatchcap"
                     )))
                 }
             }
@@ -373,9 +380,9 @@ fn percent_text(ppm: u32) -> String {
 }
 
 fn lag_text(ns: u64) -> String {
-    if ns % 1_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
+    } else if ns.is_multiple_of(1000) {
         format!("{}us", ns / 1000)
     } else {
         format!("{ns}ns")
@@ -585,13 +592,14 @@ mod tests {
     #[test]
     fn levers_parse_and_name_the_choices_on_a_bad_word() {
         assert_eq!(Levers::parse("").unwrap(), Levers::default());
-        let l = Levers::parse("nofifo, nospin,mlock").unwrap();
+        let l = Levers::parse("nofifo, nospin,mlock,nobatchcap").unwrap();
         assert_eq!(
             l,
             Levers {
                 fifo: false,
                 spin_cap: Duration::ZERO,
-                mlock: true
+                mlock: true,
+                batch_cap: false,
             }
         );
         let e = Levers::parse("turbo").unwrap_err().to_string();
