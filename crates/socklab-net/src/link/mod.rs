@@ -18,6 +18,7 @@ pub mod capture;
 pub mod check;
 pub mod netem;
 pub mod ns;
+pub mod offload;
 pub mod pcapng;
 pub mod report;
 pub mod timing;
