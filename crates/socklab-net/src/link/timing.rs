@@ -269,10 +269,10 @@ pub const LEVERS_ENV: &str = "SOCKLAB_EMU_LEVERS";
 
 /// What a release thread does to keep its schedule. The default is what measured better
 /// under load (bench/emulator-under-load, docs/benchmarks.md): `SCHED_FIFO` where permitted
-/// and the read-batch cap. The spin window took the median lag to 0 but doubled to tripled
-/// the p99.9 (a spinning real-time thread holds its CPU from the other direction's thread and
-/// the endpoints' softirqs) and changed no repetition's validity: off unless asked for
-/// (`spin`). Locked memory changed nothing measurable (no swap here): off unless asked for.
+/// and the read-batch cap. The spin window took the median lag to 0 but did not improve the
+/// tail (p99.9 1.0–1.1 ms with it, 0.2–0.9 ms without), cost CPU and changed no repetition's
+/// validity: off unless asked for (`spin`). Locked memory changed nothing beyond the noise
+/// (no swap here): off unless asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Levers {
     /// Ask for `SCHED_FIFO` at [`FIFO_PRIORITY`].
