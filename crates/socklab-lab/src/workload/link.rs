@@ -143,6 +143,35 @@ mod tests {
     }
 
     #[test]
+    fn the_validity_rule_is_a_key_stored_when_not_the_default() {
+        let p = Params::new()
+            .with("link", "rate 20mbit")
+            .with("link_valid", "0.5% 2ms");
+        let l = parse(&p).unwrap().unwrap();
+        assert_eq!(l.valid.to_string(), "0.5% 2ms");
+        let mut back = Params::new();
+        print(&mut back, &Some(l.clone()));
+        assert_eq!(back.get("link_valid"), Some("0.5% 2ms"));
+        assert_eq!(parse(&back).unwrap(), Some(l));
+        // The default is not printed: plans stored before the key read back the same.
+        let mut back = Params::new();
+        print(
+            &mut back,
+            &parse(&Params::new().with("link", "none")).unwrap(),
+        );
+        assert_eq!(back.get("link_valid"), None);
+        let e = parse(&Params::new().with("link", "none").with("link_valid", "1ms"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("link_valid") && e.contains("e.g. '1% 1ms'") && !e.contains('\n'),
+            "{e}"
+        );
+        let e = parse(&Params::new().with("link_valid", "1% 1ms")).unwrap_err();
+        assert!(e.to_string().starts_with("link_valid needs link"), "{e}");
+    }
+
+    #[test]
     fn the_connect_timeout_covers_the_links_delay_or_the_delay_is_refused() {
         let base = Duration::from_secs(5);
         assert_eq!(connect_timeout(&Params::new(), &None, base).unwrap(), base);
