@@ -108,6 +108,13 @@ pub struct LinkRun {
 impl LinkRun {
     /// The run of a link from its report since the run started.
     pub fn from_report(r: &LinkReport, desc: String) -> LinkRun {
+        static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let other = socklab_net::link::timing::SchedClass::Other;
+        if (r.forward.sched == other || r.backward.sched == other)
+            && !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!("socklab: note: the emulator's release threads run in the normal scheduling class (the kernel refused SCHED_FIFO, or SOCKLAB_EMU_LEVERS said nofifo): on a busy machine packets may leave late; stored as emu_sched_fifo = 0");
+        }
         if let Some(w) = r.invalid_reason() {
             eprintln!("socklab: warning: this repetition is marked invalid (emu_valid = 0): {w}");
         }
@@ -372,6 +379,7 @@ impl Resources {
         let key = (cfg.driver, cfg.mtu);
         if let Some((k, link)) = &mut self.link {
             if *k == key || (cfg.driver == Driver::Auto && link.driver() == k.0) {
+                link.set_rule(cfg.valid);
                 return Ok(link.respecify(&cfg.pair, seed)?);
             }
         }

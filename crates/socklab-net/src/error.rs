@@ -291,9 +291,13 @@ pub enum LinkValueError {
     /// `link_seed` is not a count.
     #[error("{0}")]
     Seed(String),
+    /// `link_valid` is not `SHARE LAG`.
+    #[error("{0}")]
+    Valid(String),
 }
 
-/// An emulated link's keys (`link`, `link_back`, `link_driver`, `link_mtu`, `link_seed`) that
+/// An emulated link's keys (`link`, `link_back`, `link_driver`, `link_mtu`, `link_seed`,
+/// `link_valid`) that
 /// do not make a link; `Display` names the key, the value and the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LinkKeyError {

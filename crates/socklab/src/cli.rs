@@ -217,6 +217,10 @@ pub struct LinkArgs {
     /// MTU of the emulated link.
     #[arg(long, default_value = link::MTU.default)]
     pub mtu: u32,
+    /// When a repetition counts: SHARE LAG, valid when at most SHARE of the packets leave the
+    /// emulator more than LAG after their scheduled time (others are marked invalid).
+    #[arg(long = "link-valid", default_value = link::VALID.default, value_name = "SHARE LAG")]
+    pub link_valid: String,
     /// Record every packet entering the emulator, both directions, into this pcapng file, the
     /// emulator's decision (dropped, duplicated, corrupted, reordered, queued time, ECN mark)
     /// in each packet's comment (tun driver; one capture window per repetition).

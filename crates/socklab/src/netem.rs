@@ -39,6 +39,7 @@ impl LinkArgs {
             Some(&self.driver),
             Some(&mtu),
             Some(&seed),
+            Some(&self.link_valid),
         )
         .map_err(|e| match e {
             LinkKeyError::Value { key, value, reason } => usage(match key {
@@ -118,6 +119,7 @@ impl LinkArgs {
         group.fixed.set("link_driver", self.driver.clone());
         group.fixed.set("link_mtu", self.mtu.to_string());
         group.fixed.set("link_seed", self.link_seed.to_string());
+        group.fixed.set("link_valid", self.link_valid.clone());
     }
 }
 
@@ -129,6 +131,7 @@ fn flag_of(key: &str) -> &'static str {
         "link_driver" => "--driver",
         "link_mtu" => "--mtu",
         "link_seed" => "--link-seed",
+        "link_valid" => "--link-valid",
         other => unreachable!("not a link key: {other}"),
     }
 }
@@ -179,7 +182,7 @@ pub fn accounting(r: &LinkReport) -> String {
     ] {
         let st = &d.stats;
         s += &format!(
-            "  {name}: {} packets in, {} dropped, {} duplicated, {} corrupted, {} reordered, {} queue-dropped, {} delivered; kernel drops {}; lag mean {:.1} us max {:.1} us, {} late; emulator CPU {:.3} s\n",
+            "  {name}: {} packets in, {} dropped, {} duplicated, {} corrupted, {} reordered, {} queue-dropped, {} delivered; kernel drops {}; lag mean {:.1} us p50 {} p99 {} p99.9 {} max {:.1} us, {} late; emulator CPU {:.3} s (sched {}, spin {:.0} us)\n",
             st.packets_in,
             st.dropped,
             st.duplicated,
@@ -189,9 +192,14 @@ pub fn accounting(r: &LinkReport) -> String {
             st.delivered,
             d.kernel_drops,
             d.mean_lag_us(),
+            d.lag_hist.quantile_us(0.5),
+            d.lag_hist.quantile_us(0.99),
+            d.lag_hist.quantile_us(0.999),
             d.max_lag_ns as f64 / 1000.0,
             d.late,
-            d.cpu_ns as f64 / 1e9
+            d.cpu_ns as f64 / 1e9,
+            d.sched.as_str(),
+            d.spin_ns as f64 / 1000.0
         );
         if let Some(line) = bottleneck_line(st) {
             s += &format!("  {name}: {line}\n");
@@ -203,8 +211,9 @@ pub fn accounting(r: &LinkReport) -> String {
             );
         }
     }
-    if let Some(why) = r.invalid_reason() {
-        s += &format!("  INVALID: {why}\n");
+    match r.invalid_reason() {
+        Some(why) => s += &format!("  INVALID: {why}\n"),
+        None => s += &format!("  valid ({})\n", r.rule.describe()),
     }
     s
 }

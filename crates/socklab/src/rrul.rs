@@ -45,6 +45,14 @@ pub struct RrulArgs {
     /// MTU of the emulated link.
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
+    /// When a repetition counts: SHARE LAG, valid when at most SHARE of the packets leave the
+    /// emulator more than LAG after their scheduled time.
+    #[arg(
+        long = "link-valid",
+        default_value = "1% 1ms",
+        value_name = "SHARE LAG"
+    )]
+    pub link_valid: String,
     /// Record every packet entering the emulator into this pcapng file (tun driver).
     #[arg(long, value_name = "FILE.pcapng")]
     pub capture: Option<std::path::PathBuf>,
@@ -106,6 +114,7 @@ impl RrulArgs {
             driver: self.driver.clone(),
             link_seed: self.link_seed,
             mtu: self.mtu,
+            link_valid: self.link_valid.clone(),
             capture: self.capture.clone(),
             capture_snaplen: self.capture_snaplen,
             capture_limit: self.capture_limit.clone(),

@@ -27,9 +27,11 @@ pub const DRIVER: Key = key(2);
 pub const MTU: Key = key(3);
 /// `link_seed`.
 pub const SEED: Key = key(4);
+/// `link_valid`.
+pub const VALID: Key = key(5);
 
 /// The link keys (those of `socklab_net::link::KEYS`). `link` comes first: the others need it.
-pub const KEYS: &[Key] = &[key(0), key(1), DRIVER, MTU, SEED];
+pub const KEYS: &[Key] = &[key(0), key(1), DRIVER, MTU, SEED, VALID];
 
 /// Reads the link keys; `None` when `link` is absent (then the others must be too).
 pub fn parse(p: &Params) -> Result<Option<LinkParams>, LabError> {
@@ -39,6 +41,7 @@ pub fn parse(p: &Params) -> Result<Option<LinkParams>, LabError> {
         p.get("link_driver"),
         p.get("link_mtu"),
         p.get("link_seed"),
+        p.get("link_valid"),
     )
     .map_err(|e| match e {
         LinkKeyError::NeedsLink { .. } => LabError::Plan(e.to_string()),
@@ -137,6 +140,35 @@ mod tests {
             e.to_string(),
             "link_mtu = '100': use 576 to 65535 (1500 is Ethernet's)"
         );
+    }
+
+    #[test]
+    fn the_validity_rule_is_a_key_stored_when_not_the_default() {
+        let p = Params::new()
+            .with("link", "rate 20mbit")
+            .with("link_valid", "0.5% 2ms");
+        let l = parse(&p).unwrap().unwrap();
+        assert_eq!(l.valid.to_string(), "0.5% 2ms");
+        let mut back = Params::new();
+        print(&mut back, &Some(l.clone()));
+        assert_eq!(back.get("link_valid"), Some("0.5% 2ms"));
+        assert_eq!(parse(&back).unwrap(), Some(l));
+        // The default is not printed: plans stored before the key read back the same.
+        let mut back = Params::new();
+        print(
+            &mut back,
+            &parse(&Params::new().with("link", "none")).unwrap(),
+        );
+        assert_eq!(back.get("link_valid"), None);
+        let e = parse(&Params::new().with("link", "none").with("link_valid", "1ms"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("link_valid") && e.contains("e.g. '1% 1ms'") && !e.contains('\n'),
+            "{e}"
+        );
+        let e = parse(&Params::new().with("link_valid", "1% 1ms")).unwrap_err();
+        assert!(e.to_string().starts_with("link_valid needs link"), "{e}");
     }
 
     #[test]

@@ -20,7 +20,10 @@ pub mod check_compare;
 pub mod check_model;
 pub mod netem;
 pub mod ns;
+pub mod offload;
 pub mod pcapng;
+pub mod report;
+pub mod timing;
 pub mod tun;
 pub mod vnet;
 
@@ -29,6 +32,8 @@ use std::net::SocketAddr;
 pub use socklab_impair::{LinkSpec, Stats};
 
 pub use ns::{Namespaces, Side, CLIENT_ADDR, SERVER_ADDR};
+pub use report::{DirReport, LinkReport};
+pub use timing::ValidRule;
 
 use crate::{LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError};
 
@@ -157,235 +162,6 @@ impl std::fmt::Display for Driver {
     }
 }
 
-/// One direction's accounting.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DirReport {
-    /// The model's counters.
-    pub stats: Stats,
-    /// Packets released more than [`tun::LAG_TOLERANCE`] after their scheduled time.
-    pub late: u64,
-    /// Worst release lag, ns.
-    pub max_lag_ns: u64,
-    /// Sum of release lags, ns (mean = sum / delivered).
-    pub lag_sum_ns: u64,
-    /// Writes into the far device that failed.
-    pub write_errors: u64,
-    /// Packets the kernel dropped because the emulator did not read them in time (the TUN
-    /// device's queue overflowed), or netem's own drops with the netem driver.
-    pub kernel_drops: u64,
-    /// CPU time of the forwarding thread, ns.
-    pub cpu_ns: u64,
-}
-
-impl DirReport {
-    /// What happened between `earlier` and `self`.
-    pub fn since(&self, earlier: &DirReport) -> DirReport {
-        DirReport {
-            stats: self.stats.since(&earlier.stats),
-            late: self.late.saturating_sub(earlier.late),
-            // A maximum cannot be differenced: keep `self`'s, which the drivers take since
-            // the link was last specified (every repetition in the lab).
-            max_lag_ns: self.max_lag_ns,
-            lag_sum_ns: self.lag_sum_ns.saturating_sub(earlier.lag_sum_ns),
-            write_errors: self.write_errors.saturating_sub(earlier.write_errors),
-            kernel_drops: self.kernel_drops.saturating_sub(earlier.kernel_drops),
-            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
-        }
-    }
-
-    /// One direction as JSON: the model's counters (the bottleneck's too: aqm drops and marks,
-    /// loss ECN marks, the wait at the bottleneck), the driver's (kernel drops, failed writes,
-    /// late packets, release lag) and the forwarding thread's CPU time.
-    pub fn to_json(&self) -> serde_json::Value {
-        let s = &self.stats;
-        serde_json::json!({
-            "packets_in": s.packets_in,
-            "dropped": s.dropped,
-            "duplicated": s.duplicated,
-            "corrupted": s.corrupted,
-            "reordered": s.reordered,
-            "queue_dropped": s.queue_dropped,
-            "delivered": s.delivered,
-            "bytes_in": s.bytes_in,
-            "bytes_out": s.bytes_out,
-            "aqm_dropped": s.aqm_dropped,
-            "aqm_marked": s.aqm_marked,
-            "ecn_marked": s.loss_marked,
-            "qdelay_mean_us": s.mean_queue_delay_ns() / 1000.0,
-            "qdelay_max_us": s.queue_delay_max_ns as f64 / 1000.0,
-            "kernel_drops": self.kernel_drops,
-            "write_errors": self.write_errors,
-            "late": self.late,
-            "lag_mean_us": self.mean_lag_us(),
-            "lag_max_us": self.max_lag_ns as f64 / 1000.0,
-            "cpu_ns": self.cpu_ns,
-            "cpu_ns_per_packet": if s.packets_in == 0 { 0.0 } else { self.cpu_ns as f64 / s.packets_in as f64 },
-        })
-    }
-
-    /// Fraction of delivered packets that were late.
-    pub fn late_fraction(&self) -> f64 {
-        if self.stats.delivered == 0 {
-            0.0
-        } else {
-            self.late as f64 / self.stats.delivered as f64
-        }
-    }
-
-    /// Fraction of arriving packets the kernel dropped before the emulator read them.
-    pub fn kernel_drop_fraction(&self) -> f64 {
-        let total = self.stats.packets_in + self.kernel_drops;
-        if total == 0 {
-            0.0
-        } else {
-            self.kernel_drops as f64 / total as f64
-        }
-    }
-
-    /// Mean release lag, µs.
-    pub fn mean_lag_us(&self) -> f64 {
-        if self.stats.delivered == 0 {
-            0.0
-        } else {
-            self.lag_sum_ns as f64 / self.stats.delivered as f64 / 1000.0
-        }
-    }
-}
-
-/// Both directions' accounting.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LinkReport {
-    /// Client → server.
-    pub forward: DirReport,
-    /// Server → client.
-    pub backward: DirReport,
-}
-
-/// More than this fraction of late packets, or of packets the kernel dropped in front of the
-/// emulator, makes a run invalid: the emulator could not keep up with what was asked of it.
-pub const INVALID_FRACTION: f64 = 0.01;
-
-impl LinkReport {
-    /// What happened between `earlier` and `self`.
-    pub fn since(&self, earlier: &LinkReport) -> LinkReport {
-        LinkReport {
-            forward: self.forward.since(&earlier.forward),
-            backward: self.backward.since(&earlier.backward),
-        }
-    }
-
-    /// The forwarding threads' CPU time per packet that entered the model (both directions;
-    /// with offloads a packet is one MTU-sized segment), ns; 0 without packets.
-    pub fn cpu_ns_per_packet(&self) -> f64 {
-        let n = self.forward.stats.packets_in + self.backward.stats.packets_in;
-        if n == 0 {
-            0.0
-        } else {
-            (self.forward.cpu_ns + self.backward.cpu_ns) as f64 / n as f64
-        }
-    }
-
-    /// The accounting as JSON (the shape `socklab netem … --json` prints; see
-    /// docs/impairment.md): `{"forward": DIR, "backward": DIR, "cpu_ns_per_packet": x,
-    /// "valid": bool, "invalid_reason": null | "…"}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "forward": self.forward.to_json(),
-            "backward": self.backward.to_json(),
-            "cpu_ns_per_packet": self.cpu_ns_per_packet(),
-            "valid": self.invalid_reason().is_none(),
-            "invalid_reason": self.invalid_reason(),
-        })
-    }
-
-    /// `None` when the emulator kept up; else why the run is invalid.
-    pub fn invalid_reason(&self) -> Option<String> {
-        let mut why = Vec::new();
-        for (name, d) in [("forward", &self.forward), ("backward", &self.backward)] {
-            if d.late_fraction() > INVALID_FRACTION {
-                why.push(format!(
-                    "{name}: {:.1} % of packets left more than {} ms late (max {:.1} ms)",
-                    100.0 * d.late_fraction(),
-                    tun::LAG_TOLERANCE.as_millis(),
-                    d.max_lag_ns as f64 / 1e6
-                ));
-            }
-            if d.kernel_drop_fraction() > INVALID_FRACTION {
-                why.push(format!(
-                    "{name}: the kernel dropped {:.1} % of packets before the emulator read them",
-                    100.0 * d.kernel_drop_fraction()
-                ));
-            }
-        }
-        if why.is_empty() {
-            None
-        } else {
-            Some(format!(
-                "the emulator could not keep up ({}); ask less of it: set a 'rate' below what it can carry (see bench/netem-throughput)",
-                why.join("; ")
-            ))
-        }
-    }
-
-    /// Named figures for the store: `link_fwd_in`, `link_fwd_dropped`, … (with an `aqm`, `ecn`
-    /// or a bottleneck: `_aqm_dropped`, `_aqm_marked`, `_ecn_marked`, and the mean and worst
-    /// wait at the bottleneck, `_qdelay_mean_us`, `_qdelay_max_us`) and `emu_cpu_s`,
-    /// `emu_cpu_ns_per_packet`, `emu_max_lag_us`, `emu_late`, `emu_valid`.
-    pub fn metrics(&self) -> Vec<(&'static str, f64)> {
-        let f = &self.forward;
-        let b = &self.backward;
-        vec![
-            ("link_fwd_in", f.stats.packets_in as f64),
-            ("link_fwd_dropped", f.stats.dropped as f64),
-            ("link_fwd_duplicated", f.stats.duplicated as f64),
-            ("link_fwd_corrupted", f.stats.corrupted as f64),
-            ("link_fwd_reordered", f.stats.reordered as f64),
-            ("link_fwd_queue_dropped", f.stats.queue_dropped as f64),
-            ("link_fwd_kernel_drops", f.kernel_drops as f64),
-            ("link_fwd_aqm_dropped", f.stats.aqm_dropped as f64),
-            ("link_fwd_aqm_marked", f.stats.aqm_marked as f64),
-            ("link_fwd_ecn_marked", f.stats.loss_marked as f64),
-            (
-                "link_fwd_qdelay_mean_us",
-                f.stats.mean_queue_delay_ns() / 1000.0,
-            ),
-            (
-                "link_fwd_qdelay_max_us",
-                f.stats.queue_delay_max_ns as f64 / 1000.0,
-            ),
-            ("link_back_in", b.stats.packets_in as f64),
-            ("link_back_dropped", b.stats.dropped as f64),
-            ("link_back_duplicated", b.stats.duplicated as f64),
-            ("link_back_corrupted", b.stats.corrupted as f64),
-            ("link_back_reordered", b.stats.reordered as f64),
-            ("link_back_queue_dropped", b.stats.queue_dropped as f64),
-            ("link_back_kernel_drops", b.kernel_drops as f64),
-            ("link_back_aqm_dropped", b.stats.aqm_dropped as f64),
-            ("link_back_aqm_marked", b.stats.aqm_marked as f64),
-            ("link_back_ecn_marked", b.stats.loss_marked as f64),
-            (
-                "link_back_qdelay_mean_us",
-                b.stats.mean_queue_delay_ns() / 1000.0,
-            ),
-            (
-                "link_back_qdelay_max_us",
-                b.stats.queue_delay_max_ns as f64 / 1000.0,
-            ),
-            ("emu_cpu_s", (f.cpu_ns + b.cpu_ns) as f64 / 1e9),
-            ("emu_cpu_ns_per_packet", self.cpu_ns_per_packet()),
-            (
-                "emu_max_lag_us",
-                f.max_lag_ns.max(b.max_lag_ns) as f64 / 1000.0,
-            ),
-            ("emu_late", (f.late + b.late) as f64),
-            (
-                "emu_valid",
-                f64::from(u8::from(self.invalid_reason().is_none())),
-            ),
-        ]
-    }
-}
-
 /// An emulated link: what the CLI's flags, the lab's keys and the namespace drivers all speak.
 /// Parsed from the lab's keys by [`LinkConfig::from_keys`], printed back by
 /// [`LinkConfig::to_keys`]; one direction's impairment by [`parse_spec`] / [`spec_text`].
@@ -401,6 +177,8 @@ pub struct LinkConfig {
     pub seed: u64,
     /// MTU of the link.
     pub mtu: u32,
+    /// When a run over the link counts (`link_valid`).
+    pub valid: ValidRule,
 }
 
 /// The keys of an emulated link under a workload: (name, default, doc).
@@ -422,6 +200,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ),
     ("link_mtu", "1500", "MTU of the emulated link"),
     ("link_seed", "1", "seed of the emulator's random decisions"),
+    (
+        "link_valid",
+        "1% 1ms",
+        "when a repetition over the link counts: SHARE LAG, valid when at most SHARE of the packets leave more than LAG after their scheduled time (and at most SHARE are dropped by the kernel in front of the emulator); others are marked invalid (emu_valid = 0)",
+    ),
 ];
 
 impl LinkConfig {
@@ -433,6 +216,7 @@ impl LinkConfig {
         driver: Option<&str>,
         mtu: Option<&str>,
         seed: Option<&str>,
+        valid: Option<&str>,
     ) -> Result<Option<LinkConfig>, LinkKeyError> {
         fn value<T, E: Into<LinkValueError>>(
             key: &'static str,
@@ -450,7 +234,7 @@ impl LinkConfig {
             }
         }
         let Some(link) = link else {
-            let others = [link_back, driver, mtu, seed];
+            let others = [link_back, driver, mtu, seed, valid];
             if let Some(((key, _, _), _)) = KEYS[1..].iter().zip(others).find(|(_, v)| v.is_some())
             {
                 return Err(LinkKeyError::NeedsLink { key });
@@ -469,16 +253,21 @@ impl LinkConfig {
         let seed = value("link_seed", seed, 1, |s| {
             crate::units::parse_size(s).map_err(LinkValueError::Seed)
         })?;
+        let valid = value("link_valid", valid, ValidRule::default(), |s| {
+            s.parse::<ValidRule>().map_err(LinkValueError::Valid)
+        })?;
         Ok(Some(LinkConfig {
             tag: None,
             driver,
             pair: LinkPair { forward, backward },
             seed,
             mtu,
+            valid,
         }))
     }
 
-    /// The canonical values of [`KEYS`] (`link_back` only when it differs from `link`): what
+    /// The canonical values of [`KEYS`] (`link_back` only when it differs from `link`,
+    /// `link_valid` only when not the default): what
     /// [`LinkConfig::from_keys`] reads back to `self` (without the tag).
     pub fn to_keys(&self) -> Vec<(&'static str, String)> {
         let mut v = vec![("link", spec_text(&self.pair.forward))];
@@ -488,6 +277,10 @@ impl LinkConfig {
         v.push(("link_driver", self.driver.as_str().to_string()));
         v.push(("link_mtu", self.mtu.to_string()));
         v.push(("link_seed", self.seed.to_string()));
+        // Only when not the default: plans stored before the key read back the same.
+        if self.valid != ValidRule::default() {
+            v.push(("link_valid", self.valid.to_string()));
+        }
         v
     }
 }
@@ -500,6 +293,7 @@ impl Default for LinkConfig {
             pair: LinkPair::default(),
             seed: 1,
             mtu: tun::DEFAULT_MTU,
+            valid: ValidRule::default(),
         }
     }
 }
@@ -541,6 +335,7 @@ pub struct EmulatedLink {
     driver: Driver,
     pair: LinkPair,
     seed: u64,
+    rule: ValidRule,
 }
 
 impl std::fmt::Debug for EmulatedLink {
@@ -589,6 +384,7 @@ impl EmulatedLink {
                     driver: Driver::UdpProxy,
                     pair: cfg.pair.clone(),
                     seed: cfg.seed,
+                    rule: cfg.valid,
                 })
             }
             Driver::Auto if netem::kernel_has_netem() && netem::expressible(&cfg.pair).is_ok() => {
@@ -618,12 +414,16 @@ impl EmulatedLink {
                 capture,
             )?),
         };
+        if let Engine::Tun(t) = &engine {
+            t.set_rule(cfg.valid);
+        }
         Ok(EmulatedLink {
             engine,
             ns: Some(ns),
             driver,
             pair: cfg.pair.clone(),
             seed: cfg.seed,
+            rule: cfg.valid,
         })
     }
 
@@ -750,9 +550,46 @@ impl EmulatedLink {
         Ok(())
     }
 
+    /// The rule runs over the link are judged by.
+    pub fn rule(&self) -> ValidRule {
+        self.rule
+    }
+
+    /// Judges runs by `rule` from now on (the `tun` threads count late packets by its lag).
+    pub fn set_rule(&mut self, rule: ValidRule) {
+        self.rule = rule;
+        if let Engine::Tun(t) = &self.engine {
+            t.set_rule(rule);
+        }
+    }
+
+    /// Pins the `tun` driver's release threads away from `avoid` (the measured endpoints'
+    /// CPUs) when the machine has a core to spare ([`timing::spare_cpus`]); returns the CPUs
+    /// they now run on, `None` when no core is spare (or another driver: nothing is done).
+    pub fn place_away_from(&self, avoid: &[usize]) -> Result<Option<Vec<usize>>, NetError> {
+        let Engine::Tun(t) = &self.engine else {
+            return Ok(None);
+        };
+        let online = socklab_sys::sched::thread_affinity()
+            .map_err(|e| NetError::io("sched_getaffinity", e))?;
+        let Some(cpus) = timing::spare_cpus(&online, avoid) else {
+            return Ok(None);
+        };
+        t.pin(&cpus)
+            .map_err(|e| NetError::io("sched_setaffinity", e))?;
+        Ok(Some(cpus))
+    }
+
     /// Cumulative accounting so far (diff two with [`LinkReport::since`]); for `udp-proxy`
     /// the sum of its relays' counts (it has no lag, CPU or kernel-drop accounting).
     pub fn report(&self) -> LinkReport {
+        LinkReport {
+            rule: self.rule,
+            ..self.report_counts()
+        }
+    }
+
+    fn report_counts(&self) -> LinkReport {
         match (&self.engine, &self.ns) {
             (Engine::Tun(t), Some(ns)) => {
                 let mut r = t.report();
@@ -785,6 +622,7 @@ impl EmulatedLink {
                 let mut r = t.mark(w);
                 r.forward.kernel_drops = tun_kernel_drops(ns, Side::Client);
                 r.backward.kernel_drops = tun_kernel_drops(ns, Side::Server);
+                r.rule = self.rule;
                 r
             }
             _ => self.report(),
@@ -808,7 +646,10 @@ impl EmulatedLink {
                 add_stats(&mut st.forward, &s.forward);
                 add_stats(&mut st.backward, &s.backward);
             }
-            return Ok(st.into());
+            return Ok(LinkReport {
+                rule: self.rule,
+                ..st.into()
+            });
         }
         let r = self.report();
         let EmulatedLink { engine, ns, .. } = self;
@@ -832,6 +673,7 @@ impl From<crate::udpproxy::ProxyStats> for LinkReport {
                 stats: p.backward,
                 ..DirReport::default()
             },
+            rule: ValidRule::default(),
         }
     }
 }
@@ -893,6 +735,7 @@ mod tests {
             get("link_driver"),
             get("link_mtu"),
             get("link_seed"),
+            get("link_valid"),
         )
     }
 
@@ -926,6 +769,7 @@ mod tests {
                 ("link_driver", "udpproxy"),
                 ("link_mtu", "9000"),
                 ("link_seed", "2K"),
+                ("link_valid", "0.5%  2ms"),
             ],
             vec![("link", ""), ("link_driver", "tun")],
         ] {
@@ -954,14 +798,36 @@ mod tests {
         let names: Vec<&str> = KEYS.iter().map(|k| k.0).collect();
         assert_eq!(
             names,
-            ["link", "link_back", "link_driver", "link_mtu", "link_seed"]
+            [
+                "link",
+                "link_back",
+                "link_driver",
+                "link_mtu",
+                "link_seed",
+                "link_valid"
+            ]
+        );
+        // The rule: printed back only when not the default.
+        let c = keys(&[("link", "none"), ("link_valid", "5% 500us")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.valid.to_string(), "5% 500us");
+        assert_eq!(
+            c.to_keys().last().unwrap(),
+            &("link_valid", "5% 500us".to_string())
         );
     }
 
     #[test]
     fn key_errors_name_the_key_the_value_and_the_fix() {
         let e = |kv: &[(&str, &str)]| keys(kv).unwrap_err().to_string();
-        for k in ["link_back", "link_driver", "link_mtu", "link_seed"] {
+        for k in [
+            "link_back",
+            "link_driver",
+            "link_mtu",
+            "link_seed",
+            "link_valid",
+        ] {
             assert_eq!(
                 e(&[(k, "1")]),
                 format!("{k} needs link: add link = \"…\" (netem syntax, or none)")
@@ -988,6 +854,13 @@ mod tests {
                 format!("link_mtu = '{bad}': use 576 to 65535 (1500 is Ethernet's)")
             );
         }
+        let m = e(&[("link", "none"), ("link_valid", "1%")]);
+        assert!(
+            m.starts_with("link_valid = '1%': use SHARE LAG, e.g. '1% 1ms'"),
+            "{m}"
+        );
+        let m = e(&[("link", "none"), ("link_valid", "1% 1m")]);
+        assert!(m.starts_with("link_valid = '1% 1m': the lag '1m'"), "{m}");
         let m = e(&[("link", "none"), ("link_seed", "x")]);
         assert!(m.starts_with("link_seed = 'x': 'x' is not a size"), "{m}");
         assert!(matches!(

@@ -136,6 +136,7 @@ impl NetemLink {
         LinkReport {
             forward: dir(Side::Client),
             backward: dir(Side::Server),
+            rule: super::ValidRule::default(),
         }
     }
 }

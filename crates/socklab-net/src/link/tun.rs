@@ -23,26 +23,27 @@
 use std::fs::File;
 use std::io::IoSlice;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use socklab_impair::{Emulator, LinkSpec, Stats};
-use socklab_sys::netns::{read_append, thread_cpu, wait_readable_or_woken, TunOptions, Waker};
+use socklab_sys::netns::{read_append, thread_cpu, wait_readable_or_woken, Waker};
 
 use super::capture::{CaptureTap, Tracker};
 use super::ns::{ip, Namespaces, Side, PREFIX};
+use super::timing::{LagHist, Levers, SchedClass, SpinSizer, ValidRule, FIFO_PRIORITY};
 use super::vnet::{self, VnetHdr, GSO_TCPV4, GSO_TCPV6, HDR_LEN};
 use super::{add_stats, DirReport, LinkReport};
 use crate::NetError;
+
+pub use super::offload::{Offload, OFFLOAD_ENV};
 
 /// The TUN device's name in both namespaces.
 pub const TUN_NAME: &str = "sl-tun";
 /// Default MTU of the emulated link (Ethernet's).
 pub const DEFAULT_MTU: u32 = 1500;
-/// A packet released later than this after its scheduled time counts as late.
-pub const LAG_TOLERANCE: Duration = Duration::from_millis(1);
 /// Longest sleep of a forwarding thread (it is woken for a new spec, a mark or stop; this only
 /// bounds how stale an idle link's published counters can be).
 const MAX_SLEEP: Duration = Duration::from_millis(200);
@@ -52,72 +53,10 @@ const READ_BATCH: usize = 64;
 /// super-packets): 64 gave the same or more throughput than 128 and the least release lag
 /// with no impairment (mean 8 µs against 14 µs, and 81–91 µs with 512; docs/benchmarks.md).
 const SEGMENT_BATCH: usize = 64;
+/// A read batch ends once a release is this overdue: the batch then waits, not the packet.
+const BATCH_LAG: Duration = Duration::from_micros(100);
 /// Largest packet read from a device with offloads: a 64 KiB super-packet and its header.
 const READ_BUF: usize = HDR_LEN + 65_536 + 256;
-/// The environment variable that chooses the offload mode (for bench/netem-throughput).
-pub const OFFLOAD_ENV: &str = "SOCKLAB_TUN_OFFLOAD";
-
-/// How the driver moves packets between the devices and the model: the levers measured by
-/// `bench/netem-throughput` (chosen with `SOCKLAB_TUN_OFFLOAD=off|csum|tso-split|tso`). Every
-/// mode gives the model the same MTU-sized packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Offload {
-    /// No virtio header: one packet per `read` and `write`; the kernel computes and checks
-    /// every checksum.
-    Off,
-    /// Virtio header with checksum offload: no checksum is computed on the way through (the
-    /// receiver trusts `NEEDS_CSUM`), still one packet per `read`/`write`.
-    Csum,
-    /// And TSO: 64 KiB super-packets read at once and split into segments; segments written
-    /// one by one.
-    TsoSplit,
-    /// And segments released together written as one super-packet (the default).
-    #[default]
-    Tso,
-}
-
-impl Offload {
-    /// The name in `SOCKLAB_TUN_OFFLOAD`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Offload::Off => "off",
-            Offload::Csum => "csum",
-            Offload::TsoSplit => "tso-split",
-            Offload::Tso => "tso",
-        }
-    }
-
-    /// The mode `SOCKLAB_TUN_OFFLOAD` asks for (the default when unset); an unknown value is
-    /// an error naming the choices.
-    pub fn from_env() -> Result<Offload, NetError> {
-        match std::env::var(OFFLOAD_ENV) {
-            Err(_) => Ok(Offload::default()),
-            Ok(v) => [Offload::Off, Offload::Csum, Offload::TsoSplit, Offload::Tso]
-                .into_iter()
-                .find(|o| o.as_str() == v.trim())
-                .ok_or_else(|| {
-                    NetError::Invalid(format!(
-                        "{OFFLOAD_ENV}={v}: use off, csum, tso-split or tso (the default)"
-                    ))
-                }),
-        }
-    }
-
-    fn options(self) -> TunOptions {
-        use socklab_sys::netns::offload::{CSUM, TSO4, TSO6};
-        match self {
-            Offload::Off => TunOptions::default(),
-            Offload::Csum => TunOptions {
-                vnet_hdr: true,
-                offload: CSUM,
-            },
-            Offload::TsoSplit | Offload::Tso => TunOptions {
-                vnet_hdr: true,
-                offload: CSUM | TSO4 | TSO6,
-            },
-        }
-    }
-}
 
 struct Direction {
     /// Bumped when `next_spec` holds a new spec.
@@ -131,6 +70,10 @@ struct Direction {
     mark_seq: AtomicU64,
     boundary: Mutex<Option<(u64, DirReport)>>,
     waker: Waker,
+    /// A packet released later than this (ns) counts as late ([`ValidRule::lag_ns`]).
+    tolerance_ns: AtomicU64,
+    /// The thread's scheduling class ([`SchedClass::code`]).
+    sched: AtomicU8,
 }
 
 impl Direction {
@@ -144,6 +87,8 @@ impl Direction {
             mark_seq: AtomicU64::new(0),
             boundary: Mutex::new(None),
             waker: Waker::new().map_err(|e| NetError::io("eventfd", e))?,
+            tolerance_ns: AtomicU64::new(ValidRule::default().lag_ns),
+            sched: AtomicU8::new(SchedClass::Unknown.code()),
         })
     }
 
@@ -166,6 +111,7 @@ pub struct TunLink {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     offload: Offload,
+    levers: Levers,
 }
 
 impl std::fmt::Debug for Direction {
@@ -218,6 +164,9 @@ impl TunLink {
         capture: Option<CaptureTap>,
     ) -> Result<TunLink, NetError> {
         let offload = Offload::from_env()?;
+        let levers = Levers::from_env()?;
+        // Process-wide and kept for its life (munlockall would unlock another link's pages).
+        let mlocked = levers.mlock && socklab_sys::sched::lock_memory().is_ok();
         let client = open_in(ns, Side::Client, mtu, offload)?;
         let server = open_in(ns, Side::Server, mtu, offload)?;
         let dirs = [
@@ -255,6 +204,8 @@ impl TunLink {
                         epoch,
                         mtu: mtu as usize,
                         offload,
+                        levers,
+                        mlocked,
                         capture: tap.zip(tracker),
                         segs: Vec::new(),
                         runs: Vec::new(),
@@ -270,7 +221,31 @@ impl TunLink {
             stop,
             threads,
             offload,
+            levers,
         })
+    }
+
+    /// The levers the release threads were started with.
+    pub fn levers(&self) -> Levers {
+        self.levers
+    }
+
+    /// Judges release lag by `rule` from now on (a packet later than its lag is late).
+    pub fn set_rule(&self, rule: ValidRule) {
+        for d in &self.dirs {
+            d.tolerance_ns.store(rule.lag_ns, Ordering::Release);
+        }
+    }
+
+    /// Pins both release threads to `cpus` (see [`super::timing::spare_cpus`]).
+    pub fn pin(&self, cpus: &[usize]) -> std::io::Result<()> {
+        for d in &self.dirs {
+            let tid = d.tid.load(Ordering::Acquire);
+            if tid != 0 {
+                socklab_sys::sched::set_affinity_of(tid, cpus)?;
+            }
+        }
+        Ok(())
     }
 
     /// The offload mode the devices run with.
@@ -301,6 +276,7 @@ impl TunLink {
         LinkReport {
             forward: get(&self.dirs[0]),
             backward: get(&self.dirs[1]),
+            rule: ValidRule::default(),
         }
     }
 
@@ -340,6 +316,7 @@ impl TunLink {
         LinkReport {
             forward: self.dirs[0].with_cpu(f.unwrap_or(now.forward)),
             backward: self.dirs[1].with_cpu(b.unwrap_or(now.backward)),
+            rule: ValidRule::default(),
         }
     }
 
@@ -409,6 +386,7 @@ struct Counts {
     late: u64,
     max_lag: u64,
     lag_sum: u64,
+    hist: LagHist,
     write_errors: u64,
 }
 
@@ -420,6 +398,8 @@ struct Forwarder<'a> {
     epoch: Instant,
     mtu: usize,
     offload: Offload,
+    levers: Levers,
+    mlocked: bool,
     capture: Option<(CaptureTap, Tracker)>,
     /// Scratch, kept to avoid allocating per read or write.
     segs: Vec<Vec<u8>>,
@@ -438,6 +418,19 @@ impl Forwarder<'_> {
             .store(socklab_sys::netns::gettid(), Ordering::Release);
         // Wake on time: release lag would otherwise include the default 50 µs timer slack.
         let _ = socklab_sys::netns::set_timer_slack(1_000);
+        // The real-time class where permitted (root): a busy machine cannot then keep the
+        // thread waiting for a CPU past a release time. Refused (EPERM): the normal class.
+        let fifo = self.levers.fifo
+            && socklab_sys::sched::set_fifo(FIFO_PRIORITY).is_ok()
+            && socklab_sys::sched::is_fifo();
+        let class = if fifo {
+            SchedClass::Fifo
+        } else {
+            SchedClass::Other
+        };
+        self.dir.sched.store(class.code(), Ordering::Release);
+        let mut spin = SpinSizer::new(self.levers.spin_cap);
+        self.calibrate(&mut spin);
         let mut generation = u64::MAX;
         let mut models = 0u32;
         let observed = self.capture.is_some();
@@ -455,8 +448,8 @@ impl Forwarder<'_> {
         let mut c = Counts::default();
         let mut run = 0u32;
         let mut mark_seen = 0u64;
-        let tol = LAG_TOLERANCE.as_nanos() as u64;
         while !stop.load(Ordering::Acquire) {
+            let tol = self.dir.tolerance_ns.load(Ordering::Relaxed);
             let g = self.dir.generation.load(Ordering::Acquire);
             if g != generation {
                 generation = g;
@@ -477,7 +470,7 @@ impl Forwarder<'_> {
             if m != mark_seen {
                 mark_seen = m;
                 run = self.dir.want_run.load(Ordering::Acquire);
-                let r = self.publish(&base, &draining, &cur, &c);
+                let r = self.publish(&base, &draining, &cur, &c, &spin);
                 if let Ok(mut b) = self.dir.boundary.lock() {
                     *b = Some((m, r));
                 }
@@ -487,15 +480,31 @@ impl Forwarder<'_> {
                 .chain(std::iter::once(&cur))
                 .filter_map(|m| m.emu.poll_timeout())
                 .min();
-            let sleep = match next {
-                Some(t) => Duration::from_nanos(t.saturating_sub(self.now())).min(MAX_SLEEP),
-                None => MAX_SLEEP,
-            };
+            // Sleep until the spin window before the next release time, then spin to it.
+            let now = self.now();
+            let wait = spin.plan(now, next, MAX_SLEEP);
             // A packet already due: just try a non-blocking read, then release it.
-            let readable = sleep.is_zero()
-                || wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, sleep).unwrap_or(false);
+            let readable = wait.sleep_ns == 0 || {
+                let sleep = Duration::from_nanos(wait.sleep_ns);
+                let r = wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, sleep)
+                    .unwrap_or(false);
+                // Ended on its timeout (not a packet, not a wake-up): how late it woke.
+                let (woke, due) = (self.now(), now + wait.sleep_ns);
+                if !r && woke >= due {
+                    spin.record(woke - due);
+                }
+                r
+            };
             if readable {
-                self.read_batch(&mut cur, &mut pool, &mut rbuf, run);
+                self.read_batch(&mut cur, &mut pool, &mut rbuf, run, next);
+            }
+            if let Some(t) = wait.spin_until {
+                let n = self.now();
+                if n < t && t - n <= spin.window_ns() {
+                    while self.now() < t {
+                        std::hint::spin_loop();
+                    }
+                }
             }
             let t = self.now();
             for model in draining.iter_mut().chain(std::iter::once(&mut cur)) {
@@ -504,6 +513,7 @@ impl Forwarder<'_> {
                 while let Some((due, packet)) = model.emu.poll_release(t) {
                     let lag = t.saturating_sub(due);
                     c.lag_sum += lag;
+                    c.hist.record(lag);
                     c.max_lag = c.max_lag.max(lag);
                     if lag > tol {
                         c.late += 1;
@@ -537,7 +547,7 @@ impl Forwarder<'_> {
                 }
                 holding
             });
-            let r = self.publish(&base, &draining, &cur, &c);
+            let r = self.publish(&base, &draining, &cur, &c, &spin);
             if let Ok(mut g) = self.dir.report.lock() {
                 *g = r;
             }
@@ -549,7 +559,34 @@ impl Forwarder<'_> {
         }
     }
 
-    fn publish(&self, base: &Stats, draining: &[Model], cur: &Model, c: &Counts) -> DirReport {
+    /// Sizes the spin window before the first packet: a few short timed sleeps, each
+    /// measured (about 1 ms in all; ended early by a packet or a wake-up, not counted).
+    fn calibrate(&self, spin: &mut SpinSizer) {
+        if spin.window_ns() == 0 && self.levers.spin_cap.is_zero() {
+            return;
+        }
+        const PROBE: Duration = Duration::from_micros(100);
+        for _ in 0..8 {
+            let t0 = self.now();
+            if wait_readable_or_woken(self.rx.as_fd(), &self.dir.waker, PROBE).unwrap_or(true) {
+                return;
+            }
+            let due = t0 + PROBE.as_nanos() as u64;
+            let woke = self.now();
+            if woke >= due {
+                spin.record(woke - due);
+            }
+        }
+    }
+
+    fn publish(
+        &self,
+        base: &Stats,
+        draining: &[Model],
+        cur: &Model,
+        c: &Counts,
+        spin: &SpinSizer,
+    ) -> DirReport {
         let mut s = base.clone();
         for m in draining {
             add_stats(&mut s, m.emu.stats());
@@ -560,17 +597,39 @@ impl Forwarder<'_> {
             late: c.late,
             max_lag_ns: c.max_lag,
             lag_sum_ns: c.lag_sum,
+            lag_hist: c.hist.clone(),
             write_errors: c.write_errors,
+            wall_ns: self.now(),
+            sched: SchedClass::from_code(self.dir.sched.load(Ordering::Relaxed)),
+            spin_ns: spin.window_ns(),
+            mlocked: self.mlocked,
             ..DirReport::default()
         }
     }
 
     /// Reads what the device holds (a bounded batch) into the model `m`.
-    fn read_batch(&mut self, m: &mut Model, pool: &mut Vec<Vec<u8>>, rbuf: &mut Vec<u8>, run: u32) {
+    /// Stops early once a release is more than [`BATCH_LAG`] overdue (`due`: the draining
+    /// models' next time; `m`'s own is asked after each read): reading never holds a due
+    /// packet back by more than that and one read.
+    fn read_batch(
+        &mut self,
+        m: &mut Model,
+        pool: &mut Vec<Vec<u8>>,
+        rbuf: &mut Vec<u8>,
+        run: u32,
+        due: Option<u64>,
+    ) {
         let mut admitted = 0;
+        let lag = BATCH_LAG.as_nanos() as u64;
         for _ in 0..READ_BATCH {
             if admitted >= SEGMENT_BATCH {
                 break;
+            }
+            if admitted > 0 && self.levers.batch_cap {
+                let next = due.into_iter().chain(m.emu.poll_timeout()).min();
+                if next.is_some_and(|t| self.now() > t + lag) {
+                    break;
+                }
             }
             if self.offload == Offload::Off {
                 let mut buf = pool.pop().unwrap_or_else(|| Vec::with_capacity(self.mtu));
