@@ -148,10 +148,11 @@ fn link_flags(cfg: &LinkConfig) -> Vec<String> {
 pub(crate) fn describe(link: &EmulatedLink) -> Result<String, Failure> {
     let n = link.namespaces()?;
     Ok(format!(
-        "link {} <-> {} (driver {}): {}; client {}, server {}",
+        "link {} <-> {} (driver {}, seed {}): {}; client {}, server {}",
         n.name(Side::Client),
         n.name(Side::Server),
         link.driver(),
+        link.seed(),
         link.pair().describe(),
         ns::CLIENT_ADDR,
         ns::SERVER_ADDR

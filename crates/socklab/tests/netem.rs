@@ -469,3 +469,32 @@ fn ctrl_c_ends_netem_check_on_a_link_with_a_huge_delay() {
         );
     }
 }
+
+/// Runs of `socklab netem` replay the same loss pattern unless told otherwise (`--link-seed`
+/// defaults to 1): its banner names the seed, so two runs that drew the same one can be told
+/// apart from two that did not (bench/bulk-link-vs-iperf3 compared iperf3 on seed 1 every
+/// time against socklab's repetitions on seeds of their own).
+#[test]
+fn netem_names_the_seed_its_models_run_from() {
+    if !root_or_skip("netem_names_the_seed_its_models_run_from") {
+        return;
+    }
+    let (code, _, err) = run(&[
+        "netem",
+        "--driver",
+        "tun",
+        "--link",
+        "loss 1%",
+        "--link-seed",
+        "7",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(driver tun, seed 7): "), "{err}");
+    let (code, _, err) = run(&[
+        "netem", "--driver", "tun", "--link", "loss 1%", "--", "true",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(driver tun, seed 1): "), "{err}");
+}
