@@ -398,6 +398,30 @@ impl Resources {
         Ok(())
     }
 
+    /// Places the link's release threads on the CPUs the measured endpoints do not use
+    /// (`avoid`: their pinned CPUs), where the machine has a core to spare; an empty `avoid`
+    /// lets them run anywhere. The placement is kept as the fact `link_emulator_cpus`.
+    pub fn place_link_away_from(&mut self, avoid: &[usize]) -> Result<(), LabError> {
+        let Some((_, link)) = &self.link else {
+            return Ok(());
+        };
+        let placed = link.place_away_from(avoid)?;
+        if !avoid.is_empty() {
+            let text = match placed {
+                Some(cpus) => cpus
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                None => "anywhere (no core to spare beside the endpoints' CPUs)".into(),
+            };
+            self.link_facts
+                .retain(|(k, _)| k != "link_emulator_cpus");
+            self.link_facts.push(("link_emulator_cpus".into(), text));
+        }
+        Ok(())
+    }
+
     fn stop_link(&mut self) -> Result<(), LabError> {
         // Servers inside the link's namespaces go with them.
         self.servers.retain(|(k, _)| !k.in_link);

@@ -566,18 +566,19 @@ impl EmulatedLink {
     /// Pins the `tun` driver's release threads away from `avoid` (the measured endpoints'
     /// CPUs) when the machine has a core to spare ([`timing::spare_cpus`]); returns the CPUs
     /// they now run on, `None` when no core is spare (or another driver: nothing is done).
+    /// An empty `avoid` (endpoints not pinned) lets the threads run on every CPU the caller
+    /// may use again, so a cell without pinned endpoints does not inherit an earlier cell's
+    /// placement.
     pub fn place_away_from(&self, avoid: &[usize]) -> Result<Option<Vec<usize>>, NetError> {
         let Engine::Tun(t) = &self.engine else {
             return Ok(None);
         };
         let online = socklab_sys::sched::thread_affinity()
             .map_err(|e| NetError::io("sched_getaffinity", e))?;
-        let Some(cpus) = timing::spare_cpus(&online, avoid) else {
-            return Ok(None);
-        };
-        t.pin(&cpus)
+        let placed = timing::spare_cpus(&online, avoid);
+        t.pin(placed.as_deref().unwrap_or(&online))
             .map_err(|e| NetError::io("sched_setaffinity", e))?;
-        Ok(Some(cpus))
+        Ok(placed)
     }
 
     /// Cumulative accounting so far (diff two with [`LinkReport::since`]); for `udp-proxy`

@@ -566,6 +566,13 @@ impl Spec for BulkSpec {
         let in_link = self.link.is_some();
         if let Some(l) = &self.link {
             res.link(l)?;
+            // The emulator's threads go to the CPUs the pinned endpoints leave free.
+            let avoid: Vec<usize> = [&self.cfg.affinity, &self.cfg.server_affinity]
+                .into_iter()
+                .flatten()
+                .flat_map(|l| l.cpus().iter().copied())
+                .collect();
+            res.place_link_away_from(&avoid)?;
         }
         let to = match self.to {
             Target::SelfSink => res.server(ServerKey {
