@@ -415,8 +415,7 @@ impl Resources {
                     .join(","),
                 None => "anywhere (no core to spare beside the endpoints' CPUs)".into(),
             };
-            self.link_facts
-                .retain(|(k, _)| k != "link_emulator_cpus");
+            self.link_facts.retain(|(k, _)| k != "link_emulator_cpus");
             self.link_facts.push(("link_emulator_cpus".into(), text));
         }
         Ok(())

@@ -15,23 +15,13 @@ pub const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
 /// a number out of range is `EINVAL`; CPUs the machine does not have are `EINVAL` from the
 /// kernel when none of the list is online.
 pub fn set_thread_affinity(cpus: &[usize]) -> io::Result<()> {
-    if cpus.is_empty() || cpus.iter().any(|&c| c >= MAX_CPUS) {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: cpu_set_t is plain data; all-zero bytes is the empty set (CPU_ZERO).
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        // SAFETY: c < CPU_SETSIZE (checked above), so CPU_SET writes inside `set`.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
-    crate::cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })
-        .map(drop)
+    // Thread id 0 is the calling thread.
+    set_affinity_of(0, cpus)
 }
 
 /// The CPUs the calling thread may run on, ascending.
 pub fn thread_affinity() -> io::Result<Vec<usize>> {
-    // SAFETY: as above, all-zero is a valid empty set.
+    // SAFETY: cpu_set_t is plain data; all-zero bytes is the empty set (CPU_ZERO).
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is writable and of the size passed; pid 0 is the calling thread.
     crate::cvt(unsafe {
@@ -77,12 +67,13 @@ pub fn unlock_memory() -> io::Result<()> {
     crate::cvt(unsafe { libc::munlockall() }).map(drop)
 }
 
-/// Pins thread `tid` (a kernel thread id, `gettid`) to `cpus`; as [`set_thread_affinity`].
+/// Pins thread `tid` (a kernel thread id, `gettid`; 0: the calling thread) to `cpus`. An empty
+/// list or a number out of range is `EINVAL`; an unknown `tid` is `ESRCH`.
 pub fn set_affinity_of(tid: u32, cpus: &[usize]) -> io::Result<()> {
     if cpus.is_empty() || cpus.iter().any(|&c| c >= MAX_CPUS) {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    // SAFETY: as in set_thread_affinity: the all-zero set is empty, every c < CPU_SETSIZE.
+    // SAFETY: cpu_set_t is plain data; all-zero bytes is the empty set (CPU_ZERO).
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
         // SAFETY: c < CPU_SETSIZE (checked above).

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::nines::{drawable, log_ticks};
+use super::nines::{drawable, line_and_dots, log_ticks};
 use super::*;
 
 /// Height of one panel.
@@ -154,37 +154,7 @@ pub fn percentile_multiples(
                 poly.join(" ")
             );
         }
-        if p.len() >= 2 {
-            let line_pts: Vec<String> = p
-                .iter()
-                .map(|&(q, v, _)| format!("{},{}", f(x.at(nines(q))), f(ypos(v))))
-                .collect();
-            let _ = write!(
-                s,
-                "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2.5\" stroke-linejoin=\"round\"/>",
-                line_pts.join(" ")
-            );
-        }
-        for &(q, v, band) in p {
-            let tip = match band {
-                Some((a, b)) => format!(
-                    "{} {}: {} ({band_label}: {} to {})",
-                    sr.name,
-                    percentile_label(q),
-                    num(v),
-                    num(a),
-                    num(b)
-                ),
-                None => format!("{} {}: {}", sr.name, percentile_label(q), num(v)),
-            };
-            let _ = write!(
-                s,
-                "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{colour}\" stroke=\"#fff\" stroke-width=\"1\"><title>{}</title></circle>",
-                f(x.at(nines(q))),
-                f(ypos(v)),
-                esc(&tip)
-            );
-        }
+        line_and_dots(&mut s, &sr.name, p, colour, band_label, &x, &ypos, 3.5);
         s.push_str("</g>");
     }
     s.push_str("</g></svg>");

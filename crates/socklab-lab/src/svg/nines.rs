@@ -232,37 +232,7 @@ pub fn percentile_chart(title: &str, series: &[Series], y_label: &str, band_labe
                 );
             }
         }
-        if pts.len() >= 2 {
-            let p: Vec<String> = pts
-                .iter()
-                .map(|&(q, v, _)| format!("{},{}", f(x.at(nines(q))), f(ypos(v))))
-                .collect();
-            let _ = write!(
-                s,
-                "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2.5\" stroke-linejoin=\"round\"/>",
-                p.join(" ")
-            );
-        }
-        for &(q, v, band) in pts {
-            let tip = match band {
-                Some((a, b)) => format!(
-                    "{} {}: {} ({band_label}: {} to {})",
-                    sr.name,
-                    percentile_label(q),
-                    num(v),
-                    num(a),
-                    num(b)
-                ),
-                None => format!("{} {}: {}", sr.name, percentile_label(q), num(v)),
-            };
-            let _ = write!(
-                s,
-                "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{colour}\" stroke=\"#fff\" stroke-width=\"1\"><title>{}</title></circle>",
-                f(x.at(nines(q))),
-                f(ypos(v)),
-                esc(&tip)
-            );
-        }
+        line_and_dots(&mut s, &sr.name, pts, colour, band_label, &x, &ypos, 4.5);
         s.push_str("</g>");
     }
     if legend {
@@ -308,4 +278,49 @@ pub fn percentile_chart(title: &str, series: &[Series], y_label: &str, band_labe
     }
     s.push_str("</svg>");
     s
+}
+
+/// A series' line through its percentile points and a dot at each, with a tooltip naming the
+/// value and its band (`band_label`); `radius` is the dot's.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn line_and_dots(
+    s: &mut String,
+    name: &str,
+    pts: &[Point],
+    colour: &str,
+    band_label: &str,
+    x: &Scale,
+    ypos: &dyn Fn(f64) -> f64,
+    radius: f64,
+) {
+    if pts.len() >= 2 {
+        let p: Vec<String> = pts
+            .iter()
+            .map(|&(q, v, _)| format!("{},{}", f(x.at(nines(q))), f(ypos(v))))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline class=\"line\" points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2.5\" stroke-linejoin=\"round\"/>",
+            p.join(" ")
+        );
+    }
+    for &(q, v, band) in pts {
+        let tip = match band {
+            Some((a, b)) => format!(
+                "{name} {}: {} ({band_label}: {} to {})",
+                percentile_label(q),
+                num(v),
+                num(a),
+                num(b)
+            ),
+            None => format!("{name} {}: {}", percentile_label(q), num(v)),
+        };
+        let _ = write!(
+            s,
+            "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"{radius}\" fill=\"{colour}\" stroke=\"#fff\" stroke-width=\"1\"><title>{}</title></circle>",
+            f(x.at(nines(q))),
+            f(ypos(v)),
+            esc(&tip)
+        );
+    }
 }
