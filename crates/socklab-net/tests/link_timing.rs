@@ -22,12 +22,16 @@ fn grantable_class() -> SchedClass {
 
 #[test]
 fn a_tun_run_records_its_sched_class_lag_percentiles_and_rule() {
-    if !socklab_sys::netns::is_root() {
-        eprintln!("SKIP a_tun_run_records_its_sched_class: needs root (namespaces, TUN)");
+    let name = "a_tun_run_records_its_sched_class_lag_percentiles_and_rule";
+    if !socklab_sys::skip::root_or_skip(name) {
         return;
     }
     if std::env::var_os(socklab_net::link::timing::LEVERS_ENV).is_some() {
-        eprintln!("SKIP a_tun_run_records_its_sched_class: SOCKLAB_EMU_LEVERS is set");
+        socklab_sys::skip::skip(
+            name,
+            "levers set",
+            "SOCKLAB_EMU_LEVERS is set: unset it to test the default levers",
+        );
         return;
     }
     let mut link = EmulatedLink::start(&LinkConfig {

@@ -94,6 +94,8 @@ impl Direction {
 
     /// The published counters with the thread's CPU time so far.
     fn with_cpu(&self, mut r: DirReport) -> DirReport {
+        // The class is the thread's from its start, before it first publishes a report.
+        r.sched = SchedClass::from_code(self.sched.load(Ordering::Acquire));
         let tid = self.tid.load(Ordering::Acquire);
         if tid != 0 {
             if let Some(cpu) = thread_cpu(tid) {
@@ -215,6 +217,17 @@ impl TunLink {
                 })
                 .map_err(|e| NetError::io("spawn link thread", e))?;
             threads.push(t);
+        }
+        // The threads name themselves (tid) and their scheduling class first thing: wait for
+        // that (bounded), so a report or a pin right after start sees both, however late a
+        // busy machine schedules them.
+        let t0 = Instant::now();
+        while dirs
+            .iter()
+            .any(|d| d.sched.load(Ordering::Acquire) == SchedClass::Unknown.code())
+            && t0.elapsed() < Duration::from_secs(2)
+        {
+            std::thread::sleep(Duration::from_micros(200));
         }
         Ok(TunLink {
             dirs,
