@@ -505,9 +505,11 @@ mod tests {
         );
         // stop() ends a wait that nothing else would: a child alive for an hour, a report
         // that never comes, a wait of an hour; the channel's bound is on a hang only.
+        // (`exec`: the kill on drop reaches the sleep itself, which would otherwise outlive
+        // the test holding its stderr, and with it the pipe of scripts/test, for an hour.)
         let alive = ServerChild::spawn(
             Path::new("/bin/sh"),
-            &["-c", "echo LISTENING 127.0.0.1:9; sleep 3600"],
+            &["-c", "echo LISTENING 127.0.0.1:9; exec sleep 3600"],
             None,
         )
         .unwrap();
@@ -519,6 +521,8 @@ mod tests {
                 true
             };
             let got = alive.wait_report(Duration::from_secs(3600), &id(7), &stop);
+            // Killed and reaped before the test can end.
+            drop(alive);
             let _ = tx.send((got, asked.get()));
         });
         let (got, asked) = rx
