@@ -104,17 +104,7 @@ pub fn run_plan(
 ) -> Result<RunSummary, LabError> {
     let (experiment, cell_ids) = store.begin_experiment(plan, host)?;
     store.set_fact(experiment, "plan_fingerprint", &plan.fingerprint())?;
-    let mut ctx = Ctx {
-        store,
-        exec,
-        obs,
-        stop,
-        experiment,
-        cell_ids: &cell_ids,
-        done: 0,
-        retried: 0,
-        failed: Vec::new(),
-    };
+    let mut ctx = Ctx::new(store, exec, obs, stop, experiment, &cell_ids);
     execute(plan, &mut ctx, &[])
 }
 
@@ -155,17 +145,7 @@ pub fn resume_plan(
             plan.cells.len()
         )));
     }
-    let mut ctx = Ctx {
-        store,
-        exec,
-        obs,
-        stop,
-        experiment,
-        cell_ids: &cell_ids,
-        done: 0,
-        retried: 0,
-        failed: Vec::new(),
-    };
+    let mut ctx = Ctx::new(store, exec, obs, stop, experiment, &cell_ids);
     let s = execute(plan, &mut ctx, &stored)?;
     Ok((
         Resume::Continued {
@@ -215,6 +195,30 @@ struct Ctx<'a> {
     retried: usize,
     /// The reasons of the repetitions that failed (stored with `failed = 1`).
     failed: Vec<String>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Nothing run yet.
+    fn new(
+        store: &'a mut Store,
+        exec: &'a mut dyn Executor,
+        obs: &'a mut dyn Observer,
+        stop: &'a dyn Fn() -> bool,
+        experiment: i64,
+        cell_ids: &'a [i64],
+    ) -> Ctx<'a> {
+        Ctx {
+            store,
+            exec,
+            obs,
+            stop,
+            experiment,
+            cell_ids,
+            done: 0,
+            retried: 0,
+            failed: Vec::new(),
+        }
+    }
 }
 
 /// Runs the schedule, skipping the runs `stored` already holds.
