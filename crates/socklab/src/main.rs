@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod dryrun;
 mod hosts;
+mod labcmds;
 mod load;
 mod netem;
 mod netem_check;

@@ -32,6 +32,7 @@ pub mod merge;
 pub mod metrics;
 pub mod schedule;
 pub mod series;
+mod thread_out;
 
 pub use engine::ECHO_MAX;
 pub use merge::{merge, LoadHistograms, Part};
