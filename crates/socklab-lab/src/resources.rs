@@ -623,7 +623,7 @@ pub fn on_thread_until<T: Send + 'static>(
             Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
                 return Err(format!(
                     "the {name} thread did not return within {}",
-                    socklab_net::units::format_duration(limit)
+                    socklab_units::format_duration(limit)
                 ))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -43,7 +43,6 @@ pub mod strategy;
 pub mod transfer;
 pub mod udpbulk;
 pub mod udpproxy;
-pub mod units;
 
 pub use error::{
     LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, TransferError,

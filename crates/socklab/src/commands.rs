@@ -17,8 +17,8 @@ use socklab_lab::LabError;
 use socklab_net::childline::ChildLine;
 use socklab_net::link::capture::CaptureConfig;
 use socklab_net::sink::{Sink, SinkConfig};
-use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
+use socklab_units::{format_size, parse_duration, parse_size};
 
 use crate::cli::{BulkArgs, EchoArgs, PingArgs, SinkArgs, SummaryFormat};
 use crate::dryrun;

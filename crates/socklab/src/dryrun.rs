@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use socklab_lab::plan::Plan;
-use socklab_net::units::parse_duration;
+use socklab_units::parse_duration;
 
 use crate::commands::{out, Failure};
 

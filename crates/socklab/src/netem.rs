@@ -70,7 +70,7 @@ impl LinkArgs {
                 self.capture_snaplen
             )));
         }
-        let limit = socklab_net::units::parse_size(&self.capture_limit)
+        let limit = socklab_units::parse_size(&self.capture_limit)
             .map_err(|e| usage(format!("--capture-limit {}: {e}", self.capture_limit)))?;
         if limit < 128 * 1024 {
             return Err(usage(format!(

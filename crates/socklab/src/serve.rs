@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::Args;
 use socklab_net::server::{self, Design, Handler, ServeConfig};
 use socklab_net::sockopt::OptSet;
-use socklab_net::units::{parse_duration, parse_size};
 use socklab_net::{NetError, ParseNameError, SockOptError};
 use socklab_sys::process::interrupt_flag;
+use socklab_units::{parse_duration, parse_size};
 
 use crate::commands::{out, parse_bind, server_started, usage, Failure};
 

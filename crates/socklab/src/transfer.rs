@@ -15,8 +15,8 @@ use socklab_net::transfer::{
     FileOutcome, ReceiveLimits, ServerSession, SessionLimits, SessionLog, TcpServeOptions,
     TransferReport,
 };
-use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
 use crate::commands::{

@@ -10,8 +10,8 @@ use socklab_lab::plan::{Axis, Group, Plan};
 use socklab_lab::workload::bulk;
 use socklab_net::childline::ChildLine;
 use socklab_net::udpbulk::{SinkConfig, TestReport, UdpSink};
-use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::interrupted;
+use socklab_units::{format_size, parse_duration, parse_size};
 
 use crate::cli::{BulkArgs, SinkArgs};
 use crate::commands::{

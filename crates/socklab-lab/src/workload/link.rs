@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use socklab_net::error::LinkKeyError;
 use socklab_net::link::{LinkConfig, KEYS as NET_KEYS};
-use socklab_net::units::format_duration;
+use socklab_units::format_duration;
 
 use crate::params::{Key, Params};
 use crate::workload::key::Target;

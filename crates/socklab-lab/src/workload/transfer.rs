@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::json;
 use socklab_net::transfer::workfiles::{self, WorkFile};
 use socklab_net::transfer::TransferReport;
-use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_sys::usage::Usage;
+use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::metric::{m, Better, Metric};
 use crate::params::{parse_count, Key, Params};

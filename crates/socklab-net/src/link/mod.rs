@@ -251,7 +251,7 @@ impl LinkConfig {
                 .and_then(check_mtu)
         })?;
         let seed = value("link_seed", seed, 1, |s| {
-            crate::units::parse_size(s).map_err(LinkValueError::Seed)
+            socklab_units::parse_size(s).map_err(LinkValueError::Seed)
         })?;
         let valid = value("link_valid", valid, ValidRule::default(), |s| {
             s.parse::<ValidRule>().map_err(LinkValueError::Valid)

@@ -39,7 +39,7 @@ use super::limits::{ReceiveLimits, PART};
 use super::manifest::{self, check_name, Entry, Manifest};
 use super::reassembly::{Ordered, RangeSet};
 use super::{hex, Control, FileOutcome, TransferError};
-use crate::units::format_size;
+use socklab_units::format_size;
 
 /// The sidecar of a partial file is saved after this many new bytes.
 pub const PERSIST_EVERY: u64 = 8 << 20;

@@ -2,8 +2,16 @@
 //!
 //! Sizes: `1500`, `1K` (1024), `64KiB`, `1M`, `1G` (binary multiples; `k`/`m`/`g` too).
 //! Durations: `500ms`, `10s`, `2m`, `1.5s`, `250us`, `100ns`.
+//! Rates ([`rate`]): `1G`, `100M`, `500mbit` (decimal bits per second, as iperf3's `-b`), `max`.
+//!
+//! A pure crate: no I/O, no dependencies; every layer above (stats, net, link, transfer, lab,
+//! the binary) parses and prints through it.
 
 use std::time::Duration;
+
+pub mod rate;
+
+pub use rate::{format_bps, parse_rate, Rate, MAX_BPS, MIN_BPS};
 
 /// Parses a byte size such as `15`, `1K`, `512KiB`, `1M`, `1G`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
