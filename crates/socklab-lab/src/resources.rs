@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use socklab_net::link::capture::{Capture, CaptureConfig};
 use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
-use socklab_net::transfer::workfiles::WorkFile;
+use socklab_transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
 use crate::hosts::{HostPlan, Hosts};

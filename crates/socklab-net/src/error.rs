@@ -67,30 +67,7 @@ pub enum NetError {
     Timeout(String),
 }
 
-/// True for the errors a socket timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO`) produces.
-pub fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
-}
-
-/// True for `accept()` errors a server should survive: out of descriptors or memory, a client
-/// that left before it was accepted, a signal.
-pub fn is_transient_accept_error(e: &io::Error) -> bool {
-    use socklab_sys::errno;
-    matches!(
-        e.raw_os_error(),
-        Some(
-            errno::ENFILE
-                | errno::EMFILE
-                | errno::ECONNABORTED
-                | errno::ENOBUFS
-                | errno::ENOMEM
-                | errno::EINTR
-        )
-    )
-}
+pub use socklab_sys::ioerr::{is_timeout, is_transient_accept_error};
 
 impl NetError {
     /// A failed socket/bind/listen on `addr`, with a hint for the common causes.
@@ -118,79 +95,8 @@ impl NetError {
     }
 }
 
-/// An error of the file-transfer application layer ([`crate::transfer`]), over TCP or rudp.
-#[derive(Debug, thiserror::Error)]
-pub enum TransferError {
-    /// A parameter from the user is unusable (a path, a duplicate name, an empty buffer).
-    #[error("{0}")]
-    Invalid(String),
-    /// A file name in a manifest is unsafe or unusable on this machine.
-    #[error("refusing file name {name:?}: {reason}")]
-    Name {
-        /// The name as the manifest spells it.
-        name: String,
-        /// Why it is refused.
-        reason: String,
-    },
-    /// The peer sent bytes that break the protocol.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-    /// The peer made us buffer more than a fixed bound allows.
-    #[error("{0}")]
-    Limit(String),
-    /// A file or socket operation failed.
-    #[error("{context}: {source}")]
-    Io {
-        /// What we were doing, naming the file.
-        context: String,
-        /// What the kernel said.
-        source: io::Error,
-    },
-    /// The server verified a file and found it wrong (or finished without verifying it).
-    #[error("transfer failed: {0}")]
-    Verdict(String),
-    /// The server gave up on the whole session and said why.
-    #[error("the server aborted the transfer: {0}")]
-    Aborted(String),
-    /// The transfer did not finish in time.
-    #[error("{0}")]
-    Timeout(String),
-    /// The transfer server could not be reached.
-    #[error("cannot reach a transfer server at {addr}: {source} (start one there with `socklab transfer serve --proto tcp|rudp --port PORT --dir DIR`)")]
-    Connect {
-        /// Where we tried.
-        addr: SocketAddr,
-        /// What the kernel (or the handshake) said.
-        source: io::Error,
-    },
-    /// A socket-level error (socket options).
-    #[error(transparent)]
-    Net(#[from] NetError),
-    /// The run was interrupted (Ctrl-C) before it finished.
-    #[error("interrupted")]
-    Interrupted,
-}
-
-impl TransferError {
-    /// Wraps an I/O error with what we were doing.
-    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        TransferError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-
-    /// A refused file name.
-    pub fn name(name: &str, reason: impl Into<String>) -> Self {
-        TransferError::Name {
-            name: name.to_string(),
-            reason: reason.into(),
-        }
-    }
-}
-
 /// A name that is not one of a fixed set: a server design, handler, load protocol, write
-/// strategy, link driver, link side, closer or transfer protocol. `Display` names the value
+/// strategy, link driver, link side or closer. `Display` names the value
 /// and the choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseNameError {
@@ -207,12 +113,6 @@ pub enum ParseNameError {
     /// A states-workload closer that is neither `server` nor `client`.
     #[error("closer '{value}': choose server or client")]
     Closer {
-        /// The value as given.
-        value: String,
-    },
-    /// A transfer protocol that is neither `tcp` nor `rudp`.
-    #[error("choose tcp or rudp")]
-    Proto {
         /// The value as given.
         value: String,
     },
@@ -332,7 +232,6 @@ mod tests {
     use crate::server::{Design, Handler};
     use crate::sockopt::{OptSet, OptSpec, SockOpt};
     use crate::states::Closer;
-    use crate::transfer::Proto;
     use crate::Strategy;
 
     fn err<T: std::str::FromStr>(s: &str) -> String
@@ -366,7 +265,6 @@ mod tests {
             err::<Closer>("both"),
             "closer 'both': choose server or client"
         );
-        assert_eq!(err::<Proto>("sctp"), "choose tcp or rudp");
         assert!(
             err::<SockOpt>("x").starts_with("unknown option 'x': choose from baseline, nodelay")
         );

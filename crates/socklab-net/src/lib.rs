@@ -14,7 +14,6 @@
 //! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
 //! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
 //! - [`udpbulk`] — UDP bulk (`socklab bulk --udp`): paced sender, receiver, their statistics;
-//! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp);
 //! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop);
 //! - `memtrim` — giving a drained flood's heap back to the system (`malloc_trim`).
 
@@ -40,12 +39,10 @@ pub mod sink;
 pub mod sockopt;
 pub mod states;
 pub mod strategy;
-pub mod transfer;
 pub mod udpbulk;
 pub mod udpproxy;
 
 pub use error::{
-    LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, TransferError,
-    UdpWireError,
+    LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, UdpWireError,
 };
 pub use strategy::Strategy;

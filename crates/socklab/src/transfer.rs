@@ -10,12 +10,12 @@ use socklab_lab::plan::{Group, Plan};
 use socklab_lab::store::Store;
 use socklab_lab::table::{num, Table};
 use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
-use socklab_net::transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
-use socklab_net::transfer::{
+use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+use socklab_transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
+use socklab_transfer::{
     FileOutcome, ReceiveLimits, ServerSession, SessionLimits, SessionLog, TcpServeOptions,
     TransferReport,
 };
-use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
 use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
@@ -34,7 +34,7 @@ pub fn transfer(a: TransferArgs, dry: bool) -> Result<(), Failure> {
 
 fn parse_proto(s: &str) -> Result<Proto, Failure> {
     s.parse()
-        .map_err(|e: socklab_net::ParseNameError| usage(format!("--proto '{s}': {e}")))
+        .map_err(|e: socklab_transfer::ParseProtoError| usage(format!("--proto '{s}': {e}")))
 }
 
 /// `--tcp-cc` of a single transfer: checked for tcp (default cubic: always set, since this
@@ -262,9 +262,9 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     }
     prepare_dir(&a.dir)?;
     let _remove = a.remove_dir_at_exit.then(|| RemoveAtExit(a.dir.clone()));
-    let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
+    let run = |e: socklab_transfer::TransferError| Failure::Run(e.to_string());
     if let Some(age) = limits.partial_max_age {
-        let r = socklab_net::transfer::reclaim_partials(&a.dir, age).map_err(run)?;
+        let r = socklab_transfer::reclaim_partials(&a.dir, age).map_err(run)?;
         if r.files > 0 && !a.quiet {
             eprintln!(
                 "reclaimed {} partial file(s) ({} bytes) older than {} in '{}'",
@@ -282,7 +282,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 socklab_net::sink::listen(bind).map_err(|e| Failure::Run(e.to_string()))?;
             let addr = listener.local_addr()?;
             announce(addr, &a, proto, cc.as_deref())?;
-            socklab_net::transfer::serve_tcp_with(
+            socklab_transfer::serve_tcp_with(
                 listener,
                 &a.dir,
                 &limits.tcp,
@@ -297,7 +297,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
                 .map_err(|e| Failure::Run(format!("cannot bind UDP {bind}: {e}")))?;
             let addr = socket.local_addr()?;
             announce(addr, &a, proto, None)?;
-            socklab_net::transfer::serve_rudp_with(
+            socklab_transfer::serve_rudp_with(
                 socket,
                 &a.dir,
                 &socklab_rudp::Config::default(),
@@ -392,9 +392,8 @@ fn send(a: TransferSendArgs, dry: bool) -> Result<(), Failure> {
         ));
     }
     install_interrupt_flag()?;
-    let run = |e: socklab_net::transfer::TransferError| Failure::Run(e.to_string());
-    let r =
-        socklab_net::transfer::send(proto, to, &a.files, cc.as_deref(), timeout).map_err(run)?;
+    let run = |e: socklab_transfer::TransferError| Failure::Run(e.to_string());
+    let r = socklab_transfer::send(proto, to, &a.files, cc.as_deref(), timeout).map_err(run)?;
     let (summary, extra) = match &r {
         TransferReport::Tcp(r) => (
             format!(

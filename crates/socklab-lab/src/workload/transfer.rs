@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::transfer::workfiles::{self, WorkFile};
-use socklab_net::transfer::TransferReport;
 use socklab_sys::usage::Usage;
+use socklab_transfer::workfiles::{self, WorkFile};
+use socklab_transfer::TransferReport;
 use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::metric::{m, Better, Metric};
@@ -24,7 +24,7 @@ use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
-pub use socklab_net::transfer::Proto;
+pub use socklab_transfer::Proto;
 
 /// Seed 004's file sizes: its packets carried 1500 bytes, a large file was 658 packets and a
 /// small one 7, so 658 × 1500 = 987000 and 7 × 1500 = 10500 bytes.
@@ -415,7 +415,7 @@ fn client(
     let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
     on_thread(
         "transfer-client",
-        move |_| socklab_net::transfer::send(proto, to, &paths, cc.as_deref(), timeout),
+        move |_| socklab_transfer::send(proto, to, &paths, cc.as_deref(), timeout),
         stop,
         timeout + Duration::from_secs(30),
         Duration::ZERO,

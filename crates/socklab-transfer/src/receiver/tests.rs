@@ -1,8 +1,8 @@
 //! Tests of [`FileReceiver`](super::FileReceiver).
 
 use super::*;
-use crate::transfer::testutil::Rng;
-use crate::transfer::FileSender;
+use crate::testutil::Rng;
+use crate::FileSender;
 
 /// Writes `files` (name, content) into a fresh source directory.
 fn sources(files: &[(&str, Vec<u8>)]) -> (tempfile::TempDir, Vec<PathBuf>) {

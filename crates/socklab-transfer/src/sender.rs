@@ -299,8 +299,8 @@ impl FileSender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::receiver::FileReceiver;
-    use crate::transfer::testutil::Rng;
+    use crate::receiver::FileReceiver;
+    use crate::testutil::Rng;
 
     #[test]
     fn transfer_sender_chunks_cover_everything_once() {

@@ -1,4 +1,5 @@
-//! The file-transfer application layer of `socklab transfer`, shared by both transports.
+//! `socklab-transfer`: the file-transfer application layer of `socklab transfer`, shared by
+//! both transports (TCP and socklab's reliable UDP, `socklab-rudp`).
 //!
 //! Both transports carry *chunks* `(stream, offset, bytes)`. Over our reliable UDP transport
 //! (rudp) chunks arrive reliably but unordered, possibly split differently from how they were
@@ -26,6 +27,7 @@
 
 pub mod control;
 mod early;
+pub mod error;
 pub mod framing;
 pub mod limits;
 pub mod manifest;
@@ -37,8 +39,8 @@ pub mod sessions;
 pub mod tcp;
 pub mod workfiles;
 
-pub use crate::error::TransferError;
 pub use control::{Control, ControlDecoder};
+pub use error::{ParseProtoError, TransferError};
 pub use framing::{Frame, FrameDecoder};
 pub use limits::{reclaim_partials, MemoryBudget, ReceiveLimits, Reclaimed};
 pub use manifest::{check_name, Entry, Manifest};
@@ -69,12 +71,12 @@ impl Proto {
 }
 
 impl std::str::FromStr for Proto {
-    type Err = crate::ParseNameError;
-    fn from_str(s: &str) -> Result<Proto, crate::ParseNameError> {
+    type Err = ParseProtoError;
+    fn from_str(s: &str) -> Result<Proto, ParseProtoError> {
         match s.trim() {
             "tcp" => Ok(Proto::Tcp),
             "rudp" => Ok(Proto::Rudp),
-            _ => Err(crate::ParseNameError::Proto {
+            _ => Err(ParseProtoError {
                 value: s.to_string(),
             }),
         }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use socklab_net::transfer::{
+use socklab_rudp::{wire, Config};
+use socklab_transfer::{
     send_rudp, send_tcp, serve_rudp, serve_tcp, Manifest, ServerSession, SessionLimits, SessionLog,
     TransferError,
 };
-use socklab_rudp::{wire, Config};
 
 /// Writes files of the given sizes with pseudo-random content into `dir`.
 fn make_files(dir: &Path, sizes: &[usize]) -> Vec<PathBuf> {
@@ -53,7 +53,7 @@ fn assert_received(dir: &Path, sent: &[PathBuf]) {
 }
 
 /// A rudp transfer with the default settings and a 30 s timeout, which must succeed.
-fn send(to: SocketAddr, files: &[PathBuf]) -> socklab_net::transfer::RudpReport {
+fn send(to: SocketAddr, files: &[PathBuf]) -> socklab_transfer::RudpReport {
     send_rudp(to, files, &Config::default(), Duration::from_secs(30)).unwrap()
 }
 

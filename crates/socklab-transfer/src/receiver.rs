@@ -645,10 +645,11 @@ fn part_names(last: &str) -> (String, String) {
 fn open_part(f: &mut RxFile) -> Result<File, TransferError> {
     let path = &f.temp_path;
     let mut o = OpenOptions::new();
-    o.read(true)
-        .write(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
+    o.read(true).write(true).mode(0o644).custom_flags(
+        socklab_sys::oflag::O_NOFOLLOW
+            | socklab_sys::oflag::O_CLOEXEC
+            | socklab_sys::oflag::O_NONBLOCK,
+    );
     if f.fresh {
         if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(TransferError::name(
@@ -739,7 +740,7 @@ fn save_sidecar(f: &mut RxFile) -> Result<(), TransferError> {
         .write(true)
         .create_new(true)
         .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(socklab_sys::oflag::O_NOFOLLOW | socklab_sys::oflag::O_CLOEXEC)
         .open(&tmp)
         .map_err(io_err("creating", &tmp))?;
     w.write_all(&body).map_err(io_err("writing", &tmp))?;

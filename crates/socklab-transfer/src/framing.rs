@@ -204,7 +204,7 @@ impl FrameDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::testutil::Rng;
+    use crate::testutil::Rng;
     use proptest::prelude::*;
 
     #[test]

@@ -26,8 +26,7 @@ use socklab_sys::tcp::{tcp_info, TcpInfo};
 
 use super::framing::{put_header, FrameDecoder, HEADER_LEN};
 use super::{Control, FileOutcome, FileReceiver, FileSender, ReceiveLimits, TransferError};
-use crate::error::{is_timeout, is_transient_accept_error};
-use crate::NetError;
+use socklab_sys::ioerr::{is_timeout, is_transient_accept_error};
 
 /// Bytes of file data per chunk (one frame, one `write`).
 pub const TCP_CHUNK: usize = 256 * 1024;
@@ -94,7 +93,7 @@ pub struct TcpReport {
 
 fn set_cc(sock: SockRef<'_>, cc: &str) -> Result<(), TransferError> {
     sock.set_tcp_congestion(cc.as_bytes()).map_err(|source| {
-        TransferError::Net(NetError::SockOpt {
+        TransferError::SockOpt {
             option: "cc",
             value: cc.to_string(),
             hint: format!(
@@ -104,7 +103,7 @@ fn set_cc(sock: SockRef<'_>, cc: &str) -> Result<(), TransferError> {
                     .trim()
             ),
             source,
-        })
+        }
     })
 }
 

@@ -223,7 +223,7 @@ impl RangeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::testutil::Rng;
+    use crate::testutil::Rng;
     use proptest::prelude::*;
 
     #[test]
