@@ -189,7 +189,7 @@ fn write_seeds() {
 
     let datagram = |seq, t, len| {
         let mut b = vec![0u8; len];
-        socklab_net::link::check::fill(&mut b, seq, t);
+        socklab_link::check::fill(&mut b, seq, t);
         b
     };
     seeds.push((

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use socklab_net::link::capture::{Capture, CaptureConfig};
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
+use socklab_link::capture::{Capture, CaptureConfig};
+use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
 use socklab_transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
@@ -109,7 +109,7 @@ impl LinkRun {
     /// The run of a link from its report since the run started.
     pub fn from_report(r: &LinkReport, desc: String) -> LinkRun {
         static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        let other = socklab_net::link::timing::SchedClass::Other;
+        let other = socklab_link::timing::SchedClass::Other;
         if (r.forward.sched == other || r.backward.sched == other)
             && !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
@@ -431,7 +431,7 @@ impl Resources {
             self.link_facts
                 .push(("link_driver".into(), driver.to_string()));
             if driver.uses_namespaces() {
-                let set: Vec<String> = socklab_net::link::ns::SYSCTLS
+                let set: Vec<String> = socklab_link::ns::SYSCTLS
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();

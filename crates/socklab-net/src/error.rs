@@ -67,6 +67,7 @@ pub enum NetError {
     Timeout(String),
 }
 
+pub use crate::udpbulk::wire::UdpWireError;
 pub use socklab_sys::ioerr::{is_timeout, is_transient_accept_error};
 
 impl NetError {
@@ -96,7 +97,7 @@ impl NetError {
 }
 
 /// A name that is not one of a fixed set: a server design, handler, load protocol, write
-/// strategy, link driver, link side or closer. `Display` names the value
+/// strategy or closer (the link's driver and side: `socklab_link::ParseNameError`). `Display` names the value
 /// and the choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseNameError {
@@ -171,63 +172,8 @@ impl From<SockOptError> for NetError {
     }
 }
 
-/// A link MTU outside 576 (IPv4's minimum) to 65535.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("use 576 to 65535 (1500 is Ethernet's)")]
-pub struct MtuError;
-
-/// Why one value of an emulated link's keys is unusable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LinkValueError {
-    /// `link` or `link_back` is not netem syntax.
-    #[error(transparent)]
-    Spec(#[from] socklab_impair::ParseSpecError),
-    /// `link_driver` is not a driver.
-    #[error(transparent)]
-    Driver(#[from] ParseNameError),
-    /// `link_mtu` is not a number in range.
-    #[error(transparent)]
-    Mtu(#[from] MtuError),
-    /// `link_seed` is not a count.
-    #[error("{0}")]
-    Seed(String),
-    /// `link_valid` is not `SHARE LAG`.
-    #[error("{0}")]
-    Valid(String),
-}
-
-/// An emulated link's keys (`link`, `link_back`, `link_driver`, `link_mtu`, `link_seed`,
-/// `link_valid`) that
-/// do not make a link; `Display` names the key, the value and the fix.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LinkKeyError {
-    /// A link key given without `link`.
-    #[error("{key} needs link: add link = \"…\" (netem syntax, or none)")]
-    NeedsLink {
-        /// The key given alone.
-        key: &'static str,
-    },
-    /// A key whose value does not parse.
-    #[error("{key} = '{value}': {reason}")]
-    Value {
-        /// The key.
-        key: &'static str,
-        /// The value as given.
-        value: String,
-        /// Why, and what to write instead.
-        reason: LinkValueError,
-    },
-}
-
-impl From<LinkKeyError> for NetError {
-    fn from(e: LinkKeyError) -> Self {
-        NetError::Invalid(e.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::link::{Driver, Side};
     use crate::load::LoadProtocol;
     use crate::server::{Design, Handler};
     use crate::sockopt::{OptSet, OptSpec, SockOpt};
@@ -243,14 +189,6 @@ mod tests {
 
     #[test]
     fn typed_parse_errors_print_the_messages_users_know() {
-        assert_eq!(
-            err::<Driver>("ovs"),
-            "unknown driver 'ovs': use auto, tun, netem or udp-proxy"
-        );
-        assert_eq!(
-            err::<Side>("mid"),
-            "unknown side 'mid': use client or server"
-        );
         assert_eq!(
             err::<Handler>("ftp"),
             "unknown handler 'ftp': use one of stevens, echo, discard, http"
@@ -278,32 +216,7 @@ mod tests {
             "option 'nodelay' is given twice in 'nodelay+client:nodelay'"
         );
         // `?` still turns them into a NetError with the same text.
-        let e: crate::NetError = "ovs".parse::<Driver>().unwrap_err().into();
-        assert_eq!(e.to_string(), err::<Driver>("ovs"));
+        let e: crate::NetError = "ftp".parse::<Handler>().unwrap_err().into();
+        assert_eq!(e.to_string(), err::<Handler>("ftp"));
     }
-}
-
-/// Why a datagram is not one of `socklab bulk --udp` ([`crate::udpbulk::wire`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum UdpWireError {
-    /// Shorter than the header.
-    #[error("datagram of {0} bytes, shorter than the {len}-byte header", len = crate::udpbulk::wire::HEADER_LEN)]
-    Short(usize),
-    /// Not socklab's magic number.
-    #[error("not a socklab UDP bulk datagram (magic {0:#010x})")]
-    Magic(u32),
-    /// A version this build does not speak.
-    #[error("UDP bulk datagram version {0}, this socklab speaks {v}", v = crate::udpbulk::wire::VERSION)]
-    Version(u8),
-    /// The header checksum does not match (the header was damaged on the way).
-    #[error("UDP bulk datagram header checksum mismatch")]
-    Check,
-    /// Flags or a length that this version does not define.
-    #[error("UDP bulk datagram with unknown flags {flags:#04x} or header length {len}")]
-    Layout {
-        /// The flags byte.
-        flags: u8,
-        /// The header length field.
-        len: u16,
-    },
 }

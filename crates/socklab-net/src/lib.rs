@@ -11,8 +11,6 @@
 //! - [`cpus`] — CPU lists (`--affinity 0-3`), round-robin per stream;
 //! - [`send`] — the sending side of a stream (the write strategies), shared by `bulk` and the sink;
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
-//! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
-//! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
 //! - [`udpbulk`] — UDP bulk (`socklab bulk --udp`): paced sender, receiver, their statistics;
 //! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop);
 //! - `memtrim` — giving a drained flood's heap back to the system (`malloc_trim`).
@@ -23,7 +21,6 @@ pub mod childline;
 pub mod cpus;
 pub mod echo;
 pub mod error;
-pub mod link;
 pub mod load;
 mod memtrim;
 pub mod partial;
@@ -40,9 +37,6 @@ pub mod sockopt;
 pub mod states;
 pub mod strategy;
 pub mod udpbulk;
-pub mod udpproxy;
 
-pub use error::{
-    LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, UdpWireError,
-};
+pub use error::{NetError, ParseNameError, SockOptError, UdpWireError};
 pub use strategy::Strategy;

@@ -259,7 +259,7 @@ fn root_or_skip(test: &str) -> bool {
 /// reordering in both directions: every file arrives byte-identical, rudp recovers the losses.
 #[test]
 fn both_transports_cross_a_lossy_emulated_link_byte_identical() {
-    use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
+    use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
     if !root_or_skip("both_transports_cross_a_lossy_emulated_link") {
         return;
     }

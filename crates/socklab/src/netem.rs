@@ -5,10 +5,11 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use socklab_net::link::capture::{Capture, CaptureConfig};
-use socklab_net::link::ns::{self, Side};
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport};
-use socklab_net::{LinkKeyError, NetError};
+use socklab_link::capture::{Capture, CaptureConfig};
+use socklab_link::ns::{self, Side};
+use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkReport};
+use socklab_link::{LinkError, LinkKeyError};
+use socklab_net::NetError;
 use socklab_sys::process::{
     child_dies_with_parent, dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
 };
@@ -22,6 +23,15 @@ impl From<NetError> for Failure {
         match e {
             NetError::Invalid(m) => Failure::Usage(m),
             NetError::Interrupted => Failure::Interrupted("interrupted".into()),
+            other => Failure::Run(other.to_string()),
+        }
+    }
+}
+
+impl From<LinkError> for Failure {
+    fn from(e: LinkError) -> Self {
+        match e {
+            LinkError::Invalid(m) => Failure::Usage(m),
             other => Failure::Run(other.to_string()),
         }
     }
@@ -123,7 +133,7 @@ impl LinkArgs {
     }
 }
 
-/// The flag of a link key ([`socklab_net::link::KEYS`]).
+/// The flag of a link key ([`socklab_link::KEYS`]).
 fn flag_of(key: &str) -> &'static str {
     match key {
         "link" => "--link",
@@ -161,7 +171,7 @@ pub(crate) fn describe(link: &EmulatedLink) -> Result<String, Failure> {
 
 /// The queue discipline's drops and marks, netem's ECN marks and the wait at the bottleneck,
 /// when there was any (issue 19).
-fn bottleneck_line(st: &socklab_net::link::Stats) -> Option<String> {
+fn bottleneck_line(st: &socklab_link::Stats) -> Option<String> {
     (st.aqm_dropped + st.aqm_marked + st.loss_marked + st.queue_delay_sum_ns > 0).then(|| {
         format!(
             "aqm {} dropped, {} ECN-marked; loss ECN-marked {}; bottleneck wait mean {:.3} ms max {:.3} ms",

@@ -3,12 +3,12 @@
 
 use std::net::Ipv4Addr;
 
-use socklab_net::link::capture::Capture;
+use socklab_link::capture::Capture;
 use std::time::{Duration, Instant};
 
-use socklab_net::link::check::{compare_lagged, probe, CheckConfig, CheckRow, Endpoints};
-use socklab_net::link::ns::Side;
-use socklab_net::link::{Driver, EmulatedLink, LinkReport};
+use socklab_link::check::{compare_lagged, probe, CheckConfig, CheckRow, Endpoints};
+use socklab_link::ns::Side;
+use socklab_link::{Driver, EmulatedLink, LinkReport};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 
 use crate::cli::LinkArgs;
@@ -71,7 +71,7 @@ struct Probed {
 }
 
 /// Copies the model of `d` still holds (neither delivered nor dropped).
-fn in_flight(d: &socklab_net::link::DirReport) -> u64 {
+fn in_flight(d: &socklab_link::DirReport) -> u64 {
     let s = &d.stats;
     (s.packets_in + s.duplicated)
         .saturating_sub(s.dropped + s.queue_dropped + s.aqm_dropped + s.delivered)
@@ -95,7 +95,7 @@ fn probed(
     title: &str,
     direction: &str,
     (spec, rows): (String, Vec<CheckRow>),
-    r: &socklab_net::link::check::ProbeResult,
+    r: &socklab_link::check::ProbeResult,
     size: usize,
     acc: &LinkReport,
 ) -> Probed {
@@ -195,8 +195,8 @@ pub fn check(
         link_json = serde_json::json!({
             "driver": "udp-proxy",
             "offload": null,
-            "link": socklab_net::link::spec_text(&pair.forward),
-            "link_back": socklab_net::link::spec_text(&pair.backward),
+            "link": socklab_link::spec_text(&pair.forward),
+            "link_back": socklab_link::spec_text(&pair.backward),
             "mtu": cfg.mtu,
             "seed": cfg.seed,
         });
@@ -204,7 +204,7 @@ pub fn check(
             &format!("client -> server via udp-proxy ({})", pair.describe()),
             "client->server",
             (
-                socklab_net::link::spec_text(&pair.forward),
+                socklab_link::spec_text(&pair.forward),
                 compare_lagged(&pair.forward, &r, lag),
             ),
             &r,
@@ -217,8 +217,8 @@ pub fn check(
         link_json = serde_json::json!({
             "driver": link.driver().as_str(),
             "offload": link.offload().map(|o| o.as_str()),
-            "link": socklab_net::link::spec_text(&link.pair().forward),
-            "link_back": socklab_net::link::spec_text(&link.pair().backward),
+            "link": socklab_link::spec_text(&link.pair().forward),
+            "link_back": socklab_link::spec_text(&link.pair().backward),
             "mtu": cfg.mtu,
             "seed": cfg.seed,
         });
@@ -267,10 +267,7 @@ pub fn check(
             dirs.push(probed(
                 title,
                 direction,
-                (
-                    socklab_net::link::spec_text(spec),
-                    compare_lagged(spec, &r, lag),
-                ),
+                (socklab_link::spec_text(spec), compare_lagged(spec, &r, lag)),
                 &r,
                 size,
                 &acc,
@@ -314,8 +311,8 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use socklab_net::link::check::{ProbeResult, FROM_SPEC};
-    use socklab_net::link::DirReport;
+    use socklab_link::check::{ProbeResult, FROM_SPEC};
+    use socklab_link::DirReport;
 
     fn row(ok: bool) -> CheckRow {
         CheckRow {

@@ -35,8 +35,8 @@ use super::capture::{CaptureTap, Tracker};
 use super::ns::{ip, Namespaces, Side, PREFIX};
 use super::timing::{LagHist, Levers, SchedClass, SpinSizer, ValidRule, FIFO_PRIORITY};
 use super::vnet::{self, VnetHdr, GSO_TCPV4, GSO_TCPV6, HDR_LEN};
-use super::{add_stats, DirReport, LinkReport};
-use crate::NetError;
+use super::{DirReport, LinkReport};
+use crate::LinkError;
 
 pub use super::offload::{Offload, OFFLOAD_ENV};
 
@@ -77,7 +77,7 @@ struct Direction {
 }
 
 impl Direction {
-    fn new(spec: LinkSpec, seed: u64) -> Result<Direction, NetError> {
+    fn new(spec: LinkSpec, seed: u64) -> Result<Direction, LinkError> {
         Ok(Direction {
             generation: AtomicU64::new(0),
             next_spec: Mutex::new(Some((spec, seed))),
@@ -86,7 +86,7 @@ impl Direction {
             want_run: AtomicU32::new(0),
             mark_seq: AtomicU64::new(0),
             boundary: Mutex::new(None),
-            waker: Waker::new().map_err(|e| NetError::io("eventfd", e))?,
+            waker: Waker::new().map_err(|e| LinkError::io("eventfd", e))?,
             tolerance_ns: AtomicU64::new(ValidRule::default().lag_ns),
             sched: AtomicU8::new(SchedClass::Unknown.code()),
         })
@@ -122,10 +122,10 @@ impl std::fmt::Debug for Direction {
     }
 }
 
-fn open_in(ns: &Namespaces, side: Side, mtu: u32, offload: Offload) -> Result<File, NetError> {
+fn open_in(ns: &Namespaces, side: Side, mtu: u32, offload: Offload) -> Result<File, LinkError> {
     let guard = ns.enter(side)?;
     let dev = socklab_sys::netns::open_tun_with(TUN_NAME, offload.options()).map_err(|e| {
-        NetError::Link(format!(
+        LinkError::Link(format!(
             "cannot create the TUN device in {}: {e} (is /dev/net/tun there? modprobe tun)",
             ns.name(side)
         ))
@@ -164,7 +164,7 @@ impl TunLink {
         seed: u64,
         mtu: u32,
         capture: Option<CaptureTap>,
-    ) -> Result<TunLink, NetError> {
+    ) -> Result<TunLink, LinkError> {
         let offload = Offload::from_env()?;
         let levers = Levers::from_env()?;
         // Process-wide and kept for its life (munlockall would unlock another link's pages).
@@ -180,10 +180,10 @@ impl TunLink {
         let epoch_wall = wall_ns();
         let client2 = client
             .try_clone()
-            .map_err(|e| NetError::io("dup TUN descriptor", e))?;
+            .map_err(|e| LinkError::io("dup TUN descriptor", e))?;
         let server2 = server
             .try_clone()
-            .map_err(|e| NetError::io("dup TUN descriptor", e))?;
+            .map_err(|e| LinkError::io("dup TUN descriptor", e))?;
         let mut threads = Vec::new();
         for (i, (rx, tx)) in [(client, server), (server2, client2)]
             .into_iter()
@@ -215,7 +215,7 @@ impl TunLink {
                     }
                     .run(&stop)
                 })
-                .map_err(|e| NetError::io("spawn link thread", e))?;
+                .map_err(|e| LinkError::io("spawn link thread", e))?;
             threads.push(t);
         }
         // The threads name themselves (tid) and their scheduling class first thing: wait for
@@ -602,9 +602,9 @@ impl Forwarder<'_> {
     ) -> DirReport {
         let mut s = base.clone();
         for m in draining {
-            add_stats(&mut s, m.emu.stats());
+            s.add(m.emu.stats());
         }
-        add_stats(&mut s, cur.emu.stats());
+        s.add(cur.emu.stats());
         DirReport {
             stats: s,
             late: c.late,

@@ -1,4 +1,4 @@
-//! Emulated links with netem's impairments, behind one [`EmulatedLink`] whatever the driver
+//! `socklab-link`: emulated links with netem's impairments on live sockets, behind one [`EmulatedLink`] whatever the driver
 //! ([`LinkConfig`] is what to build: parsed from the lab's keys or the CLI's flags by
 //! [`LinkConfig::from_keys`], printed back by [`LinkConfig::to_keys`]). The namespace drivers
 //! join two network namespaces (`sl-<tag>-c`, `sl-<tag>-s`):
@@ -8,7 +8,7 @@
 //!   without `sch_netem`.
 //! - `netem` ([`netem`]): a veth pair and the kernel's `tc netem`, where a probe shows the
 //!   kernel has it (`--driver auto` picks it then).
-//! - `udp-proxy` ([`crate::udpproxy`]): no namespaces, no root; UDP only. The server runs on
+//! - `udp-proxy` ([`udpproxy`]): no namespaces, no root; UDP only. The server runs on
 //!   this host and [`EmulatedLink::route`] puts an impairing relay on loopback in front of it.
 //!
 //! The client side gets `10.77.0.1` ("client"), the server side `10.77.0.2` ("server").
@@ -18,6 +18,8 @@ pub mod capture;
 pub mod check;
 pub mod check_compare;
 pub mod check_model;
+pub mod check_row;
+pub mod error;
 pub mod netem;
 pub mod ns;
 pub mod offload;
@@ -25,6 +27,7 @@ pub mod pcapng;
 pub mod report;
 pub mod timing;
 pub mod tun;
+pub mod udpproxy;
 pub mod vnet;
 
 use std::net::SocketAddr;
@@ -35,7 +38,7 @@ pub use ns::{Namespaces, Side, CLIENT_ADDR, SERVER_ADDR};
 pub use report::{DirReport, LinkReport};
 pub use timing::ValidRule;
 
-use crate::{LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError};
+pub use error::{LinkError, LinkKeyError, LinkValueError, MtuError, ParseNameError};
 
 /// The impairments of both directions.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -76,9 +79,9 @@ pub fn check_mtu(mtu: u32) -> Result<u32, MtuError> {
 
 impl LinkPair {
     /// `link` for both directions, or `link` forward and `back` backward.
-    pub fn parse(link: &str, back: Option<&str>) -> Result<LinkPair, NetError> {
+    pub fn parse(link: &str, back: Option<&str>) -> Result<LinkPair, LinkError> {
         let parse = |flag: &str, s: &str| {
-            parse_spec(s).map_err(|e| NetError::Invalid(format!("bad {flag} \"{s}\": {e}")))
+            parse_spec(s).map_err(|e| LinkError::Invalid(format!("bad {flag} \"{s}\": {e}")))
         };
         let forward = parse("--link", link)?;
         let backward = match back {
@@ -298,11 +301,6 @@ impl Default for LinkConfig {
     }
 }
 
-/// `a += b`, counter by counter.
-pub(crate) fn add_stats(a: &mut Stats, b: &Stats) {
-    a.add(b);
-}
-
 /// One `udp-proxy` relay in front of one server.
 struct Relay {
     target: SocketAddr,
@@ -358,7 +356,7 @@ impl EmulatedLink {
     /// Starts the link: for namespace drivers creates the namespaces and starts the driver
     /// (`auto`: netem if the kernel has it, else tun); for `udp-proxy` nothing runs until
     /// [`EmulatedLink::route`].
-    pub fn start(cfg: &LinkConfig) -> Result<EmulatedLink, NetError> {
+    pub fn start(cfg: &LinkConfig) -> Result<EmulatedLink, LinkError> {
         EmulatedLink::start_with(cfg, None)
     }
 
@@ -367,10 +365,11 @@ impl EmulatedLink {
     pub fn start_with(
         cfg: &LinkConfig,
         capture: Option<capture::CaptureTap>,
-    ) -> Result<EmulatedLink, NetError> {
-        check_mtu(cfg.mtu).map_err(|e| NetError::Invalid(format!("bad --mtu {}: {e}", cfg.mtu)))?;
+    ) -> Result<EmulatedLink, LinkError> {
+        check_mtu(cfg.mtu)
+            .map_err(|e| LinkError::Invalid(format!("bad --mtu {}: {e}", cfg.mtu)))?;
         if capture.is_some() && !matches!(cfg.driver, Driver::Auto | Driver::Tun) {
-            return Err(NetError::Invalid(format!(
+            return Err(LinkError::Invalid(format!(
                 "--capture records what socklab's own emulator does: use --driver tun (not {})",
                 cfg.driver
             )));
@@ -396,7 +395,7 @@ impl EmulatedLink {
         if driver == Driver::Netem {
             netem::expressible(&cfg.pair)?;
             if !netem::kernel_has_netem() {
-                return Err(NetError::Link(
+                return Err(LinkError::Link(
                     "this kernel has no sch_netem ('tc qdisc add … netem' fails): use --driver tun (socklab's own emulator) or auto".into(),
                 ));
             }
@@ -430,9 +429,9 @@ impl EmulatedLink {
     /// The namespaces of a namespace driver; an error for `udp-proxy`, which makes none (use
     /// [`EmulatedLink::server_namespace`] and [`EmulatedLink::enter_client`], which work for
     /// every driver).
-    pub fn namespaces(&self) -> Result<&Namespaces, NetError> {
+    pub fn namespaces(&self) -> Result<&Namespaces, LinkError> {
         self.ns.as_ref().ok_or_else(|| {
-            NetError::Invalid(
+            LinkError::Invalid(
                 "the udp-proxy driver makes no namespaces: use --driver tun or netem (root)".into(),
             )
         })
@@ -458,7 +457,7 @@ impl EmulatedLink {
     /// loopback in front of `server` (started on first use, kept for later calls), whose
     /// models start afresh from the seed at every call, as a new relay would: every run sees
     /// the same random decisions.
-    pub fn route(&mut self, server: SocketAddr) -> Result<SocketAddr, NetError> {
+    pub fn route(&mut self, server: SocketAddr) -> Result<SocketAddr, LinkError> {
         let Engine::Proxy(relays) = &mut self.engine else {
             return Ok(server);
         };
@@ -479,7 +478,7 @@ impl EmulatedLink {
     /// Puts the calling thread into the client side until the guard drops: the client
     /// namespace for namespace drivers, nothing for `udp-proxy` (the client stays here). Threads
     /// spawned meanwhile inherit it.
-    pub fn enter_client(&self) -> Result<ClientGuard, NetError> {
+    pub fn enter_client(&self) -> Result<ClientGuard, LinkError> {
         match &self.ns {
             Some(ns) => Ok(ClientGuard(Some(ns.enter(Side::Client)?))),
             None => Ok(ClientGuard(None)),
@@ -503,7 +502,7 @@ impl EmulatedLink {
 
     /// Changes the impairments (no-op when unchanged); `udp-proxy` relays restart their
     /// models from the seed with the new impairments and keep their addresses.
-    pub fn set(&mut self, pair: &LinkPair) -> Result<(), NetError> {
+    pub fn set(&mut self, pair: &LinkPair) -> Result<(), LinkError> {
         if *pair == self.pair {
             return Ok(());
         }
@@ -518,7 +517,7 @@ impl EmulatedLink {
     /// Restarts the models from `seed` (forward `seed`, backward `seed + 1`), so that each
     /// repetition draws its own random decisions: `tun` and `udp-proxy` take it; the kernel's
     /// netem draws its own and ignores it.
-    pub fn reseed(&mut self, seed: u64) -> Result<(), NetError> {
+    pub fn reseed(&mut self, seed: u64) -> Result<(), LinkError> {
         let pair = self.pair.clone();
         self.respecify(&pair, seed)
     }
@@ -526,11 +525,11 @@ impl EmulatedLink {
     /// New impairments and a new seed at once, with one restart of the models (a repetition
     /// that changes both restarts them once, not twice). The kernel's netem is changed only
     /// when the impairments change.
-    pub fn respecify(&mut self, pair: &LinkPair, seed: u64) -> Result<(), NetError> {
+    pub fn respecify(&mut self, pair: &LinkPair, seed: u64) -> Result<(), LinkError> {
         if let Engine::Netem(n) = &mut self.engine {
             if *pair != self.pair {
                 let ns = self.ns.as_ref().ok_or_else(|| {
-                    NetError::Link("the netem driver has lost its namespaces".into())
+                    LinkError::Link("the netem driver has lost its namespaces".into())
                 })?;
                 n.set(ns, pair)?;
             }
@@ -569,15 +568,15 @@ impl EmulatedLink {
     /// An empty `avoid` (endpoints not pinned) lets the threads run on every CPU the caller
     /// may use again, so a cell without pinned endpoints does not inherit an earlier cell's
     /// placement.
-    pub fn place_away_from(&self, avoid: &[usize]) -> Result<Option<Vec<usize>>, NetError> {
+    pub fn place_away_from(&self, avoid: &[usize]) -> Result<Option<Vec<usize>>, LinkError> {
         let Engine::Tun(t) = &self.engine else {
             return Ok(None);
         };
         let online = socklab_sys::sched::thread_affinity()
-            .map_err(|e| NetError::io("sched_getaffinity", e))?;
+            .map_err(|e| LinkError::io("sched_getaffinity", e))?;
         let placed = timing::spare_cpus(&online, avoid);
         t.pin(placed.as_deref().unwrap_or(&online))
-            .map_err(|e| NetError::io("sched_setaffinity", e))?;
+            .map_err(|e| LinkError::io("sched_setaffinity", e))?;
         Ok(placed)
     }
 
@@ -603,8 +602,8 @@ impl EmulatedLink {
                 let mut st = crate::udpproxy::ProxyStats::default();
                 for r in relays {
                     let s = r.handle.stats();
-                    add_stats(&mut st.forward, &s.forward);
-                    add_stats(&mut st.backward, &s.backward);
+                    st.forward.add(&s.forward);
+                    st.backward.add(&s.backward);
                 }
                 st.into()
             }
@@ -639,13 +638,13 @@ impl EmulatedLink {
     }
 
     /// Stops the emulator (and relays), removes the namespaces, returns the final accounting.
-    pub fn stop(mut self) -> Result<LinkReport, NetError> {
+    pub fn stop(mut self) -> Result<LinkReport, LinkError> {
         if let Engine::Proxy(relays) = &mut self.engine {
             let mut st = crate::udpproxy::ProxyStats::default();
             for r in std::mem::take(relays) {
                 let s = r.handle.stop()?;
-                add_stats(&mut st.forward, &s.forward);
-                add_stats(&mut st.backward, &s.backward);
+                st.forward.add(&s.forward);
+                st.backward.add(&s.backward);
             }
             return Ok(LinkReport {
                 rule: self.rule,

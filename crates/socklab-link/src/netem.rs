@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use super::ns::{ip, remove_namespace, run_tool, Namespaces, Side, PREFIX};
 use super::{DirReport, LinkPair, LinkReport};
-use crate::NetError;
+use crate::LinkError;
 
 /// The veth end's name in both namespaces.
 pub const VETH_NAME: &str = "sl-veth";
@@ -41,7 +41,7 @@ pub fn kernel_has_netem() -> bool {
 
 /// Whether netem can express the pair: socklab's extensions `fifo`, `fixcsum`, `aqm`, `trace`
 /// and rate schedules have no netem equivalent (netem's own `slot` and `ecn` pass through).
-pub fn expressible(pair: &LinkPair) -> Result<(), NetError> {
+pub fn expressible(pair: &LinkPair) -> Result<(), LinkError> {
     for s in [&pair.forward, &pair.backward] {
         if s.keep_order
             || s.fix_checksum
@@ -49,7 +49,7 @@ pub fn expressible(pair: &LinkPair) -> Result<(), NetError> {
             || s.trace.is_some()
             || s.rate_schedule.is_some()
         {
-            return Err(NetError::Invalid(format!(
+            return Err(LinkError::Invalid(format!(
                 "\"{s}\" uses socklab's own keywords (fifo, fixcsum, aqm, trace, rate schedules) that tc netem lacks: use --driver tun"
             )));
         }
@@ -79,7 +79,7 @@ pub struct NetemLink;
 
 impl NetemLink {
     /// Creates the veth pair (client `10.77.0.1`, server `10.77.0.2`) and the qdiscs.
-    pub fn start(ns: &Namespaces, pair: &LinkPair, mtu: u32) -> Result<NetemLink, NetError> {
+    pub fn start(ns: &Namespaces, pair: &LinkPair, mtu: u32) -> Result<NetemLink, LinkError> {
         let c = ns.name(Side::Client);
         let s = ns.name(Side::Server);
         ip(&[
@@ -98,7 +98,7 @@ impl NetemLink {
         Ok(me)
     }
 
-    fn apply(&self, ns: &Namespaces, pair: &LinkPair, verb: &str) -> Result<(), NetError> {
+    fn apply(&self, ns: &Namespaces, pair: &LinkPair, verb: &str) -> Result<(), LinkError> {
         for (side, spec) in [
             (Side::Client, &pair.forward),
             (Side::Server, &pair.backward),
@@ -111,7 +111,7 @@ impl NetemLink {
     }
 
     /// Changes both qdiscs.
-    pub fn set(&mut self, ns: &Namespaces, pair: &LinkPair) -> Result<(), NetError> {
+    pub fn set(&mut self, ns: &Namespaces, pair: &LinkPair) -> Result<(), LinkError> {
         self.apply(ns, pair, "change")
     }
 

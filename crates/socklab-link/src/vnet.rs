@@ -20,6 +20,8 @@
 
 use std::ops::Range;
 
+use socklab_impair::packet::{fold16, sum16};
+
 /// Length of `struct virtio_net_hdr` (the TUN default, `TUNSETVNETHDRSZ` untouched).
 pub const HDR_LEN: usize = 10;
 /// `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the checksum at `csum_start + csum_offset` is left to compute.
@@ -175,25 +177,6 @@ fn layout(p: &[u8]) -> Option<Layout> {
     (l.l4 + need <= l.end).then_some(l)
 }
 
-fn sum16(bytes: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = bytes.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u32::from(*last) << 8;
-    }
-    acc
-}
-
-/// One's-complement fold of a sum to 16 bits (not inverted).
-fn fold(mut acc: u32) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
-
 fn put16(p: &mut [u8], at: usize, v: u16) {
     p[at..at + 2].copy_from_slice(&v.to_be_bytes());
 }
@@ -205,7 +188,7 @@ fn get32(p: &[u8], at: usize) -> u32 {
 fn ipv4_header_checksum(p: &mut [u8]) {
     let ihl = usize::from(p[0] & 0x0f) * 4;
     put16(p, 10, 0);
-    let c = !fold(sum16(&p[..ihl], 0));
+    let c = socklab_impair::packet::internet_checksum(&p[..ihl]);
     put16(p, 10, c);
 }
 
@@ -217,7 +200,7 @@ pub fn make_partial(p: &mut [u8]) -> bool {
     if !l.has_checksum(p) {
         return false;
     }
-    let v = fold(l.pseudo(p, l.end - l.l4));
+    let v = fold16(l.pseudo(p, l.end - l.l4));
     put16(p, l.l4 + l.csum_field(), v);
     true
 }
@@ -230,7 +213,7 @@ pub fn complete_checksum(p: &mut [u8]) -> bool {
         return false;
     }
     // The field is part of the sum: it holds the pseudo-header's share.
-    let mut c = !fold(sum16(&p[l.l4..l.end], 0));
+    let mut c = !fold16(sum16(&p[l.l4..l.end], 0));
     if l.proto == UDP && c == 0 {
         c = 0xffff;
     }
@@ -298,7 +281,7 @@ pub fn split(
             f &= !CWR;
         }
         b[l.l4 + 13] = f;
-        let v = fold(l.pseudo(&b, len - l.l4));
+        let v = fold16(l.pseudo(&b, len - l.l4));
         put16(&mut b, l.l4 + 16, v);
         out(b);
     }
@@ -430,7 +413,7 @@ pub fn joined_header<P: AsRef<[u8]>>(run: &[P], hdr: &mut Vec<u8>) -> Option<(Vn
     hdr[f.l.l4 + 13] = last.flags;
     // Partial checksum over the whole: the pseudo-header with the joined length.
     let l = Layout { end: len, ..f.l };
-    let v = fold(l.pseudo(hdr, len - l.l4));
+    let v = fold16(l.pseudo(hdr, len - l.l4));
     put16(hdr, l.l4 + 16, v);
     Some((
         VnetHdr {
@@ -483,7 +466,7 @@ mod tests {
     /// is 0xffff.
     fn checksum_ok(p: &[u8]) -> bool {
         let l = layout(p).unwrap();
-        fold(sum16(&p[l.l4..l.end], l.pseudo(p, l.end - l.l4))) == 0xffff
+        fold16(sum16(&p[l.l4..l.end], l.pseudo(p, l.end - l.l4))) == 0xffff
     }
 
     #[test]
@@ -541,7 +524,7 @@ mod tests {
         for (i, s) in segs.iter().enumerate() {
             assert_eq!(u16::from_be_bytes([s[2], s[3]]) as usize, s.len());
             assert_eq!(u16::from_be_bytes([s[4], s[5]]), 100 + i as u16);
-            assert_eq!(fold(sum16(&s[..20], 0)), 0xffff, "IP header checksum");
+            assert_eq!(fold16(sum16(&s[..20], 0)), 0xffff, "IP header checksum");
             assert_eq!(get32(s, 24), 5000 + 1400 * i as u32);
             let want = match i {
                 0 => ACK | CWR,

@@ -3,9 +3,9 @@
 //! (without root the test prints why it skips and passes). No timing is asserted: only that
 //! what is recorded is what happened (the class the kernel granted, one lag per packet).
 
-use socklab_net::link::check::{probe, CheckConfig, Endpoints};
-use socklab_net::link::timing::{SchedClass, FIFO_PRIORITY};
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
+use socklab_link::check::{probe, CheckConfig, Endpoints};
+use socklab_link::timing::{SchedClass, FIFO_PRIORITY};
+use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
 
 /// The class a thread of this process gets when it asks for what the release threads ask for.
 fn grantable_class() -> SchedClass {
@@ -26,7 +26,7 @@ fn a_tun_run_records_its_sched_class_lag_percentiles_and_rule() {
     if !socklab_sys::skip::root_or_skip(name) {
         return;
     }
-    if std::env::var_os(socklab_net::link::timing::LEVERS_ENV).is_some() {
+    if std::env::var_os(socklab_link::timing::LEVERS_ENV).is_some() {
         socklab_sys::skip::skip(
             name,
             "levers set",

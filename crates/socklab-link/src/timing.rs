@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::NetError;
+use crate::LinkError;
 
 /// Sub-buckets per power of two of [`LagHist`] (a bucket spans at most 25 % of its value).
 const SUB: usize = 4;
@@ -300,7 +300,7 @@ impl Default for Levers {
 impl Levers {
     /// The levers `value` of [`LEVERS_ENV`] asks for; an unknown word is an error naming the
     /// choices.
-    pub fn parse(value: &str) -> Result<Levers, NetError> {
+    pub fn parse(value: &str) -> Result<Levers, LinkError> {
         let mut l = Levers::default();
         for w in value.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match w {
@@ -313,7 +313,7 @@ impl Levers {
                 "batchcap" => l.batch_cap = true,
                 "nobatchcap" => l.batch_cap = false,
                 other => {
-                    return Err(NetError::Invalid(format!(
+                    return Err(LinkError::Invalid(format!(
                         "{LEVERS_ENV}: unknown lever '{other}': use a comma-separated list of fifo, nofifo, spin, nospin, mlock, nomlock, batchcap, nobatchcap"
                     )))
                 }
@@ -323,7 +323,7 @@ impl Levers {
     }
 
     /// The levers [`LEVERS_ENV`] asks for (the default when unset).
-    pub fn from_env() -> Result<Levers, NetError> {
+    pub fn from_env() -> Result<Levers, LinkError> {
         match std::env::var(LEVERS_ENV) {
             Err(_) => Ok(Levers::default()),
             Ok(v) => Levers::parse(&v),

@@ -4,7 +4,7 @@
 
 use socklab_impair::LinkSpec;
 
-use super::check::{CheckRow, ProbeResult, FROM_MODEL, FROM_SPEC};
+use crate::check_row::{CheckRow, ProbeResult, FROM_MODEL, FROM_SPEC};
 
 /// Half-width of the binomial 99.9 % interval of a rate `p` over `n` trials (normal
 /// approximation, at least one trial's worth).

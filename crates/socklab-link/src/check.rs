@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use socklab_impair::LinkSpec;
 
-use crate::NetError;
+use crate::LinkError;
 
 pub use super::check_compare::{closed_form_delay_ns, compare, compare_lagged};
+pub use super::check_row::{CheckRow, ProbeResult, FROM_MODEL, FROM_SPEC};
 
 /// What to send.
 #[derive(Debug, Clone)]
@@ -55,120 +56,6 @@ pub struct Endpoints {
     pub receiver_port: u16,
     /// Maps the receiver's bound address to where the sender sends (e.g. a proxy in front).
     pub via: Option<SocketAddr>,
-}
-
-/// One line of the comparison.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckRow {
-    /// What is compared.
-    pub what: String,
-    /// Configured value (text).
-    pub configured: String,
-    /// Measured value (text).
-    pub measured: String,
-    /// Whether the measurement agrees (`None`: no verdict, shown for information).
-    pub ok: Option<bool>,
-    /// Where the expected value comes from: [`FROM_SPEC`] (a closed form of the spec),
-    /// [`FROM_MODEL`] (the model replaying the probe) or `""` (information only).
-    pub from: &'static str,
-}
-
-/// [`CheckRow::from`]: a closed form of the spec.
-pub const FROM_SPEC: &str = "spec";
-/// [`CheckRow::from`]: the mean of [`super::check_model::REPLAYS`] seeded replays of the
-/// datagrams as they were sent through the model.
-pub const FROM_MODEL: &str = "model";
-
-/// What a probe in one direction saw.
-#[derive(Debug, Clone, Default)]
-pub struct ProbeResult {
-    /// Datagrams sent.
-    pub sent: u64,
-    /// Distinct paced datagrams received intact.
-    pub unique: u64,
-    /// Burst datagrams sent.
-    pub burst_sent: u64,
-    /// Distinct burst datagrams received intact.
-    pub burst_unique: u64,
-    /// Extra copies received.
-    pub duplicates: u64,
-    /// Arrivals with a sequence number below one already seen.
-    pub reordered: u64,
-    /// Arrivals whose checksum did not match (corruption reached the application).
-    pub corrupted: u64,
-    /// One-way delays of first copies, ns.
-    pub delays_ns: Vec<u64>,
-    /// Burst phase: measured rate, bits/s (IP packet bits), if measured.
-    pub burst_bps: Option<f64>,
-    /// Capacity phase (trace or rate schedule): datagrams delivered in each second.
-    pub capacity: Option<Vec<u64>>,
-    /// Send time of each paced datagram (by sequence number), ns on the probe's clock.
-    pub send_ns: Vec<u64>,
-    /// Send time of each burst datagram, ns.
-    pub burst_send_ns: Vec<u64>,
-    /// Send time of the capacity phase's first datagram (the link's time 0), ns.
-    pub origin_ns: Option<u64>,
-    /// Datagram payload, bytes.
-    pub size: usize,
-    /// The link's model sees IP packets (false: UDP payloads, through the `udp-proxy`).
-    pub ip: bool,
-}
-
-impl CheckRow {
-    /// `{"what", "configured", "measured", "verdict": "ok" | "differs" | null}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "what": self.what,
-            "configured": self.configured,
-            "measured": self.measured,
-            "verdict": self.ok.map(|ok| if ok { "ok" } else { "differs" }),
-            "expected_from": (!self.from.is_empty()).then_some(self.from),
-        })
-    }
-}
-
-impl ProbeResult {
-    /// The schedule the probe sent, for the model to replay.
-    pub fn schedule(&self) -> super::check_model::Schedule<'_> {
-        super::check_model::Schedule {
-            origin_ns: self.origin_ns,
-            paced_ns: &self.send_ns,
-            burst_ns: &self.burst_send_ns,
-            size: self.size,
-            ip: self.ip,
-        }
-    }
-
-    /// The raw counts as JSON: `sent`, `unique` (paced), `burst_sent`, `burst_unique`,
-    /// `duplicates`, `reordered`, `corrupted`,
-    /// `delay_ns` (`{"n", "mean", "sd", "p50", "p99", "max"}` of first copies, or null),
-    /// `burst_bps` (null without a rate) and `capacity_per_second` (datagrams delivered in each
-    /// second of the saturating phase; null without a trace or a rate schedule).
-    pub fn to_json(&self) -> serde_json::Value {
-        let d: Vec<f64> = self.delays_ns.iter().map(|&x| x as f64).collect();
-        let delay = socklab_stats::summarize(&d).map(|s| {
-            serde_json::json!({
-                "n": d.len(),
-                "mean": s.mean,
-                "sd": s.sd,
-                "p50": s.median,
-                "p99": socklab_stats::quantile(&d, 0.99).unwrap_or(s.max),
-                "max": s.max,
-            })
-        });
-        serde_json::json!({
-            "sent": self.sent,
-            "unique": self.unique,
-            "burst_sent": self.burst_sent,
-            "burst_unique": self.burst_unique,
-            "duplicates": self.duplicates,
-            "reordered": self.reordered,
-            "corrupted": self.corrupted,
-            "delay_ns": delay,
-            "burst_bps": self.burst_bps,
-            "capacity_per_second": self.capacity,
-        })
-    }
 }
 
 const HEADER: usize = 24;
@@ -278,9 +165,9 @@ fn pause_until(due: Instant, stop: &(dyn Fn() -> bool + Sync)) -> bool {
 }
 
 /// Moves the calling thread into `ns` (if any) until the guard drops.
-fn enter(ns: &Option<PathBuf>) -> Result<Option<socklab_sys::netns::NetnsGuard>, NetError> {
+fn enter(ns: &Option<PathBuf>) -> Result<Option<socklab_sys::netns::NetnsGuard>, LinkError> {
     ns.as_deref()
-        .map(|p| socklab_sys::netns::enter(p).map_err(|e| NetError::io("enter namespace", e)))
+        .map(|p| socklab_sys::netns::enter(p).map_err(|e| LinkError::io("enter namespace", e)))
         .transpose()
 }
 
@@ -318,10 +205,10 @@ pub fn probe(
     spec: &LinkSpec,
     cfg: &CheckConfig,
     stop: &(dyn Fn() -> bool + Sync),
-) -> Result<ProbeResult, NetError> {
+) -> Result<ProbeResult, LinkError> {
     let size = cfg.size.max(HEADER);
     if cfg.packets == 0 {
-        return Err(NetError::Invalid(
+        return Err(LinkError::Invalid(
             "--packets 0: send at least 1 datagram (e.g. 10000)".into(),
         ));
     }
@@ -330,26 +217,26 @@ pub fn probe(
     let ip = ends.via.is_none();
     let burst = burst_len(spec, if ip { size + 28 } else { size });
     let capacity = super::capacity::plan(spec);
-    let (tx_addr, rx_addr) = std::sync::mpsc::channel::<Result<SocketAddr, NetError>>();
+    let (tx_addr, rx_addr) = std::sync::mpsc::channel::<Result<SocketAddr, LinkError>>();
     // The sender's last word: until when to read, and how many paced and burst datagrams it sent.
     let (tx_done, rx_done) = std::sync::mpsc::channel::<(Instant, u64, u64)>();
     std::thread::scope(|s| {
-        let receiver = s.spawn(move || -> Result<ProbeResult, NetError> {
+        let receiver = s.spawn(move || -> Result<ProbeResult, LinkError> {
             let _g = enter(&ends.receiver_ns)?;
             let sock =
                 match UdpSocket::bind(SocketAddr::from((ends.receiver_bind, ends.receiver_port))) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = tx_addr.send(Err(NetError::io("bind probe receiver", e)));
+                        let _ = tx_addr.send(Err(LinkError::io("bind probe receiver", e)));
                         return Ok(ProbeResult::default());
                     }
                 };
             let _ = socket2::SockRef::from(&sock).set_recv_buffer_size(8 << 20);
             sock.set_read_timeout(Some(Duration::from_millis(20)))
-                .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
+                .map_err(|e| LinkError::io("SO_RCVTIMEO", e))?;
             let _ = tx_addr.send(
                 sock.local_addr()
-                    .map_err(|e| NetError::io("getsockname", e)),
+                    .map_err(|e| LinkError::io("getsockname", e)),
             );
             let mut r = ProbeResult::default();
             let total = cfg.packets + burst;
@@ -393,12 +280,12 @@ pub fn probe(
                     // A socket with SO_RCVTIMEO returns EINTR on any pending signal, SA_RESTART
                     // or not: look at stop() and go on.
                     Err(e)
-                        if crate::error::is_timeout(&e)
+                        if socklab_sys::ioerr::is_timeout(&e)
                             || e.kind() == std::io::ErrorKind::Interrupted =>
                     {
                         continue
                     }
-                    Err(e) => return Err(NetError::io("recv", e)),
+                    Err(e) => return Err(LinkError::io("recv", e)),
                 };
                 last_arrival = Instant::now();
                 let now = epoch.elapsed().as_nanos() as u64;
@@ -451,16 +338,16 @@ pub fn probe(
             }
             Ok(r)
         });
-        let sender = s.spawn(move || -> Result<Sent, NetError> {
+        let sender = s.spawn(move || -> Result<Sent, LinkError> {
             let to = rx_addr
                 .recv_timeout(Duration::from_secs(5))
-                .map_err(|_| NetError::Link("the probe receiver did not start".into()))??;
+                .map_err(|_| LinkError::Link("the probe receiver did not start".into()))??;
             let to = ends.via.unwrap_or(to);
             let _g = enter(&ends.sender_ns)?;
             let sock = UdpSocket::bind(SocketAddr::from(([0, 0, 0, 0], 0)))
-                .map_err(|e| NetError::io("bind probe sender", e))?;
+                .map_err(|e| LinkError::io("bind probe sender", e))?;
             sock.connect(to)
-                .map_err(|e| NetError::io("connect probe sender", e))?;
+                .map_err(|e| LinkError::io("connect probe sender", e))?;
             let mut out = Sent::default();
             // A trace or a schedule: saturate first (the link's first packet is its time 0),
             // then let the queue drain.
@@ -541,10 +428,10 @@ pub fn probe(
         });
         let sent = sender
             .join()
-            .map_err(|_| NetError::Link("the probe sender panicked".into()))?;
+            .map_err(|_| LinkError::Link("the probe sender panicked".into()))?;
         let mut r = receiver
             .join()
-            .map_err(|_| NetError::Link("the probe receiver panicked".into()))??;
+            .map_err(|_| LinkError::Link("the probe receiver panicked".into()))??;
         let sent = sent?;
         r.sent = sent.paced_ns.len() as u64;
         r.burst_sent = sent.burst_ns.len() as u64;

@@ -2,7 +2,7 @@
 
 use socklab_sys::netns::TunOptions;
 
-use crate::NetError;
+use crate::LinkError;
 
 /// The environment variable that chooses the offload mode (for bench/netem-throughput).
 pub const OFFLOAD_ENV: &str = "SOCKLAB_TUN_OFFLOAD";
@@ -39,14 +39,14 @@ impl Offload {
 
     /// The mode `SOCKLAB_TUN_OFFLOAD` asks for (the default when unset); an unknown value is
     /// an error naming the choices.
-    pub fn from_env() -> Result<Offload, NetError> {
+    pub fn from_env() -> Result<Offload, LinkError> {
         match std::env::var(OFFLOAD_ENV) {
             Err(_) => Ok(Offload::default()),
             Ok(v) => [Offload::Off, Offload::Csum, Offload::TsoSplit, Offload::Tso]
                 .into_iter()
                 .find(|o| o.as_str() == v.trim())
                 .ok_or_else(|| {
-                    NetError::Invalid(format!(
+                    LinkError::Invalid(format!(
                         "{OFFLOAD_ENV}={v}: use off, csum, tso-split or tso (the default)"
                     ))
                 }),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use socklab_impair::trace::OPPORTUNITY_BYTES;
 use socklab_impair::LinkSpec;
 
-use super::check::CheckRow;
+use crate::check_row::CheckRow;
 
 /// UDP payload of the capacity phase's datagrams: 1500-byte IPv4 packets.
 pub const PAYLOAD: usize = 1472;
@@ -118,7 +118,7 @@ pub fn rows(spec: &LinkSpec, measured: &[u64]) -> Vec<CheckRow> {
             configured: format!("{c:.0} ({:.2} Mbit/s)", c * PACKET_BITS / 1e6),
             measured: format!("{m} ({:.2} Mbit/s)", m as f64 * PACKET_BITS / 1e6),
             ok: Some((m as f64 - c).abs() <= 3.0 + 0.01 * c),
-            from: super::check::FROM_SPEC,
+            from: crate::check_row::FROM_SPEC,
         })
         .collect()
 }

@@ -20,8 +20,7 @@ use socklab_impair::{Emulator, LinkSpec, Stats};
 use socklab_sys::io::poll_two_readable;
 use socklab_sys::sockopt::{set, IntOpt};
 
-use crate::link::add_stats;
-use crate::NetError;
+use crate::LinkError;
 
 /// How the proxy relays and impairs.
 #[derive(Debug, Clone)]
@@ -62,24 +61,24 @@ const RELAY_BUFFER: i32 = 8 << 20;
 
 impl UdpProxy {
     /// Binds the listening socket and a socket connected to the target.
-    pub fn bind(cfg: ProxyConfig) -> Result<UdpProxy, NetError> {
-        let front = UdpSocket::bind(cfg.listen).map_err(|e| NetError::bind(cfg.listen, e))?;
+    pub fn bind(cfg: ProxyConfig) -> Result<UdpProxy, LinkError> {
+        let front = UdpSocket::bind(cfg.listen).map_err(|e| LinkError::bind(cfg.listen, e))?;
         let any: SocketAddr = if cfg.target.is_ipv6() {
             "[::]:0"
         } else {
             "0.0.0.0:0"
         }
         .parse()
-        .map_err(|_| NetError::Invalid("bad wildcard address".into()))?;
-        let back = UdpSocket::bind(any).map_err(|e| NetError::bind(any, e))?;
+        .map_err(|_| LinkError::Invalid("bad wildcard address".into()))?;
+        let back = UdpSocket::bind(any).map_err(|e| LinkError::bind(any, e))?;
         back.connect(cfg.target)
-            .map_err(|source| NetError::Connect {
+            .map_err(|source| LinkError::Connect {
                 addr: cfg.target,
                 source,
             })?;
         for s in [&front, &back] {
             s.set_nonblocking(true)
-                .map_err(|e| NetError::io("O_NONBLOCK", e))?;
+                .map_err(|e| LinkError::io("O_NONBLOCK", e))?;
             // Room for a burst while the relay thread waits for a CPU: a datagram the kernel
             // drops in front of the relay never meets the model, and its counts would not be
             // the link's. SO_RCVBUFFORCE passes net.core.rmem_max as root.
@@ -96,7 +95,7 @@ impl UdpProxy {
     }
 
     /// Relays until `stop()` (checked at least every 50 ms); returns both directions' counts.
-    pub fn serve(&self, stop: &dyn Fn() -> bool) -> Result<ProxyStats, NetError> {
+    pub fn serve(&self, stop: &dyn Fn() -> bool) -> Result<ProxyStats, LinkError> {
         self.serve_with(stop, None)
     }
 
@@ -105,7 +104,7 @@ impl UdpProxy {
         &self,
         stop: &dyn Fn() -> bool,
         ctl: Option<&Control>,
-    ) -> Result<ProxyStats, NetError> {
+    ) -> Result<ProxyStats, LinkError> {
         let t0 = Instant::now();
         let now = || t0.elapsed().as_nanos() as u64;
         // The relay carries datagrams, not IP packets: one flow each way, nothing to mark.
@@ -151,7 +150,7 @@ impl UdpProxy {
             };
             let (front_ready, back_ready) =
                 poll_two_readable(self.front.as_fd(), self.back.as_fd(), wait_ms)
-                    .map_err(|e| NetError::io("poll", e))?;
+                    .map_err(|e| LinkError::io("poll", e))?;
             if front_ready {
                 while let Ok((n, from)) = self.front.recv_from(&mut buf) {
                     client = Some(from);
@@ -191,8 +190,8 @@ impl UdpProxy {
 
 fn totals(base: &ProxyStats, fwd: &Emulator, bwd: &Emulator) -> ProxyStats {
     let mut st = base.clone();
-    add_stats(&mut st.forward, fwd.stats());
-    add_stats(&mut st.backward, bwd.stats());
+    st.forward.add(fwd.stats());
+    st.backward.add(bwd.stats());
     st
 }
 
@@ -215,7 +214,7 @@ pub fn spawn(
     forward: LinkSpec,
     backward: LinkSpec,
     seed: u64,
-) -> Result<(SocketAddr, ProxyHandle), NetError> {
+) -> Result<(SocketAddr, ProxyHandle), LinkError> {
     let proxy = UdpProxy::bind(ProxyConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         target,
@@ -225,7 +224,7 @@ pub fn spawn(
     })?;
     let addr = proxy
         .local_addr()
-        .map_err(|e| NetError::io("getsockname", e))?;
+        .map_err(|e| LinkError::io("getsockname", e))?;
     let ctl = Arc::new(Control::default());
     let c2 = ctl.clone();
     let join = std::thread::spawn(move || {
@@ -244,7 +243,7 @@ pub fn spawn(
 #[derive(Debug)]
 pub struct ProxyHandle {
     ctl: Arc<Control>,
-    join: Option<std::thread::JoinHandle<Result<ProxyStats, NetError>>>,
+    join: Option<std::thread::JoinHandle<Result<ProxyStats, LinkError>>>,
 }
 
 /// How long [`ProxyHandle::reset`] waits for the relay to switch (it wakes every 50 ms).
@@ -260,7 +259,7 @@ impl ProxyHandle {
     /// `seed + 1`), as a new proxy would start; datagrams still queued are released at once.
     /// Returns once the relay has switched, so every datagram sent afterwards meets the new
     /// models. The address stays the same.
-    pub fn reset(&self, forward: LinkSpec, backward: LinkSpec, seed: u64) -> Result<(), NetError> {
+    pub fn reset(&self, forward: LinkSpec, backward: LinkSpec, seed: u64) -> Result<(), LinkError> {
         if let Ok(mut n) = self.ctl.next.lock() {
             *n = Some((forward, backward, seed));
         }
@@ -268,7 +267,7 @@ impl ProxyHandle {
         let t0 = Instant::now();
         while self.ctl.applied.load(Ordering::Acquire) < g {
             if self.join.as_ref().is_none_or(|j| j.is_finished()) || t0.elapsed() > RESET_WAIT {
-                return Err(NetError::Link(
+                return Err(LinkError::Link(
                     "the udp-proxy relay did not take its new impairments (its thread ended or hangs)"
                         .into(),
                 ));
@@ -279,11 +278,11 @@ impl ProxyHandle {
     }
 
     /// Stops the proxy (within 50 ms) and returns its counts.
-    pub fn stop(mut self) -> Result<ProxyStats, NetError> {
+    pub fn stop(mut self) -> Result<ProxyStats, LinkError> {
         self.ctl.stop.store(true, Ordering::Relaxed);
         match self.join.take().map(|j| j.join()) {
             Some(Ok(r)) => r,
-            _ => Err(NetError::Invalid("the proxy thread panicked".into())),
+            _ => Err(LinkError::Invalid("the proxy thread panicked".into())),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::NetError;
+use crate::LinkError;
 
 /// The client namespace's address on the emulated link.
 pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
@@ -69,36 +69,36 @@ impl std::str::FromStr for Side {
 }
 
 /// Refuses to go on without root, naming the alternative.
-pub fn require_root(what: &str) -> Result<(), NetError> {
+pub fn require_root(what: &str) -> Result<(), LinkError> {
     if socklab_sys::netns::is_root() {
         Ok(())
     } else {
-        Err(NetError::Link(format!(
+        Err(LinkError::Link(format!(
             "{what} needs root (network namespaces and TUN devices need CAP_NET_ADMIN): run it with sudo, or use --driver udp-proxy (UDP only, no root)"
         )))
     }
 }
 
 /// Runs `ip ARGS…` and turns a failure into a one-line error with ip's own message.
-pub fn ip(args: &[&str]) -> Result<String, NetError> {
+pub fn ip(args: &[&str]) -> Result<String, LinkError> {
     run_tool("ip", args)
 }
 
 /// Runs a tool (`ip`, `tc`) and returns its stdout, or an error naming the command and stderr.
-pub fn run_tool(tool: &str, args: &[&str]) -> Result<String, NetError> {
+pub fn run_tool(tool: &str, args: &[&str]) -> Result<String, LinkError> {
     let out = Command::new(tool)
         .args(args)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| {
-            NetError::Link(format!(
+            LinkError::Link(format!(
                 "cannot run '{tool}': {e} (install iproute2: apt-get install iproute2)"
             ))
         })?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(NetError::Link(format!(
+        Err(LinkError::Link(format!(
             "'{tool} {}' failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
@@ -130,7 +130,7 @@ pub fn fresh_tag() -> String {
 
 /// Checks a user-given link name (`netem up --name`): a letter, then letters, digits and
 /// dashes, at most 20 characters.
-pub fn check_name(name: &str) -> Result<(), NetError> {
+pub fn check_name(name: &str) -> Result<(), LinkError> {
     let ok = !name.is_empty()
         && name.len() <= 20
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -140,7 +140,7 @@ pub fn check_name(name: &str) -> Result<(), NetError> {
     if ok {
         Ok(())
     } else {
-        Err(NetError::Invalid(format!(
+        Err(LinkError::Invalid(format!(
             "bad link name '{name}': use a lower-case letter then letters, digits or '-', at most 20 characters, e.g. lab1"
         )))
     }
@@ -158,13 +158,13 @@ pub struct Namespaces {
 impl Namespaces {
     /// Creates `sl-<tag>-c` and `sl-<tag>-s` with loopback up and a hosts file naming
     /// `client` and `server`. On any failure, what was created is removed again.
-    pub fn create(tag: &str) -> Result<Namespaces, NetError> {
+    pub fn create(tag: &str) -> Result<Namespaces, LinkError> {
         require_root("an emulated link (--driver tun or netem)")?;
         // Checked before `me` exists: its Drop must never remove namespaces it did not make.
         for side in [Side::Client, Side::Server] {
             let name = ns_name(tag, side);
             if exists(&name) {
-                return Err(NetError::Link(format!(
+                return Err(LinkError::Link(format!(
                     "the namespace {name} already exists: remove it with 'socklab netem down {tag}' or 'socklab netem cleanup'"
                 )));
             }
@@ -189,7 +189,7 @@ impl Namespaces {
                     )
                 })
                 .map_err(|e| {
-                    NetError::Link(format!("cannot write {}/hosts: {e}", dir.display()))
+                    LinkError::Link(format!("cannot write {}/hosts: {e}", dir.display()))
                 })?;
             me.set_sysctls(side)?;
         }
@@ -200,12 +200,12 @@ impl Namespaces {
     /// TCP does not remember a destination's RTT, ssthresh and cwnd from one connection to
     /// the next (`net.ipv4.tcp_no_metrics_save = 1`), so a lossy repetition cannot slow down
     /// the clean one after it. See [`SYSCTLS`].
-    fn set_sysctls(&self, side: Side) -> Result<(), NetError> {
+    fn set_sysctls(&self, side: Side) -> Result<(), LinkError> {
         let guard = self.enter(side)?;
         let r = SYSCTLS.iter().try_for_each(|(k, v)| {
             let path = format!("/proc/sys/{}", k.replace('.', "/"));
             std::fs::write(&path, v).map_err(|e| {
-                NetError::Link(format!("cannot set {k} = {v} in {}: {e}", self.name(side)))
+                LinkError::Link(format!("cannot set {k} = {v} in {}: {e}", self.name(side)))
             })
         });
         drop(guard);
@@ -228,9 +228,9 @@ impl Namespaces {
     }
 
     /// Moves the calling thread into a side's namespace until the guard drops.
-    pub fn enter(&self, side: Side) -> Result<socklab_sys::netns::NetnsGuard, NetError> {
+    pub fn enter(&self, side: Side) -> Result<socklab_sys::netns::NetnsGuard, LinkError> {
         socklab_sys::netns::enter(&self.path(side)).map_err(|e| {
-            NetError::Link(format!(
+            LinkError::Link(format!(
                 "cannot enter the namespace {}: {e}",
                 self.name(side)
             ))
@@ -249,7 +249,7 @@ impl Namespaces {
     }
 
     /// Removes both namespaces now (processes inside are killed first).
-    pub fn remove(&mut self) -> Result<(), NetError> {
+    pub fn remove(&mut self) -> Result<(), LinkError> {
         self.removed = true;
         let mut first_err = None;
         for side in [Side::Client, Side::Server] {
@@ -296,9 +296,9 @@ pub fn ns_name(tag: &str, side: Side) -> String {
 
 /// Kills what runs inside namespace `name`, deletes it and its `/etc/netns` directory. Refuses
 /// names without the `sl-` prefix.
-pub fn remove_namespace(name: &str) -> Result<(), NetError> {
+pub fn remove_namespace(name: &str) -> Result<(), LinkError> {
     if !name.starts_with(PREFIX_NAME) || name.contains('/') || name.contains("..") {
-        return Err(NetError::Link(format!(
+        return Err(LinkError::Link(format!(
             "refusing to remove '{name}': socklab only removes what it named sl-…"
         )));
     }
@@ -318,7 +318,7 @@ pub fn remove_namespace(name: &str) -> Result<(), NetError> {
     let etc = Path::new(ETC_NETNS_DIR).join(name);
     if etc.exists() {
         std::fs::remove_dir_all(&etc)
-            .map_err(|e| NetError::Link(format!("cannot remove {}: {e}", etc.display())))?;
+            .map_err(|e| LinkError::Link(format!("cannot remove {}: {e}", etc.display())))?;
     }
     Ok(())
 }
@@ -397,7 +397,7 @@ pub struct Cleanup {
 /// Removes everything named `sl-…`: namespaces whose owner is gone (with `all`, also those of
 /// running socklab processes, whose daemons are stopped first), their `/etc/netns` files,
 /// stale pid files, and `sl-` interfaces in the current namespace. Never touches other names.
-pub fn cleanup(all: bool) -> Result<Cleanup, NetError> {
+pub fn cleanup(all: bool) -> Result<Cleanup, LinkError> {
     require_root("socklab netem cleanup")?;
     let mut done = Cleanup::default();
     let me = std::process::id();

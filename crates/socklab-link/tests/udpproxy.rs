@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use socklab_impair::LinkSpec;
+use socklab_link::udpproxy;
 use socklab_net::echo::{EchoConfig, EchoServer};
 use socklab_net::pingpong::{self, PingConfig};
-use socklab_net::udpproxy;
 
 struct Echo {
     addr: SocketAddr,
@@ -114,7 +114,7 @@ fn duplicated_replies_are_counted_late_by_the_client() {
 // The same driver behind `EmulatedLink`, as workloads use it: `route()` gives the client's
 // address, `report()` the relay's counts.
 
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkPair};
+use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkPair};
 
 fn proxy_link(forward: &str, backward: Option<&str>, seed: u64) -> EmulatedLink {
     EmulatedLink::start(&LinkConfig {

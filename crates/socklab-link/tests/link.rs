@@ -6,8 +6,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
-use socklab_net::link::check::{compare, probe, CheckConfig, CheckRow, Endpoints, ProbeResult};
-use socklab_net::link::{ns, Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
+use socklab_link::check::{compare, probe, CheckConfig, CheckRow, Endpoints, ProbeResult};
+use socklab_link::{ns, Driver, EmulatedLink, LinkConfig, LinkPair, Side, SERVER_ADDR};
 
 fn root_or_skip(test: &str) -> bool {
     socklab_sys::skip::root_or_skip(test)

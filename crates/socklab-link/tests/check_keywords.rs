@@ -3,12 +3,12 @@
 //! sends, so each test is deterministic; `crates/socklab/tests/netem_check.rs` runs the same
 //! specs over the TUN link as root.
 
-use socklab_net::link::check::{
+use socklab_link::check::{
     burst_len, closed_form_delay_ns, compare, pacing_gap, CheckRow, ProbeResult, FROM_MODEL,
     FROM_SPEC,
 };
-use socklab_net::link::check_model::{expect, last_release_ns, replay, Schedule};
-use socklab_net::link::LinkSpec;
+use socklab_link::check_model::{expect, last_release_ns, replay, Schedule};
+use socklab_link::LinkSpec;
 
 const SIZE: usize = 200;
 
@@ -19,13 +19,13 @@ fn simulate(checked: &str, live: &str, packets: u64, seed: u64) -> ProbeResult {
     let checked: LinkSpec = checked.parse().unwrap();
     let live: LinkSpec = live.parse().unwrap();
     let origin = 1_000_000u64;
-    let start = match socklab_net::link::capacity::plan(&checked) {
+    let start = match socklab_link::capacity::plan(&checked) {
         Some(p) => origin + p.seconds * 1_000_000_000 + p.drain.as_nanos() as u64,
         None => origin,
     };
     let gap = pacing_gap(&checked, SIZE).as_nanos() as u64;
     let paced: Vec<u64> = (0..packets).map(|i| start + i * gap).collect();
-    let origin_ns = socklab_net::link::capacity::plan(&checked).map(|_| origin);
+    let origin_ns = socklab_link::capacity::plan(&checked).map(|_| origin);
     let mut s = Schedule {
         origin_ns,
         paced_ns: &paced,

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use super::super::pcapng;
 use super::{CaptureConfig, Record, DIRS};
-use crate::NetError;
+use crate::LinkError;
 
 /// Records in flight to the writer thread before forwarding threads stop capturing.
 const CHANNEL: usize = 16_384;
@@ -114,21 +114,21 @@ pub struct Capture {
 impl Capture {
     /// Creates the file and starts its writer; window 0 (packets outside any repetition)
     /// carries `label`.
-    pub fn create(cfg: &CaptureConfig, label: &str) -> Result<Capture, NetError> {
+    pub fn create(cfg: &CaptureConfig, label: &str) -> Result<Capture, LinkError> {
         if cfg.snaplen < 20 {
-            return Err(NetError::Invalid(format!(
+            return Err(LinkError::Invalid(format!(
                 "--capture-snaplen {}: keep at least 20 bytes (an IP header); 65535 keeps whole packets",
                 cfg.snaplen
             )));
         }
         if cfg.limit_bytes < 2 * RESERVE {
-            return Err(NetError::Invalid(format!(
+            return Err(LinkError::Invalid(format!(
                 "--capture-limit {}: give at least 128K",
                 cfg.limit_bytes
             )));
         }
         let file = std::fs::File::create(&cfg.path).map_err(|e| {
-            NetError::Invalid(format!(
+            LinkError::Invalid(format!(
                 "--capture {}: cannot create it: {e}",
                 cfg.path.display()
             ))
@@ -153,7 +153,7 @@ impl Capture {
         let writer = std::thread::Builder::new()
             .name("sl-capture".into())
             .spawn(move || w.run(rx, &sh))
-            .map_err(|e| NetError::io("spawn capture writer", e))?;
+            .map_err(|e| LinkError::io("spawn capture writer", e))?;
         Ok(Capture {
             tx: Some(tx),
             shared,
@@ -185,19 +185,19 @@ impl Capture {
 
     /// Closes the file (after every tap is dropped: the links stopped) and returns what it
     /// holds.
-    pub fn finish(mut self) -> Result<CaptureSummary, NetError> {
+    pub fn finish(mut self) -> Result<CaptureSummary, LinkError> {
         self.close()
     }
 
-    fn close(&mut self) -> Result<CaptureSummary, NetError> {
+    fn close(&mut self) -> Result<CaptureSummary, LinkError> {
         drop(self.tx.take());
         let Some(w) = self.writer.take() else {
             return Ok(CaptureSummary::default());
         };
         let mut s = w
             .join()
-            .map_err(|_| NetError::Link("the capture writer panicked".into()))?
-            .map_err(NetError::Link)?;
+            .map_err(|_| LinkError::Link("the capture writer panicked".into()))?
+            .map_err(LinkError::Link)?;
         s.behind = self.shared.behind_total.load(Ordering::Relaxed);
         Ok(s)
     }
@@ -353,9 +353,9 @@ impl Writer {
 
 /// Reads a capture file back: each packet's (interface name, interface description, comment).
 /// For tests and checks.
-pub fn read_comments(path: &Path) -> Result<Vec<(String, String, String)>, NetError> {
-    let bytes = std::fs::read(path).map_err(|e| NetError::io("read capture", e))?;
-    let blocks = pcapng::read(&bytes).map_err(|e| NetError::Link(e.to_string()))?;
+pub fn read_comments(path: &Path) -> Result<Vec<(String, String, String)>, LinkError> {
+    let bytes = std::fs::read(path).map_err(|e| LinkError::io("read capture", e))?;
+    let blocks = pcapng::read(&bytes).map_err(|e| LinkError::Link(e.to_string()))?;
     let mut ifaces = Vec::new();
     let mut out = Vec::new();
     for b in blocks {

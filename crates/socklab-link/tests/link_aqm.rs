@@ -17,9 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use socklab_net::link::{
-    Driver, EmulatedLink, LinkConfig, LinkPair, LinkReport, Side, SERVER_ADDR,
-};
+use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkPair, LinkReport, Side, SERVER_ADDR};
 
 fn root_or_skip(test: &str) -> bool {
     socklab_sys::skip::root_or_skip(test)
