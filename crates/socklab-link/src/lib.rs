@@ -19,6 +19,7 @@ pub mod check;
 pub mod check_compare;
 pub mod check_model;
 pub mod check_row;
+pub mod check_run;
 pub mod error;
 pub mod netem;
 pub mod ns;
