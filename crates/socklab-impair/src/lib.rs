@@ -34,7 +34,6 @@ pub mod emulator;
 pub mod error;
 pub mod event;
 pub mod ip;
-mod keywords;
 pub mod loss;
 pub mod packet;
 mod qdisc;
@@ -43,7 +42,6 @@ pub mod schedule;
 pub mod slot;
 pub mod spec;
 pub mod trace;
-mod words;
 
 pub use aqm::Aqm;
 pub use distribution::Distribution;

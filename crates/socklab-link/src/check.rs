@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use socklab_impair::LinkSpec;
 
-use crate::error::LinkError;
+use crate::LinkError;
 
 pub use super::check_compare::{closed_form_delay_ns, compare, compare_lagged};
 pub use super::check_row::{CheckRow, ProbeResult, FROM_MODEL, FROM_SPEC};

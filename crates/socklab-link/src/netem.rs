@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use super::ns::{ip, remove_namespace, run_tool, Namespaces, Side, PREFIX};
 use super::{DirReport, LinkPair, LinkReport};
-use crate::error::LinkError;
+use crate::LinkError;
 
 /// The veth end's name in both namespaces.
 pub const VETH_NAME: &str = "sl-veth";

@@ -2,7 +2,7 @@
 
 use socklab_sys::netns::TunOptions;
 
-use crate::error::LinkError;
+use crate::LinkError;
 
 /// The environment variable that chooses the offload mode (for bench/netem-throughput).
 pub const OFFLOAD_ENV: &str = "SOCKLAB_TUN_OFFLOAD";

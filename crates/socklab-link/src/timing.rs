@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::error::LinkError;
+use crate::LinkError;
 
 /// Sub-buckets per power of two of [`LagHist`] (a bucket spans at most 25 % of its value).
 const SUB: usize = 4;

@@ -36,7 +36,7 @@ use super::ns::{ip, Namespaces, Side, PREFIX};
 use super::timing::{LagHist, Levers, SchedClass, SpinSizer, ValidRule, FIFO_PRIORITY};
 use super::vnet::{self, VnetHdr, GSO_TCPV4, GSO_TCPV6, HDR_LEN};
 use super::{DirReport, LinkReport};
-use crate::error::LinkError;
+use crate::LinkError;
 
 pub use super::offload::{Offload, OFFLOAD_ENV};
 

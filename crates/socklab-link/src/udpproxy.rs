@@ -20,7 +20,7 @@ use socklab_impair::{Emulator, LinkSpec, Stats};
 use socklab_sys::io::poll_two_readable;
 use socklab_sys::sockopt::{set, IntOpt};
 
-use crate::error::LinkError;
+use crate::LinkError;
 
 /// How the proxy relays and impairs.
 #[derive(Debug, Clone)]

@@ -5,8 +5,7 @@
 //! 6, 14, 30 or 62 bits (at most [`VARINT_MAX`]). [`write`] always uses the shortest form;
 //! [`read`] also accepts longer, non-minimal forms (e.g. `0x40 0x25` for 37), as QUIC does.
 
-/// Largest value a varint holds (`wire::VARINT_MAX` re-exports it).
-pub const VARINT_MAX: u64 = (1 << 62) - 1;
+use crate::wire::VARINT_MAX;
 
 /// Bytes the shortest encoding of `v` takes: 1, 2, 4 or 8.
 ///

@@ -1,7 +1,7 @@
 //! Regularized incomplete gamma functions and the complementary error
 //! function.
 
-use crate::gamma::{cf_budget, ln_gamma, FPMIN};
+use crate::special::{cf_budget, ln_gamma, FPMIN};
 
 /// Relative tolerance used to stop the power series.
 const EPS: f64 = 1e-16;

@@ -34,7 +34,6 @@
 //! ```
 
 mod bimodal;
-mod gamma;
 mod incomplete_gamma;
 mod mann_whitney;
 mod normal;
@@ -44,11 +43,10 @@ mod summary;
 mod welch;
 
 pub use bimodal::{bimodal, Bimodal, BIMODAL_GAP_RATIO, BIMODAL_MIN_REL_GAP};
-pub use gamma::ln_gamma;
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
-pub use special::{ln_beta, regularized_incomplete_beta};
+pub use special::{ln_beta, ln_gamma, regularized_incomplete_beta};
 pub use student_t::{
     student_t_cdf, student_t_pdf, student_t_quantile, student_t_sf, student_t_two_sided_p,
 };

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use super::super::pcapng;
 use super::{CaptureConfig, Record, DIRS};
-use crate::error::LinkError;
+use crate::LinkError;
 
 /// Records in flight to the writer thread before forwarding threads stop capturing.
 const CHANNEL: usize = 16_384;

@@ -28,7 +28,7 @@ pub const MAX_HEADER_LEN: usize = 1 + 8 + 8;
 /// Smallest datagram that can be a packet: type + cid + 1-byte pn + crc.
 pub const MIN_PACKET_LEN: usize = 1 + 8 + 1 + CRC_LEN;
 /// Largest value a varint holds.
-pub use crate::varint::VARINT_MAX;
+pub const VARINT_MAX: u64 = (1 << 62) - 1;
 
 /// Most ACK ranges [`PacketWriter::ack`] writes into one frame; a parsed ACK frame may announce
 /// at most this many ranges after the first one (its `range_count` field).
