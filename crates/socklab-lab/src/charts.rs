@@ -228,7 +228,7 @@ fn multiples_words(series: &[Series]) -> &'static str {
 mod tests {
     use super::*;
     use crate::html::html_report;
-    use crate::params::Params;
+    use crate::model::params::Params;
     use crate::plan::{Axis, Group, Order, Plan};
     use crate::runner::Sample;
     use crate::store::Store;

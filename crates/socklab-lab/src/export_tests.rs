@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 
+use crate::model::params::Params;
 use crate::output::{summary_csv, summary_table, to_json};
-use crate::params::Params;
 use crate::summary::{experiment_stats, ExperimentStats};
 use crate::table::{ci_cell, num};
 use crate::testkit::{lab, Rep};

@@ -560,7 +560,7 @@ mod tests {
         );
         let lab = crate::testkit::lab(
             "states",
-            crate::params::Params::new(),
+            crate::model::params::Params::new(),
             "reuseaddr",
             &["false", "true"],
             &[
@@ -584,7 +584,7 @@ mod tests {
     fn descriptions_render_markdown_and_facts_read_as_a_table() {
         let lab = crate::testkit::lab(
             "memcpy",
-            crate::params::Params::new().with("bytes", "1M"),
+            crate::model::params::Params::new().with("bytes", "1M"),
             "size",
             &["1K", "2K"],
             &[

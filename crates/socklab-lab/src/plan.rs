@@ -1,7 +1,7 @@
 //! Plans: a matrix of cells, each a workload with its parameters, and how often and in what
 //! order to run them. A one-off command is a plan too (a matrix of one cell).
 
-use crate::params::{normalize_key, Params};
+use crate::model::params::{normalize_key, Params};
 use crate::workload::Workload;
 use crate::LabError;
 

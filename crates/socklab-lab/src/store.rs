@@ -28,9 +28,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use socklab_sys::host::HostFacts;
 
 use crate::clock::now_rfc3339;
-use crate::params::Params;
+use crate::model::params::Params;
+use crate::model::sample::Sample;
 use crate::plan::{Order, Plan};
-use crate::sample::Sample;
 use crate::LabError;
 
 /// The schema version this build writes and reads.

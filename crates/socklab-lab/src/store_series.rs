@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, Transaction};
 
-use crate::sample::{Direction, Interval};
+use crate::model::sample::{Direction, Interval};
 use crate::store::Store;
 use crate::LabError;
 
@@ -119,9 +119,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Params;
+    use crate::model::params::Params;
+    use crate::model::sample::Sample;
     use crate::plan::{Group, Order, Plan};
-    use crate::sample::Sample;
 
     fn iv(stream: u32, start: f64, end: f64, gbps: f64) -> Interval {
         Interval {

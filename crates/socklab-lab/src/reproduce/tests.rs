@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use socklab_stats::summarize;
 
 use super::*;
-use crate::params::Params;
+use crate::model::params::Params;
 use crate::plan::Plan;
 use crate::store::{CellRow, ExperimentRow};
 use crate::summary::CellStats;

@@ -5,7 +5,7 @@
 
 use socklab_stats::{bimodal, mann_whitney, welch, MannWhitney, Welch};
 
-use crate::metric::Better;
+use crate::model::metric::Better;
 use crate::summary::ExperimentStats;
 use crate::workload::{kind, metric};
 

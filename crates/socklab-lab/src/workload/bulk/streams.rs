@@ -6,7 +6,7 @@ use socklab_net::bulk::BulkResult;
 use socklab_net::series::Direction;
 
 use super::PER_STREAM;
-use crate::sample::Sample;
+use crate::model::sample::Sample;
 use crate::summary::ExperimentStats;
 use crate::table::{num, Table};
 
