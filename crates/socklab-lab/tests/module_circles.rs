@@ -21,11 +21,8 @@ const KNOWN_EXCEPTIONS: &[&str] = &[
     "socklab-net",
     // the binary is being rewritten by parts B and C.
     "socklab",
-    // part D breaks these next (issue 25).
-    "socklab-impair",
+    // part D breaks this one next (issue 25).
     "socklab-lab",
-    "socklab-rudp",
-    "socklab-stats",
 ];
 
 /// One source file of a crate, parsed.
