@@ -2,6 +2,7 @@
 //! order to run them. A one-off command is a plan too (a matrix of one cell).
 
 use crate::model::params::{normalize_key, Params};
+use crate::model::record::{CellRecord, PlanRecord};
 use crate::workload::Workload;
 use crate::LabError;
 
@@ -388,6 +389,41 @@ fn labels(cells: &[(Workload, Params)]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+impl Order {
+    /// The order as the store keeps it: `interleaved`, `random:SEED` or `sequential`.
+    pub fn as_text(self) -> String {
+        match self {
+            Order::Interleaved => "interleaved".into(),
+            Order::Random(s) => format!("random:{s}"),
+            Order::Sequential => "sequential".into(),
+        }
+    }
+}
+
+impl From<&Plan> for PlanRecord {
+    /// What the store keeps of `plan`.
+    fn from(plan: &Plan) -> PlanRecord {
+        PlanRecord {
+            name: plan.name.clone(),
+            description: plan.description.clone(),
+            command: plan.command.clone(),
+            reps: plan.reps,
+            warmup: plan.warmup,
+            run_order: plan.order.as_text(),
+            cells: plan
+                .cells
+                .iter()
+                .map(|c| CellRecord {
+                    index: c.index,
+                    workload: c.workload.kind().to_string(),
+                    label: c.label.clone(),
+                    config: c.workload.params(),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,11 +9,11 @@ use std::time::Instant;
 use socklab_sys::host::HostFacts;
 
 use crate::clock::now_rfc3339;
+use crate::model::stats::VALID_METRIC;
 use crate::plan::{Cell, Order, Plan};
 use crate::series::LiveSink;
 use crate::store::Store;
 use crate::store_runs::StoredRun;
-use crate::summary::VALID_METRIC;
 use crate::LabError;
 
 pub use crate::model::sample::Sample;

@@ -21,8 +21,17 @@ const KNOWN_EXCEPTIONS: &[&str] = &[
     "socklab-net",
     // the binary is being rewritten by parts B and C.
     "socklab",
-    // part D breaks this one next (issue 25).
-    "socklab-lab",
+];
+
+/// Circles known in crates that must otherwise have none: `(crate, files)`; a circle passes
+/// only if all of its files are listed. The lead empties this list after merging part C.
+const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
+    // resources.rs → hosts/client.rs (→ workload/mod.rs → resources.rs): part C makes
+    // `Resources` reach client hosts through a trait.
+    (
+        "socklab-lab",
+        &["hosts/client.rs", "resources.rs", "workload/mod.rs"],
+    ),
 ];
 
 /// One source file of a crate, parsed.
@@ -565,12 +574,27 @@ fn all_crates() -> Vec<(String, PathBuf)> {
 fn no_module_circles_outside_the_known_exceptions() {
     let mut offenders = Vec::new();
     for (name, src) in all_crates() {
-        let found = circles(&import_graph(&read_crate(&src)));
+        let graph = import_graph(&read_crate(&src));
+        let found = circles(&graph);
         let files: usize = found.iter().map(Vec::len).sum();
         println!("{name}: {} circle(s), {files} file(s)", found.len());
         for c in &found {
             println!("  {}", c.join(" ↔ "));
+            for from in c {
+                let inside: Vec<&str> = graph[from]
+                    .iter()
+                    .filter(|t| c.contains(t))
+                    .map(String::as_str)
+                    .collect();
+                println!("    {from} → {}", inside.join(", "));
+            }
         }
+        let known = |c: &Vec<String>| {
+            KNOWN_CIRCLES
+                .iter()
+                .any(|(k, files)| *k == name && c.iter().all(|f| files.contains(&f.as_str())))
+        };
+        let found: Vec<Vec<String>> = found.into_iter().filter(|c| !known(c)).collect();
         if !found.is_empty() && !KNOWN_EXCEPTIONS.contains(&name.as_str()) {
             offenders.push(format!(
                 "{name}: {}",
@@ -586,6 +610,25 @@ fn no_module_circles_outside_the_known_exceptions() {
         offenders.is_empty(),
         "files that import each other (break the circle: move the shared type down): {}",
         offenders.join(" | ")
+    );
+}
+
+#[test]
+fn the_labs_model_is_at_the_bottom() {
+    let graph = import_graph(&read_crate(&crates_dir().join("socklab-lab/src")));
+    let up: Vec<String> = graph
+        .iter()
+        .filter(|(from, _)| from.starts_with("model/"))
+        .flat_map(|(from, to)| {
+            to.iter()
+                .filter(|t| !t.starts_with("model/") && *t != "error.rs")
+                .map(move |t| format!("{from} → {t}"))
+        })
+        .collect();
+    assert!(
+        up.is_empty(),
+        "model/ imports only model/ and the crate's error type: {}",
+        up.join(", ")
     );
 }
 

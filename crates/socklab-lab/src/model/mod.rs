@@ -5,4 +5,6 @@
 
 pub mod metric;
 pub mod params;
+pub mod record;
 pub mod sample;
+pub mod stats;

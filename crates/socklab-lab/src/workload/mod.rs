@@ -41,8 +41,8 @@ use socklab_stats::Summary;
 use crate::model::metric::{Better, Metric};
 use crate::model::params::{Key, Params};
 use crate::model::sample::Sample;
+use crate::model::stats::ExperimentStats;
 use crate::resources::Resources;
-use crate::summary::ExperimentStats;
 use crate::table::Table;
 use crate::LabError;
 

@@ -357,7 +357,7 @@ impl Spec for UdpSpec {
         "owd_p50_us",
     ];
 
-    fn tables(st: &crate::summary::ExperimentStats) -> Vec<crate::workload::ReportTable> {
+    fn tables(st: &crate::model::stats::ExperimentStats) -> Vec<crate::workload::ReportTable> {
         crate::workload::udp_search::tables(st)
     }
 

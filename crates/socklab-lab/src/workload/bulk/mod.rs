@@ -544,7 +544,7 @@ impl Spec for BulkSpec {
         p
     }
 
-    fn tables(st: &crate::summary::ExperimentStats) -> Vec<ReportTable> {
+    fn tables(st: &crate::model::stats::ExperimentStats) -> Vec<ReportTable> {
         streams::table(st)
             .map(|table| ReportTable {
                 title: "Streams",
