@@ -2,7 +2,7 @@
 //! builds the file-level import graph — a file → the module files that its `use crate::…`,
 //! `crate::…`, `super::…` and `self::…` paths name — and reports its strongly connected
 //! components. A name that a file re-exports (`pub use`) is followed to the file that defines
-//! it, and a re-export is not itself an import. A parent's `mod child;` is not an import, nor
+//! it (the re-exporting file imports it too). A parent's `mod child;` is not an import, nor
 //! is a parent reaching into its own children (`child::f()`): a module and its children are one
 //! unit seen from outside, while a child reaching up (`super::…`) to a file that reaches back
 //! to it through a sibling is a circle. Items under `#[cfg(test)]` and test-only module files are left out.
@@ -43,7 +43,7 @@ struct FileInfo {
     children: BTreeSet<String>,
     /// Child modules it declares under `#[cfg(test)]`.
     test_children: BTreeSet<String>,
-    /// Absolute paths that its private `use` statements and its code name.
+    /// Absolute paths that its `use` statements (re-exports too) and its code name.
     uses: Vec<Vec<String>>,
     /// Names it re-exports (`pub use`), each to the absolute path it names (`None`: outside
     /// the crate).
@@ -296,7 +296,7 @@ fn parse(module: Vec<String>, code: &str, test_children: BTreeSet<String>) -> Fi
             info.children.insert(w[1].to_string());
         }
     }
-    // `use` statements: private ones are imports, `pub` ones re-exports.
+    // `use` statements: imports; `pub` ones re-exports as well.
     let mut rest = code;
     let mut other = String::new();
     while let Some(pos) = find_word(rest, "use") {
@@ -309,8 +309,9 @@ fn parse(module: Vec<String>, code: &str, test_children: BTreeSet<String>) -> Fi
         for (path, name) in expand_use_tree(tree) {
             let abs = absolute(&info.module, &info.children, &path);
             if is_pub {
-                info.reexports.insert(name, abs);
-            } else if let Some(abs) = abs {
+                info.reexports.insert(name, abs.clone());
+            }
+            if let Some(abs) = abs {
                 info.uses.push(abs);
             }
         }
@@ -691,7 +692,7 @@ fn a_parent_reaching_into_its_children_is_not_a_circle() {
 }
 
 #[test]
-fn declarations_re_exports_comments_and_test_code_are_not_imports() {
+fn declarations_comments_and_test_code_are_not_imports_and_re_exports_are_followed() {
     let dir = fake_crate(&[
         (
             "lib.rs",
