@@ -461,6 +461,26 @@ mod tests {
     }
 
     #[test]
+    fn the_plan_record_keeps_what_the_store_stores() {
+        let p = seed003();
+        let r = PlanRecord::from(&p);
+        assert_eq!((r.name.as_str(), r.command.as_str()), ("writev", "test"));
+        assert_eq!((r.reps, r.warmup), (2, 1));
+        assert_eq!(r.run_order, "interleaved");
+        assert_eq!(r.cells.len(), 9);
+        assert_eq!(r.cells[8].index, 8);
+        assert_eq!(r.cells[8].workload, "bulk");
+        assert_eq!(r.cells[8].label, "strategy=single nbufs=60 bufsize=25");
+        assert_eq!(r.cells[8].config, p.cells[8].workload.params());
+        assert_eq!(
+            r.cells[8].config.0.get("bufsize").map(String::as_str),
+            Some("25")
+        );
+        assert_eq!(Order::Random(7).as_text(), "random:7");
+        assert_eq!(Order::Sequential.as_text(), "sequential");
+    }
+
+    #[test]
     fn schedule_interleaves_after_warmup() {
         let p = seed003();
         let s = p.schedule();
