@@ -37,7 +37,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::describe;
-use crate::params::{normalize_key, Params};
+use crate::model::params::{normalize_key, Params};
 use crate::plan::{Axis, Group, Order, Plan, MAX_REPS, MAX_WARMUP};
 use crate::workload::{kind as workload_kind_of, kinds, Workload};
 use crate::LabError;

@@ -1,7 +1,8 @@
 //! Plans: a matrix of cells, each a workload with its parameters, and how often and in what
 //! order to run them. A one-off command is a plan too (a matrix of one cell).
 
-use crate::params::{normalize_key, Params};
+use crate::model::params::{normalize_key, Params};
+use crate::model::record::{CellRecord, PlanRecord};
 use crate::workload::Workload;
 use crate::LabError;
 
@@ -390,6 +391,41 @@ fn labels(cells: &[(Workload, Params)]) -> Vec<String> {
         .collect()
 }
 
+impl Order {
+    /// The order as the store keeps it: `interleaved`, `random:SEED` or `sequential`.
+    pub fn as_text(self) -> String {
+        match self {
+            Order::Interleaved => "interleaved".into(),
+            Order::Random(s) => format!("random:{s}"),
+            Order::Sequential => "sequential".into(),
+        }
+    }
+}
+
+impl From<&Plan> for PlanRecord {
+    /// What the store keeps of `plan`.
+    fn from(plan: &Plan) -> PlanRecord {
+        PlanRecord {
+            name: plan.name.clone(),
+            description: plan.description.clone(),
+            command: plan.command.clone(),
+            reps: plan.reps,
+            warmup: plan.warmup,
+            run_order: plan.order.as_text(),
+            cells: plan
+                .cells
+                .iter()
+                .map(|c| CellRecord {
+                    index: c.index,
+                    workload: c.workload.kind().to_string(),
+                    label: c.label.clone(),
+                    config: c.workload.params(),
+                })
+                .collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +458,26 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("nbufs has 1, bufsize has 2"));
+    }
+
+    #[test]
+    fn the_plan_record_keeps_what_the_store_stores() {
+        let p = seed003();
+        let r = PlanRecord::from(&p);
+        assert_eq!((r.name.as_str(), r.command.as_str()), ("writev", "test"));
+        assert_eq!((r.reps, r.warmup), (2, 1));
+        assert_eq!(r.run_order, "interleaved");
+        assert_eq!(r.cells.len(), 9);
+        assert_eq!(r.cells[8].index, 8);
+        assert_eq!(r.cells[8].workload, "bulk");
+        assert_eq!(r.cells[8].label, "strategy=single nbufs=60 bufsize=25");
+        assert_eq!(r.cells[8].config, p.cells[8].workload.params());
+        assert_eq!(
+            r.cells[8].config.0.get("bufsize").map(String::as_str),
+            Some("25")
+        );
+        assert_eq!(Order::Random(7).as_text(), "random:7");
+        assert_eq!(Order::Sequential.as_text(), "sequential");
     }
 
     #[test]

@@ -336,11 +336,11 @@ impl Resources {
     pub fn remote_client(
         &mut self,
         kind: &str,
-        params: &crate::params::Params,
+        params: &crate::model::params::Params,
         in_link: bool,
         label: &str,
         stop: &dyn Fn() -> bool,
-    ) -> Result<Option<crate::sample::Sample>, LabError> {
+    ) -> Result<Option<crate::model::sample::Sample>, LabError> {
         let Some(t) = self.hosts.client()? else {
             return Ok(None);
         };

@@ -10,7 +10,7 @@ use socklab_net::error::LinkKeyError;
 use socklab_net::link::{LinkConfig, KEYS as NET_KEYS};
 use socklab_net::units::format_duration;
 
-use crate::params::{Key, Params};
+use crate::model::params::{Key, Params};
 use crate::workload::key::Target;
 use crate::LabError;
 

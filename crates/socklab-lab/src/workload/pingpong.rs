@@ -11,10 +11,10 @@ use socklab_net::sockopt::{OptSet, Side, SockOpt};
 use socklab_net::units::{format_duration, format_size, parse_duration};
 use socklab_stats::Summary;
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_bool, Key, Params};
+use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
-use crate::sample::Sample;
 use crate::workload::key::{at_most, nonzero_usize, parse_target, Target, MAX_COUNT};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;

@@ -13,11 +13,11 @@ use socklab_net::transfer::TransferReport;
 use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_sys::usage::Usage;
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_count, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_count, Key, Params};
+use crate::model::sample::Sample;
+use crate::model::stats::ExperimentStats;
 use crate::resources::{on_thread, LinkRun, Resources};
-use crate::sample::Sample;
-use crate::summary::ExperimentStats;
 use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, RCV_SYS_S, RCV_USER_S};
 use crate::workload::link::{self, LinkParams};

@@ -17,10 +17,10 @@ use socklab_net::udpbulk::{format_bps, parse_rate, Rate};
 use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_net::Strategy;
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_count, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_bool, parse_count, Key, Params};
+use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
-use crate::sample::Sample;
 use crate::series;
 use crate::workload::key::{
     at_most, bounded, nonzero_usize, parse_interval, parse_omit, parse_target, Target, MAX_BYTES,
@@ -158,7 +158,7 @@ fn parse_pacing(s: &str) -> Result<u64, String> {
 
 /// A `streams` count (its bound is checked with the direction).
 fn parse_streams(s: &str) -> Result<u32, String> {
-    let n = crate::params::parse_count(s)?;
+    let n = crate::model::params::parse_count(s)?;
     u32::try_from(n).map_err(|_| {
         format!(
             "{n} streams: use 1 to {}",
@@ -544,7 +544,7 @@ impl Spec for BulkSpec {
         p
     }
 
-    fn tables(st: &crate::summary::ExperimentStats) -> Vec<ReportTable> {
+    fn tables(st: &crate::model::stats::ExperimentStats) -> Vec<ReportTable> {
         streams::table(st)
             .map(|table| ReportTable {
                 title: "Streams",
