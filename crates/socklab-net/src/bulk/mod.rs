@@ -4,6 +4,11 @@
 //!
 //! - One stream up, nothing asked of the sink's side: `BULK/1` on one connection (every sink
 //!   speaks it): READY, the stream, RESULT.
+//! - Socket options (`opts`, in [`crate::sockopt`]'s vocabulary): the client side's on every
+//!   stream's connection before connect, the server side's sent in the `BULK/2` request and set
+//!   by the sink on each stream's accepted connection; both read back (`getsockopt`) and
+//!   compared with what was asked ([`BulkResult::opts_off`]). A test with `opts` always speaks
+//!   `BULK/2`, its `baseline` too, so the cells of an `opts` list differ in the options alone.
 //! - Anything else: `BULK/2` ([`crate::protocol::multi`]): a control connection names the test
 //!   and its streams, each stream joins it on its own connection, and every stream starts at
 //!   once (a barrier: every connection got READY, then GO).
@@ -36,6 +41,7 @@ pub use run::{run, run_live};
 use crate::cpus::CpuList;
 use crate::protocol::multi::MAX_STREAMS;
 use crate::series::{Direction, Sampling};
+use crate::sockopt::{OptSet, Side};
 use crate::{NetError, Strategy};
 
 /// When a test ends.
@@ -116,6 +122,9 @@ pub struct BulkConfig {
     pub affinity: Option<CpuList>,
     /// CPUs of the sink's stream threads, round-robin by stream index.
     pub server_affinity: Option<CpuList>,
+    /// Socket options of every stream's two ends (`None`: not given; `baseline` is the empty
+    /// set, which still speaks `BULK/2`).
+    pub opts: Option<OptSet>,
 }
 
 impl BulkConfig {
@@ -205,6 +214,13 @@ impl BulkConfig {
                 if self.flow == Flow::Bidir { " each way with --bidir" } else { "" }
             ));
         }
+        if let Some(o) = &self.opts {
+            if let Some(x) = o.not_on_connected(Side::Server).first() {
+                return bad(format!(
+                    "opts '{o}': {x} applies to a listener or a connect, but bulk's sink sets server-side options on each stream's accepted connection (its listener serves every test): prefix it client:"
+                ));
+            }
+        }
         if self.pacing_rate.is_some_and(|r| r / 8 == 0) {
             return bad(format!(
                 "--pacing-rate {}: give a rate of at least 8 bits/s, e.g. --pacing-rate 500M (bits/s), or leave it out for none",
@@ -222,7 +238,10 @@ impl BulkConfig {
     /// Whether the test is the plain one of `BULK/1` (one stream, the client sends, nothing
     /// asked of the sink's side): then it speaks `BULK/1`, which every sink understands.
     pub fn is_classic(&self) -> bool {
-        self.streams == 1 && self.flow == Flow::Up && self.server_affinity.is_none()
+        self.streams == 1
+            && self.flow == Flow::Up
+            && self.server_affinity.is_none()
+            && self.opts.is_none()
     }
 
     /// The direction of stream `index` (up streams first).
@@ -263,6 +282,7 @@ impl BulkConfig {
             pacing_rate: None,
             affinity: None,
             server_affinity: None,
+            opts: None,
         }
     }
 }
