@@ -158,17 +158,17 @@ pub const MAX_RUNS: usize = 1_000_000;
 pub fn check_counts(cells: usize, reps: usize, warmup: usize) -> Result<(), LabError> {
     if reps == 0 {
         return Err(LabError::Plan(
-            "--reps 0: run at least one repetition (e.g. --reps 5)".into(),
+            "`reps` 0: run at least one repetition (e.g. `reps` 5)".into(),
         ));
     }
     if reps > MAX_REPS {
         return Err(LabError::Plan(format!(
-            "--reps {reps}: at most {MAX_REPS} repetitions per cell (e.g. --reps 30)"
+            "`reps` {reps}: at most {MAX_REPS} repetitions per cell (e.g. `reps` 30)"
         )));
     }
     if warmup > MAX_WARMUP {
         return Err(LabError::Plan(format!(
-            "--warmup {warmup}: at most {MAX_WARMUP} warm-up repetitions per cell (e.g. --warmup 1)"
+            "`warmup` {warmup}: at most {MAX_WARMUP} warm-up repetitions per cell (e.g. `warmup` 1)"
         )));
     }
     let runs = cells.saturating_mul(reps + warmup);
@@ -534,7 +534,7 @@ mod tests {
         assert!(Plan::build("x", "", &[g], 0, 0, Order::Interleaved, "")
             .unwrap_err()
             .to_string()
-            .contains("--reps 0"));
+            .contains("`reps` 0"));
     }
 
     #[test]
@@ -557,10 +557,10 @@ mod tests {
         let e = build(&one, 99_999_999_999, 0).unwrap_err();
         assert_eq!(
             e,
-            "--reps 99999999999: at most 100000 repetitions per cell (e.g. --reps 30)"
+            "`reps` 99999999999: at most 100000 repetitions per cell (e.g. `reps` 30)"
         );
         let e = build(&one, 1, 4_294_967_295).unwrap_err();
-        assert!(e.starts_with("--warmup 4294967295: at most 10000"), "{e}");
+        assert!(e.starts_with("`warmup` 4294967295: at most 10000"), "{e}");
         // The product of the axes, named, before the cells are expanded.
         let vals = |n: usize| (1..=n).map(|i| format!("{i}K")).collect::<Vec<_>>();
         let cube = Group::new("memcpy", Params::new())

@@ -140,7 +140,7 @@ pub fn resume_plan(
     let cell_ids = store.reopen_experiment(experiment, plan.reps, plan.warmup)?;
     if cell_ids.len() != plan.cells.len() {
         return Err(LabError::Plan(format!(
-            "experiment {experiment} has {} cells, the plan {}: run without --resume",
+            "experiment {experiment} has {} cells, the plan {}: run without `resume`",
             cell_ids.len(),
             plan.cells.len()
         )));

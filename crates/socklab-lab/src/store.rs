@@ -135,7 +135,7 @@ fn check_regular(path: &Path) -> Result<(), LabError> {
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => Err(LabError::not_a_store(
             path,
-            "is not a regular file: name a database file with --db PATH (e.g. --db socklab.db)",
+            "is not a regular file: name a database file with `db` PATH (e.g. `db` socklab.db)",
         )),
         _ => Ok(()),
     }
@@ -163,7 +163,7 @@ fn check_ours(conn: &Connection, path: &Path, version: i64) -> Result<bool, LabE
     Err(LabError::not_a_store(
         path,
         format!(
-            "is an SQLite database but not socklab's (user_version {version}; tables: {}{}): socklab leaves it untouched; name another file with --db PATH",
+            "is an SQLite database but not socklab's (user_version {version}; tables: {}{}): socklab leaves it untouched; name another file with `db` PATH",
             if shown.is_empty() { "none".to_string() } else { shown.join(", ") },
             if tables.len() > 3 { ", …" } else { "" }
         ),
@@ -217,7 +217,7 @@ impl Store {
         if version > SCHEMA_VERSION {
             return Err(LabError::store(
                 path,
-                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another --db"),
+                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another `db`"),
             ));
         }
         if !check_ours(&conn, path, version)? {
@@ -242,7 +242,7 @@ impl Store {
         let fail = |e: &dyn std::fmt::Display| {
             LabError::store(
                 path,
-                format!("cannot open: {e} (choose a writable file with --db PATH)"),
+                format!("cannot open: {e} (choose a writable file with `db` PATH)"),
             )
         };
         if path != Path::new(":memory:") {
@@ -280,7 +280,7 @@ impl Store {
         if version > SCHEMA_VERSION {
             return Err(LabError::store(
                 path,
-                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another --db"),
+                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another `db`"),
             ));
         }
         if version < SCHEMA_VERSION {
@@ -400,7 +400,7 @@ impl Store {
             Some(rusqlite::ErrorCode::ConstraintViolation) => LabError::store(
                 &path,
                 format!(
-                    "{} {rep} of cell {cell_id} is already stored: another socklab process is running this experiment (two --resume at once?); this one stops, the other keeps going: wait for it, then --resume again if anything is missing",
+                    "{} {rep} of cell {cell_id} is already stored: another socklab process is running this experiment (two `resume` at once?); this one stops, the other keeps going: wait for it, then `resume` again if anything is missing",
                     if warmup { "warm-up" } else { "repetition" }
                 ),
             ),

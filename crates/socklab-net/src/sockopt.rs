@@ -469,7 +469,7 @@ impl OptSet {
         if udp {
             if let Some(o) = self.0.iter().find(|o| o.opt.tcp_only()) {
                 return Err(NetError::Invalid(format!(
-                    "option {} applies to TCP only: drop it or run without --udp",
+                    "option {} applies to TCP only: drop it or run without `udp`",
                     o.opt
                 )));
             }

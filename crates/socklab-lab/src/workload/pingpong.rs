@@ -284,7 +284,7 @@ impl Spec for PingSpec {
             .map_err(|e| LabError::Plan(e.to_string()))?;
         if matches!(to, Target::Addr(_)) && cfg.opts.0.iter().any(|o| o.side != Side::Client) {
             return Err(LabError::Plan(format!(
-                "opts '{}' set server-side options, which only a self-started echo server can apply: omit --to, or prefix them client:",
+                "opts '{}' set server-side options, which only a self-started echo server can apply: omit `to`, or prefix them client:",
                 cfg.opts
             )));
         }

@@ -299,7 +299,7 @@ impl Spec for TransferSpec {
         }
         if res.client_host().is_some() {
             return Err(LabError::Plan(
-                "transfer runs its client here: --client-host is not supported for transfer yet (--server-host is)".into(),
+                "transfer runs its client here: `client_host` is not supported for transfer yet (`server_host` is)".into(),
             ));
         }
         let (set, seed) = (self.files.clone(), self.seed);

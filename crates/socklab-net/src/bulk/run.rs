@@ -138,7 +138,7 @@ fn open_test(
     let line = hello.emit();
     if line.len() > MAX_LINE {
         return Err(NetError::Invalid(format!(
-            "the request to the sink is {} bytes, more than the {MAX_LINE} of a control line: shorten --server-affinity (ranges: 0-7)",
+            "the request to the sink is {} bytes, more than the {MAX_LINE} of a control line: shorten `server_affinity` (ranges: 0-7)",
             line.len()
         )));
     }
@@ -147,7 +147,7 @@ fn open_test(
     send_line(&c, &line, &mut b, cfg)?;
     let ready = TestReady::parse(&read_line(&mut c, "READY", &mut b, cfg)?).map_err(|detail| {
         let hint = if detail.contains("BULK/1") && !detail.contains("BULK/2") {
-            " (that sink is older: --streams, --reverse, --bidir, --server-affinity and --opts need a sink of socklab that speaks BULK/2)"
+            " (that sink is older: `streams`, `reverse`, `bidir`, `server_affinity` and `opts` need a sink of socklab that speaks BULK/2)"
         } else {
             ""
         };

@@ -205,7 +205,7 @@ fn pin(cfg: &BulkConfig, index: u32) -> Result<Option<usize>, NetError> {
     let allowed = socklab_sys::sched::thread_affinity().unwrap_or_default();
     socklab_sys::sched::set_thread_affinity(&[cpu]).map_err(|e| {
         NetError::Invalid(format!(
-            "--affinity {list}: cannot run stream {index} on CPU {cpu} ({e}); this process may use CPUs {}",
+            "`affinity` {list}: cannot run stream {index} on CPU {cpu} ({e}); this process may use CPUs {}",
             crate::cpus::CpuList::from_vec(allowed)
         ))
     })?;
