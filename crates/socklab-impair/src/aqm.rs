@@ -16,7 +16,7 @@
 use std::fmt;
 
 use crate::error::ParseSpecError;
-use crate::spec::{err, parse_time, time, Tokens};
+use crate::syntax::{err, parse_time, time, Tokens};
 
 /// CoDel's default target (RFC 8289).
 pub const CODEL_TARGET_NS: u64 = 5_000_000;

@@ -3,7 +3,7 @@
 //! The messages are part of the interface (tests and users read them): each names the keyword
 //! and, where there is one, the bad value, then says what to write instead.
 
-use crate::spec::KEYWORD_LIST;
+use crate::keywords::KEYWORD_LIST;
 
 /// A one-line description of what is wrong with a spec and how to fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -69,7 +69,7 @@ pub enum EventKind {
 /// its decisions to.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Log {
-    pub(crate) stats: crate::Stats,
+    pub(crate) stats: crate::stats::Stats,
     pub(crate) events: Option<Vec<Event>>,
 }
 

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::error::ParseSpecError;
-use crate::spec::{err, parse_rate, parse_time, rate, time};
+use crate::syntax::{err, parse_rate, parse_time, rate, time};
 
 /// A piecewise-constant rate: `(from_ns, bits_per_second)` steps, the first at 0, times
 /// increasing, at least two steps.

@@ -20,7 +20,7 @@ use std::fmt;
 use crate::distribution::Distribution;
 use crate::error::ParseSpecError;
 use crate::rng::Rng;
-use crate::spec::{err, parse_time, time, Tokens};
+use crate::syntax::{err, parse_time, time, Tokens};
 
 /// How far apart slots open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! HDR histograms (pingpong), response time from the load workload's stored percentiles, both
 //! on a "nines" axis with the spread across repetitions as the band.
 
-use crate::html::figure;
-use crate::summary::{bucket_quantile, CellStats, ExperimentStats};
-use crate::svg::{self, Point, Series};
+use crate::model::stats::{CellStats, ExperimentStats};
+use crate::summary::bucket_quantile;
+use crate::svg::{self, figure, Point, Series};
 
 /// The quantiles drawn from a histogram.
 pub const QUANTILES: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
@@ -228,7 +228,7 @@ fn multiples_words(series: &[Series]) -> &'static str {
 mod tests {
     use super::*;
     use crate::html::html_report;
-    use crate::params::Params;
+    use crate::model::params::Params;
     use crate::plan::{Axis, Group, Order, Plan};
     use crate::runner::Sample;
     use crate::store::Store;

@@ -3,7 +3,7 @@
 //! (the full one or the `--quick` one), so the stored description never states a parameter the
 //! run did not use.
 
-use crate::params::normalize_key;
+use crate::model::params::normalize_key;
 use crate::plan::Plan;
 
 /// Fills the placeholders of `template` from `plan`: `{reps}`, `{warmup}`, `{cells}`, and

@@ -80,7 +80,7 @@ pub enum LabError {
         first: String,
     },
     /// An experiment without a time series was asked for one.
-    #[error("experiment {0} holds no intervals: run with --interval (e.g. socklab bulk --interval 100ms), then socklab results series ID")]
+    #[error("experiment {0} holds no intervals: run with `interval` (e.g. socklab bulk `interval` 100ms), then socklab results series ID")]
     NoSeries(i64),
     /// The run was interrupted by Ctrl-C or SIGTERM; finished repetitions are stored.
     #[error("interrupted: {done} finished repetitions are stored in experiment {experiment}")]

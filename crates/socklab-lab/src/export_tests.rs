@@ -3,9 +3,10 @@
 
 use proptest::prelude::*;
 
+use crate::model::params::Params;
+use crate::model::stats::ExperimentStats;
 use crate::output::{summary_csv, summary_table, to_json};
-use crate::params::Params;
-use crate::summary::{experiment_stats, ExperimentStats};
+use crate::summary::experiment_stats;
 use crate::table::{ci_cell, num};
 use crate::testkit::{lab, Rep};
 

@@ -37,7 +37,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::describe;
-use crate::params::{normalize_key, Params};
+use crate::model::params::{normalize_key, Params};
 use crate::plan::{Axis, Group, Order, Plan, MAX_REPS, MAX_WARMUP};
 use crate::workload::{kind as workload_kind_of, kinds, Workload};
 use crate::LabError;
@@ -805,7 +805,7 @@ quick = { fixed = { bytes = "64K" } }
         let e = err(
             "name = \"a\"\nworkload = \"bulk\"\n[fixed]\nstrategy = \"writev\"\nnbufs = 5000\n",
         );
-        assert!(e.starts_with("x.toml: --nbufs 5000 exceeds IOV_MAX"), "{e}");
+        assert!(e.starts_with("x.toml: `nbufs` 5000 exceeds IOV_MAX"), "{e}");
         let e = err("name = 'a'\n[[group]]\nfixed = {}\n");
         assert!(e.starts_with("x.toml:2: [[group]] needs a workload"), "{e}");
         assert!(err("workload = \"bulk\"\n").contains("missing 'name'"));

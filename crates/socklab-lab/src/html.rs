@@ -10,10 +10,11 @@ use std::fmt::Write as _;
 use socklab_units::parse_size;
 
 use crate::markdown::inline_markdown;
+use crate::model::stats::{CellStats, ExperimentStats};
 use crate::output::{common_config, notes, summary_table, COLUMNS_NOTE};
 use crate::store::Store;
-use crate::summary::{experiment_stats_with, CellStats, ExperimentStats};
-use crate::svg::{self, esc, BarRow, Series, StripRow};
+use crate::summary::experiment_stats_with;
+use crate::svg::{self, esc, figure, BarRow, Series, StripRow};
 use crate::table::Table;
 use crate::workload::report_tables;
 use crate::LabError;
@@ -248,14 +249,6 @@ fn workloads(st: &ExperimentStats) -> Vec<&str> {
 fn ci(c: &CellStats, metric: &str) -> Option<(f64, f64)> {
     let s = c.metrics.get(metric)?;
     s.ci95()
-}
-
-pub(crate) fn figure(out: &mut String, svg: &str, caption: &str) {
-    let _ = writeln!(
-        out,
-        "<figure class=\"chart\">\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
-        esc(caption)
-    );
 }
 
 /// The size-like key that is the only one varying numerically among `cells` of one workload,
@@ -560,7 +553,7 @@ mod tests {
         );
         let lab = crate::testkit::lab(
             "states",
-            crate::params::Params::new(),
+            crate::model::params::Params::new(),
             "reuseaddr",
             &["false", "true"],
             &[
@@ -584,7 +577,7 @@ mod tests {
     fn descriptions_render_markdown_and_facts_read_as_a_table() {
         let lab = crate::testkit::lab(
             "memcpy",
-            crate::params::Params::new().with("bytes", "1M"),
+            crate::model::params::Params::new().with("bytes", "1M"),
             "size",
             &["1K", "2K"],
             &[

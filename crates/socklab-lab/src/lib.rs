@@ -13,15 +13,13 @@ pub mod hosts;
 pub mod html;
 pub mod live;
 pub mod markdown;
-pub mod metric;
+pub mod model;
 pub mod output;
-pub mod params;
 pub mod plan;
 pub mod report;
 pub mod reproduce;
 pub mod resources;
 pub mod runner;
-pub mod sample;
 pub mod series;
 pub mod series_charts;
 pub mod series_export;
@@ -44,3 +42,5 @@ mod testkit;
 mod trust_tests;
 
 pub use error::LabError;
+// Old paths of the model's modules, kept for the binary until it is rewritten (issue 25).
+pub use model::{params, sample};

@@ -102,7 +102,7 @@ impl Executor for LiveExecutor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Params;
+    use crate::model::params::Params;
     use crate::plan::{Group, Order, Plan};
 
     /// The executor dispatches a cell to its workload and releases the resources at the end

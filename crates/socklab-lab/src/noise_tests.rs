@@ -5,8 +5,8 @@
 //! from the measured loss. Each test builds a made-up experiment in a temporary store.
 
 use crate::html::html_report;
+use crate::model::params::Params;
 use crate::output::{markdown_report, notes, summary_table, TOP_MEAN};
-use crate::params::Params;
 use crate::plan::{Axis, Group, Order, Plan};
 use crate::runner::Sample;
 use crate::store::Store;

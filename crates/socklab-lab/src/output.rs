@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use crate::model::stats::ExperimentStats;
 use crate::store::Store;
-use crate::summary::{experiment_stats_with, ExperimentStats};
+use crate::summary::experiment_stats_with;
 use crate::table::{ci_cell, num, Table};
 use crate::workload::judge::MIN_N_VERDICT;
 use crate::workload::{metric, report_tables, table_columns};
@@ -497,7 +498,7 @@ pub fn notes(st: &ExperimentStats) -> String {
             sig.join("; ")
         );
     }
-    let compared = |i: usize, c: &&crate::summary::CellStats| {
+    let compared = |i: usize, c: &&crate::model::stats::CellStats| {
         let v = st.vs_best(i, primary)?;
         (st.reference(primary, &c.cell.workload) != Some(i)).then_some(v)
     };

@@ -1,7 +1,8 @@
 //! Plans: a matrix of cells, each a workload with its parameters, and how often and in what
 //! order to run them. A one-off command is a plan too (a matrix of one cell).
 
-use crate::params::{normalize_key, Params};
+use crate::model::params::{normalize_key, Params};
+use crate::model::record::{CellRecord, PlanRecord};
 use crate::workload::Workload;
 use crate::LabError;
 
@@ -157,17 +158,17 @@ pub const MAX_RUNS: usize = 1_000_000;
 pub fn check_counts(cells: usize, reps: usize, warmup: usize) -> Result<(), LabError> {
     if reps == 0 {
         return Err(LabError::Plan(
-            "--reps 0: run at least one repetition (e.g. --reps 5)".into(),
+            "`reps` 0: run at least one repetition (e.g. `reps` 5)".into(),
         ));
     }
     if reps > MAX_REPS {
         return Err(LabError::Plan(format!(
-            "--reps {reps}: at most {MAX_REPS} repetitions per cell (e.g. --reps 30)"
+            "`reps` {reps}: at most {MAX_REPS} repetitions per cell (e.g. `reps` 30)"
         )));
     }
     if warmup > MAX_WARMUP {
         return Err(LabError::Plan(format!(
-            "--warmup {warmup}: at most {MAX_WARMUP} warm-up repetitions per cell (e.g. --warmup 1)"
+            "`warmup` {warmup}: at most {MAX_WARMUP} warm-up repetitions per cell (e.g. `warmup` 1)"
         )));
     }
     let runs = cells.saturating_mul(reps + warmup);
@@ -390,6 +391,41 @@ fn labels(cells: &[(Workload, Params)]) -> Vec<String> {
         .collect()
 }
 
+impl Order {
+    /// The order as the store keeps it: `interleaved`, `random:SEED` or `sequential`.
+    pub fn as_text(self) -> String {
+        match self {
+            Order::Interleaved => "interleaved".into(),
+            Order::Random(s) => format!("random:{s}"),
+            Order::Sequential => "sequential".into(),
+        }
+    }
+}
+
+impl From<&Plan> for PlanRecord {
+    /// What the store keeps of `plan`.
+    fn from(plan: &Plan) -> PlanRecord {
+        PlanRecord {
+            name: plan.name.clone(),
+            description: plan.description.clone(),
+            command: plan.command.clone(),
+            reps: plan.reps,
+            warmup: plan.warmup,
+            run_order: plan.order.as_text(),
+            cells: plan
+                .cells
+                .iter()
+                .map(|c| CellRecord {
+                    index: c.index,
+                    workload: c.workload.kind().to_string(),
+                    label: c.label.clone(),
+                    config: c.workload.params(),
+                })
+                .collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +458,26 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("nbufs has 1, bufsize has 2"));
+    }
+
+    #[test]
+    fn the_plan_record_keeps_what_the_store_stores() {
+        let p = seed003();
+        let r = PlanRecord::from(&p);
+        assert_eq!((r.name.as_str(), r.command.as_str()), ("writev", "test"));
+        assert_eq!((r.reps, r.warmup), (2, 1));
+        assert_eq!(r.run_order, "interleaved");
+        assert_eq!(r.cells.len(), 9);
+        assert_eq!(r.cells[8].index, 8);
+        assert_eq!(r.cells[8].workload, "bulk");
+        assert_eq!(r.cells[8].label, "strategy=single nbufs=60 bufsize=25");
+        assert_eq!(r.cells[8].config, p.cells[8].workload.params());
+        assert_eq!(
+            r.cells[8].config.0.get("bufsize").map(String::as_str),
+            Some("25")
+        );
+        assert_eq!(Order::Random(7).as_text(), "random:7");
+        assert_eq!(Order::Sequential.as_text(), "sequential");
     }
 
     #[test]
@@ -478,7 +534,7 @@ mod tests {
         assert!(Plan::build("x", "", &[g], 0, 0, Order::Interleaved, "")
             .unwrap_err()
             .to_string()
-            .contains("--reps 0"));
+            .contains("`reps` 0"));
     }
 
     #[test]
@@ -501,10 +557,10 @@ mod tests {
         let e = build(&one, 99_999_999_999, 0).unwrap_err();
         assert_eq!(
             e,
-            "--reps 99999999999: at most 100000 repetitions per cell (e.g. --reps 30)"
+            "`reps` 99999999999: at most 100000 repetitions per cell (e.g. `reps` 30)"
         );
         let e = build(&one, 1, 4_294_967_295).unwrap_err();
-        assert!(e.starts_with("--warmup 4294967295: at most 10000"), "{e}");
+        assert!(e.starts_with("`warmup` 4294967295: at most 10000"), "{e}");
         // The product of the axes, named, before the cells are expanded.
         let vals = |n: usize| (1..=n).map(|i| format!("{i}K")).collect::<Vec<_>>();
         let cube = Group::new("memcpy", Params::new())

@@ -34,7 +34,7 @@ pub fn write_report(
     }
     let io = |what: &Path, e: std::io::Error| LabError::Io {
         context: format!(
-            "cannot write '{}' (choose a writable directory with --out DIR)",
+            "cannot write '{}' (choose a writable directory with `out` DIR)",
             what.display()
         ),
         source: e,

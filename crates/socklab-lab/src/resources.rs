@@ -296,7 +296,7 @@ impl Resources {
     pub fn spawn(&mut self, args: &[&str], in_link: bool) -> Result<ServerChild, LabError> {
         match self.hosts.server()? {
             Some(_) if in_link => Err(LabError::Plan(
-                "an emulated link (--link) runs between two namespaces of this machine: it does not reach a --server-host; drop one of them".into(),
+                "an emulated link (`link`) runs between two namespaces of this machine: it does not reach a `server_host`; drop one of them".into(),
             )),
             Some((t, bind)) => ServerChild::spawn_on(t.as_ref(), args, bind),
             None => ServerChild::spawn(&self.exe, args, self.ns(in_link)),
@@ -336,23 +336,23 @@ impl Resources {
     pub fn remote_client(
         &mut self,
         kind: &str,
-        params: &crate::params::Params,
+        params: &crate::model::params::Params,
         in_link: bool,
         label: &str,
         stop: &dyn Fn() -> bool,
-    ) -> Result<Option<crate::sample::Sample>, LabError> {
+    ) -> Result<Option<crate::model::sample::Sample>, LabError> {
         let Some(t) = self.hosts.client()? else {
             return Ok(None);
         };
         if in_link {
             return Err(LabError::Plan(
-                "an emulated link (--link) runs between two namespaces of this machine: it does not reach a --client-host; drop one of them".into(),
+                "an emulated link (`link`) runs between two namespaces of this machine: it does not reach a `client_host`; drop one of them".into(),
             ));
         }
         if let Some(to) = params.get("to") {
             if to.starts_with("127.") || to.starts_with("[::1]") {
                 return Err(LabError::Plan(format!(
-                    "the server listens on {to} (loopback of this machine): the client host cannot reach it; give --server-host too"
+                    "the server listens on {to} (loopback of this machine): the client host cannot reach it; give `server_host` too"
                 )));
             }
         }

@@ -9,14 +9,14 @@ use std::time::Instant;
 use socklab_sys::host::HostFacts;
 
 use crate::clock::now_rfc3339;
+use crate::model::stats::VALID_METRIC;
 use crate::plan::{Cell, Order, Plan};
 use crate::series::LiveSink;
 use crate::store::Store;
 use crate::store_runs::StoredRun;
-use crate::summary::VALID_METRIC;
 use crate::LabError;
 
-pub use crate::sample::Sample;
+pub use crate::model::sample::Sample;
 
 /// Runs cells. The live executor drives sockets; tests use a mock.
 pub trait Executor {
@@ -140,7 +140,7 @@ pub fn resume_plan(
     let cell_ids = store.reopen_experiment(experiment, plan.reps, plan.warmup)?;
     if cell_ids.len() != plan.cells.len() {
         return Err(LabError::Plan(format!(
-            "experiment {experiment} has {} cells, the plan {}: run without --resume",
+            "experiment {experiment} has {} cells, the plan {}: run without `resume`",
             cell_ids.len(),
             plan.cells.len()
         )));
@@ -440,7 +440,7 @@ pub fn failed_sample(why: &str) -> Sample {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Params;
+    use crate::model::params::Params;
     use crate::plan::{Axis, Group, Order};
     use std::cell::Cell as StdCell;
 

@@ -11,8 +11,8 @@ use socklab_net::series::TcpInterval;
 use socklab_net::udpbulk::stats::Interval as UdpInterval;
 use socklab_net::udpbulk::TestReport as UdpReport;
 
-use crate::metric::{m, Better, Metric};
-use crate::sample::{Direction, Interval, MetricName};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::sample::{Direction, Interval, MetricName};
 use crate::table::num;
 
 /// A live consumer of intervals while a repetition runs (the command line prints them).
@@ -273,7 +273,13 @@ pub fn metric(name: &str) -> Metric {
         .iter()
         .copied()
         .find(|m| m.name == name)
-        .unwrap_or(crate::metric::m("unknown", "", "?", "", Better::Neither))
+        .unwrap_or(crate::model::metric::m(
+            "unknown",
+            "",
+            "?",
+            "",
+            Better::Neither,
+        ))
 }
 
 /// Interval metric names in vocabulary order, then the unknown ones sorted.

@@ -6,10 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::html::figure;
-use crate::store_series::IntervalRow;
-use crate::summary::{CellStats, ExperimentStats};
-use crate::svg::{time_chart, Shade, TimeLine};
+use crate::model::record::IntervalRow;
+use crate::model::stats::{CellStats, ExperimentStats};
+use crate::svg::{figure, time_chart, Shade, TimeLine};
 
 /// Most points a drawn line keeps: a longer series is drawn with consecutive intervals merged
 /// in groups (a time-weighted mean), about one point per two pixels.

@@ -7,10 +7,11 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use crate::model::record::CellRow;
+use crate::model::record::IntervalRow;
 use crate::output::csv_field;
 use crate::series::ordered;
-use crate::store::{CellRow, Store};
-use crate::store_series::IntervalRow;
+use crate::store::Store;
 use crate::LabError;
 
 /// The intervals of `experiment` with their cells; an error naming the fix when it has none.

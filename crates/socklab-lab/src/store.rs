@@ -28,9 +28,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use socklab_sys::host::HostFacts;
 
 use crate::clock::now_rfc3339;
-use crate::params::Params;
-use crate::plan::{Order, Plan};
-use crate::sample::Sample;
+use crate::model::record::{CellRow, ExperimentRow, IntervalRow, PlanRecord};
+use crate::model::sample::Sample;
 use crate::LabError;
 
 /// The schema version this build writes and reads.
@@ -106,52 +105,6 @@ pub struct Store {
     pub(crate) has_intervals: bool,
 }
 
-/// An experiment as stored.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ExperimentRow {
-    /// Id.
-    pub id: i64,
-    /// Name.
-    pub name: String,
-    /// Description.
-    pub description: String,
-    /// Command line.
-    pub command: String,
-    /// Start time.
-    pub created_at: String,
-    /// End time, if it ended.
-    pub finished_at: Option<String>,
-    /// running, done, interrupted or failed (a `running` row whose process is gone was killed).
-    pub status: String,
-    /// Measured repetitions asked per cell.
-    pub reps: i64,
-    /// Warm-up repetitions per cell.
-    pub warmup: i64,
-    /// Run order.
-    pub run_order: String,
-    /// Cells.
-    pub cells: i64,
-    /// Measured samples stored.
-    pub samples: i64,
-    /// Host.
-    pub host_id: i64,
-}
-
-/// A cell as stored.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct CellRow {
-    /// Id.
-    pub id: i64,
-    /// Index in its plan.
-    pub idx: i64,
-    /// Workload name.
-    pub workload: String,
-    /// Label.
-    pub label: String,
-    /// Full configuration.
-    pub config: Params,
-}
-
 /// A sample as stored.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SampleRow {
@@ -173,14 +126,6 @@ pub struct SampleRow {
     pub extra: serde_json::Value,
 }
 
-fn order_text(o: Order) -> String {
-    match o {
-        Order::Interleaved => "interleaved".into(),
-        Order::Random(s) => format!("random:{s}"),
-        Order::Sequential => "sequential".into(),
-    }
-}
-
 /// The tables every socklab store has had since schema 1.
 const CORE_TABLES: [&str; 4] = ["meta", "experiments", "cells", "samples"];
 
@@ -190,7 +135,7 @@ fn check_regular(path: &Path) -> Result<(), LabError> {
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => Err(LabError::not_a_store(
             path,
-            "is not a regular file: name a database file with --db PATH (e.g. --db socklab.db)",
+            "is not a regular file: name a database file with `db` PATH (e.g. `db` socklab.db)",
         )),
         _ => Ok(()),
     }
@@ -218,7 +163,7 @@ fn check_ours(conn: &Connection, path: &Path, version: i64) -> Result<bool, LabE
     Err(LabError::not_a_store(
         path,
         format!(
-            "is an SQLite database but not socklab's (user_version {version}; tables: {}{}): socklab leaves it untouched; name another file with --db PATH",
+            "is an SQLite database but not socklab's (user_version {version}; tables: {}{}): socklab leaves it untouched; name another file with `db` PATH",
             if shown.is_empty() { "none".to_string() } else { shown.join(", ") },
             if tables.len() > 3 { ", …" } else { "" }
         ),
@@ -272,7 +217,7 @@ impl Store {
         if version > SCHEMA_VERSION {
             return Err(LabError::store(
                 path,
-                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another --db"),
+                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another `db`"),
             ));
         }
         if !check_ours(&conn, path, version)? {
@@ -297,7 +242,7 @@ impl Store {
         let fail = |e: &dyn std::fmt::Display| {
             LabError::store(
                 path,
-                format!("cannot open: {e} (choose a writable file with --db PATH)"),
+                format!("cannot open: {e} (choose a writable file with `db` PATH)"),
             )
         };
         if path != Path::new(":memory:") {
@@ -335,7 +280,7 @@ impl Store {
         if version > SCHEMA_VERSION {
             return Err(LabError::store(
                 path,
-                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another --db"),
+                format!("schema version {version} is newer than this socklab ({SCHEMA_VERSION}): upgrade socklab or use another `db`"),
             ));
         }
         if version < SCHEMA_VERSION {
@@ -358,6 +303,16 @@ impl Store {
             path: path.to_path_buf(),
             has_intervals: true,
         })
+    }
+
+    /// Every interval of an experiment (warm-ups included, flagged), by repetition in run
+    /// order, then in stored order (stream by stream, in time order). Empty for a store of
+    /// schema 2 read as it is.
+    pub fn intervals(&self, experiment: i64) -> Result<Vec<IntervalRow>, LabError> {
+        if !self.has_intervals {
+            return Ok(Vec::new());
+        }
+        crate::store_series::read(&self.conn, self.path(), experiment)
     }
 
     /// The database path.
@@ -389,12 +344,13 @@ impl Store {
     }
 
     /// Stores a new experiment and its cells; returns the experiment id and the cell ids in plan
-    /// order.
+    /// order. Takes the plan's record (a `&Plan` converts into one).
     pub fn begin_experiment(
         &mut self,
-        plan: &Plan,
+        plan: impl Into<PlanRecord>,
         host: &HostFacts,
     ) -> Result<(i64, Vec<i64>), LabError> {
+        let plan: PlanRecord = plan.into();
         let host_id = self.host_id(host)?;
         let path = self.path.clone();
         let err = |e: rusqlite::Error| LabError::store(&path, e);
@@ -402,16 +358,16 @@ impl Store {
         tx.execute(
             "INSERT INTO experiments(name, description, command, created_at, status, host_id, reps, warmup, run_order)
              VALUES(?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8)",
-            params![plan.name, plan.description, plan.command, now_rfc3339(), host_id, plan.reps as i64, plan.warmup as i64, order_text(plan.order)],
+            params![plan.name, plan.description, plan.command, now_rfc3339(), host_id, plan.reps as i64, plan.warmup as i64, plan.run_order],
         )
         .map_err(err)?;
         let exp = tx.last_insert_rowid();
         let mut ids = Vec::with_capacity(plan.cells.len());
         for c in &plan.cells {
-            let config = serde_json::to_string(&c.workload.params()).unwrap_or_default();
+            let config = serde_json::to_string(&c.config).unwrap_or_default();
             tx.execute(
                 "INSERT INTO cells(experiment_id, idx, workload, label, config_json) VALUES(?1, ?2, ?3, ?4, ?5)",
-                params![exp, c.index as i64, c.workload.kind(), c.label, config],
+                params![exp, c.index as i64, c.workload, c.label, config],
             )
             .map_err(err)?;
             ids.push(tx.last_insert_rowid());
@@ -444,7 +400,7 @@ impl Store {
             Some(rusqlite::ErrorCode::ConstraintViolation) => LabError::store(
                 &path,
                 format!(
-                    "{} {rep} of cell {cell_id} is already stored: another socklab process is running this experiment (two --resume at once?); this one stops, the other keeps going: wait for it, then --resume again if anything is missing",
+                    "{} {rep} of cell {cell_id} is already stored: another socklab process is running this experiment (two `resume` at once?); this one stops, the other keeps going: wait for it, then `resume` again if anything is missing",
                     if warmup { "warm-up" } else { "repetition" }
                 ),
             ),

@@ -2,8 +2,8 @@
 
 use rusqlite::params;
 
+use crate::model::stats::VALID_METRIC;
 use crate::store::Store;
-use crate::summary::VALID_METRIC;
 use crate::LabError;
 
 /// A run an experiment holds (see [`Store::stored_runs`]).

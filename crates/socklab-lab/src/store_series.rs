@@ -2,48 +2,13 @@
 //! repetition, written in the same transaction as its sample, so a killed run never keeps half
 //! a repetition.
 
-use std::collections::BTreeMap;
+use std::path::Path;
 
-use rusqlite::{params, Transaction};
+use rusqlite::{params, Connection, Transaction};
 
-use crate::sample::{Direction, Interval};
-use crate::store::Store;
+use crate::model::record::IntervalRow;
+use crate::model::sample::Interval;
 use crate::LabError;
-
-/// An interval as stored, with the repetition it belongs to.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct IntervalRow {
-    /// Cell id.
-    pub cell_id: i64,
-    /// Repetition number.
-    pub rep: i64,
-    /// Warm-up?
-    pub warmup: bool,
-    /// Stream number.
-    pub stream: u32,
-    /// `up` or `down`.
-    pub direction: String,
-    /// Start, seconds since the start of the repetition.
-    pub start_s: f64,
-    /// End, seconds since the start of the repetition.
-    pub end_s: f64,
-    /// In the omitted start.
-    pub omitted: bool,
-    /// Metric values.
-    pub values: BTreeMap<String, f64>,
-}
-
-impl IntervalRow {
-    /// The value of a metric, if present.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        self.values.get(name).copied()
-    }
-
-    /// Its direction, typed (`up` for anything unknown).
-    pub fn direction(&self) -> Direction {
-        self.direction.parse().unwrap_or_default()
-    }
-}
 
 /// Writes the intervals of sample `sid` inside its transaction.
 pub(crate) fn insert(
@@ -79,49 +44,48 @@ pub(crate) fn insert(
     Ok(())
 }
 
-impl Store {
-    /// Every interval of an experiment (warm-ups included, flagged), by repetition in run
-    /// order, then in stored order (stream by stream, in time order). Empty for a store of
-    /// schema 2 read as it is.
-    pub fn intervals(&self, experiment: i64) -> Result<Vec<IntervalRow>, LabError> {
-        if !self.has_intervals {
-            return Ok(Vec::new());
-        }
-        let err = |e: rusqlite::Error| LabError::store(self.path(), e);
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT s.cell_id, s.rep, s.warmup, i.stream, i.direction, i.start_s, i.end_s, i.omitted, i.values_json
-                 FROM sample_intervals i JOIN samples s ON i.sample_id=s.id JOIN cells c ON s.cell_id=c.id
-                 WHERE c.experiment_id=?1 ORDER BY s.id, i.idx",
-            )
-            .map_err(err)?;
-        let rows = st
-            .query_map([experiment], |r| {
-                let json: String = r.get(8)?;
-                Ok(IntervalRow {
-                    cell_id: r.get(0)?,
-                    rep: r.get(1)?,
-                    warmup: r.get(2)?,
-                    stream: r.get(3)?,
-                    direction: r.get(4)?,
-                    start_s: r.get(5)?,
-                    end_s: r.get(6)?,
-                    omitted: r.get(7)?,
-                    values: serde_json::from_str(&json).unwrap_or_default(),
-                })
+/// Every interval of an experiment (warm-ups included, flagged), by repetition in run order,
+/// then in stored order (stream by stream, in time order), from the store at `path` over
+/// `conn` ([`crate::store::Store::intervals`]).
+pub(crate) fn read(
+    conn: &Connection,
+    path: &Path,
+    experiment: i64,
+) -> Result<Vec<IntervalRow>, LabError> {
+    let err = |e: rusqlite::Error| LabError::store(path, e);
+    let mut st = conn
+        .prepare(
+            "SELECT s.cell_id, s.rep, s.warmup, i.stream, i.direction, i.start_s, i.end_s, i.omitted, i.values_json
+             FROM sample_intervals i JOIN samples s ON i.sample_id=s.id JOIN cells c ON s.cell_id=c.id
+             WHERE c.experiment_id=?1 ORDER BY s.id, i.idx",
+        )
+        .map_err(err)?;
+    let rows = st
+        .query_map([experiment], |r| {
+            let json: String = r.get(8)?;
+            Ok(IntervalRow {
+                cell_id: r.get(0)?,
+                rep: r.get(1)?,
+                warmup: r.get(2)?,
+                stream: r.get(3)?,
+                direction: r.get(4)?,
+                start_s: r.get(5)?,
+                end_s: r.get(6)?,
+                omitted: r.get(7)?,
+                values: serde_json::from_str(&json).unwrap_or_default(),
             })
-            .map_err(err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
-    }
+        })
+        .map_err(err)?;
+    rows.collect::<Result<_, _>>().map_err(err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Params;
+    use crate::model::params::Params;
+    use crate::model::sample::{Direction, Sample};
     use crate::plan::{Group, Order, Plan};
-    use crate::sample::Sample;
+    use crate::store::Store;
 
     fn iv(stream: u32, start: f64, end: f64, gbps: f64) -> Interval {
         Interval {

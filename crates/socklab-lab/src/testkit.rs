@@ -1,7 +1,7 @@
 //! Made-up experiments for the statistics and report tests: a temporary store with chosen
 //! repetitions per cell, recorded through the public API as a run would.
 
-use crate::params::Params;
+use crate::model::params::Params;
 use crate::plan::{Axis, Group, Order, Plan};
 use crate::runner::Sample;
 use crate::store::Store;

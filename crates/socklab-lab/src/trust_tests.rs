@@ -2,8 +2,8 @@
 //! negative, verdicts on few or bimodal repetitions, invalid repetitions, options not in
 //! effect. Each test builds a made-up experiment in a temporary store.
 
+use crate::model::params::Params;
 use crate::output::{human, summary_csv, summary_table};
-use crate::params::Params;
 use crate::summary::{experiment_stats, experiment_stats_with};
 use crate::testkit::{lab, reps};
 use crate::workload::load::designs_table;

@@ -4,7 +4,7 @@
 use roxmltree::{Document, ParsingOptions};
 use socklab_lab::clock::now_rfc3339;
 use socklab_lab::html::html_report;
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
 use socklab_lab::runner::Sample;
 use socklab_lab::store::Store;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use roxmltree::{Document, Node, ParsingOptions};
 use socklab_lab::html::html_report;
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
 use socklab_lab::runner::Sample;
 use socklab_lab::store::Store;

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
+use socklab_lab::model::sample::Sample;
 use socklab_lab::plan::{Group, Order, Plan};
-use socklab_lab::sample::Sample;
 use socklab_lab::store::{Store, SCHEMA_VERSION};
 use socklab_lab::LabError;
 
@@ -174,7 +174,7 @@ fn a_losing_concurrent_resume_is_told_why_in_one_line() {
 /// for writing, its experiments intact and intervals recordable.
 #[test]
 fn a_version_2_store_is_read_as_it_is_and_upgraded_when_written() {
-    use socklab_lab::sample::{Direction, Interval};
+    use socklab_lab::model::sample::{Direction, Interval};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v2.db");
     make_store(&path);

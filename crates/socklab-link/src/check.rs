@@ -209,7 +209,7 @@ pub fn probe(
     let size = cfg.size.max(HEADER);
     if cfg.packets == 0 {
         return Err(LinkError::Invalid(
-            "--packets 0: send at least 1 datagram (e.g. 10000)".into(),
+            "`packets` 0: send at least 1 datagram (e.g. 10000)".into(),
         ));
     }
     let epoch = Instant::now();

@@ -84,9 +84,9 @@ impl LinkPair {
         let parse = |flag: &str, s: &str| {
             parse_spec(s).map_err(|e| LinkError::Invalid(format!("bad {flag} \"{s}\": {e}")))
         };
-        let forward = parse("--link", link)?;
+        let forward = parse("`link`", link)?;
         let backward = match back {
-            Some(b) => parse("--link-back", b)?,
+            Some(b) => parse("`link_back`", b)?,
             None => forward.clone(),
         };
         Ok(LinkPair { forward, backward })
@@ -368,10 +368,10 @@ impl EmulatedLink {
         capture: Option<capture::CaptureTap>,
     ) -> Result<EmulatedLink, LinkError> {
         check_mtu(cfg.mtu)
-            .map_err(|e| LinkError::Invalid(format!("bad --mtu {}: {e}", cfg.mtu)))?;
+            .map_err(|e| LinkError::Invalid(format!("bad `link_mtu` {}: {e}", cfg.mtu)))?;
         if capture.is_some() && !matches!(cfg.driver, Driver::Auto | Driver::Tun) {
             return Err(LinkError::Invalid(format!(
-                "--capture records what socklab's own emulator does: use --driver tun (not {})",
+                "`capture` records what socklab's own emulator does: use `link_driver` tun (not {})",
                 cfg.driver
             )));
         }
@@ -397,7 +397,7 @@ impl EmulatedLink {
             netem::expressible(&cfg.pair)?;
             if !netem::kernel_has_netem() {
                 return Err(LinkError::Link(
-                    "this kernel has no sch_netem ('tc qdisc add … netem' fails): use --driver tun (socklab's own emulator) or auto".into(),
+                    "this kernel has no sch_netem ('tc qdisc add … netem' fails): use `link_driver` tun (socklab's own emulator) or auto".into(),
                 ));
             }
         }
@@ -433,7 +433,8 @@ impl EmulatedLink {
     pub fn namespaces(&self) -> Result<&Namespaces, LinkError> {
         self.ns.as_ref().ok_or_else(|| {
             LinkError::Invalid(
-                "the udp-proxy driver makes no namespaces: use --driver tun or netem (root)".into(),
+                "the udp-proxy driver makes no namespaces: use `link_driver` tun or netem (root)"
+                    .into(),
             )
         })
     }
@@ -720,11 +721,11 @@ mod tests {
         let p = LinkPair::parse("delay 10ms", Some("")).unwrap();
         assert_eq!(p.describe(), "delay 10ms / back: none");
         let e = LinkPair::parse("loss 150%", None).unwrap_err().to_string();
-        assert!(e.starts_with("bad --link \"loss 150%\": loss 150%"), "{e}");
+        assert!(e.starts_with("bad `link` \"loss 150%\": loss 150%"), "{e}");
         let e = LinkPair::parse("", Some("jitter 3"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--link-back") && e.contains("jitter"), "{e}");
+        assert!(e.contains("`link_back`") && e.contains("jitter"), "{e}");
     }
 
     /// `from_keys` over (key, value) pairs in any order.

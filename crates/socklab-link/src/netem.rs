@@ -50,7 +50,7 @@ pub fn expressible(pair: &LinkPair) -> Result<(), LinkError> {
             || s.rate_schedule.is_some()
         {
             return Err(LinkError::Invalid(format!(
-                "\"{s}\" uses socklab's own keywords (fifo, fixcsum, aqm, trace, rate schedules) that tc netem lacks: use --driver tun"
+                "\"{s}\" uses socklab's own keywords (fifo, fixcsum, aqm, trace, rate schedules) that tc netem lacks: use `link_driver` tun"
             )));
         }
     }
@@ -175,7 +175,7 @@ mod tests {
         assert!(expressible(&p)
             .unwrap_err()
             .to_string()
-            .contains("--driver tun"));
+            .contains("`link_driver` tun"));
         let p = LinkPair::parse("corrupt 1%", Some("corrupt 1% fixcsum")).unwrap();
         assert!(expressible(&p).is_err());
         expressible(&LinkPair::parse("loss 1%", None).unwrap()).unwrap();
@@ -185,7 +185,7 @@ mod tests {
             "rate 1mbit aqm codel ecn",
         ] {
             let e = expressible(&LinkPair::parse(ext, None).unwrap()).unwrap_err();
-            assert!(e.to_string().contains("--driver tun"), "{ext}: {e}");
+            assert!(e.to_string().contains("`link_driver` tun"), "{ext}: {e}");
         }
         // netem's own slot and ecn go to tc as written.
         let p = LinkPair::parse("loss 5% ecn slot 10ms 20ms packets 8", None).unwrap();

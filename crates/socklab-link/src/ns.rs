@@ -74,7 +74,7 @@ pub fn require_root(what: &str) -> Result<(), LinkError> {
         Ok(())
     } else {
         Err(LinkError::Link(format!(
-            "{what} needs root (network namespaces and TUN devices need CAP_NET_ADMIN): run it with sudo, or use --driver udp-proxy (UDP only, no root)"
+            "{what} needs root (network namespaces and TUN devices need CAP_NET_ADMIN): run it with sudo, or use `link_driver` udp-proxy (UDP only, no root)"
         )))
     }
 }
@@ -159,7 +159,7 @@ impl Namespaces {
     /// Creates `sl-<tag>-c` and `sl-<tag>-s` with loopback up and a hosts file naming
     /// `client` and `server`. On any failure, what was created is removed again.
     pub fn create(tag: &str) -> Result<Namespaces, LinkError> {
-        require_root("an emulated link (--driver tun or netem)")?;
+        require_root("an emulated link (`link_driver` tun or netem)")?;
         // Checked before `me` exists: its Drop must never remove namespaces it did not make.
         for side in [Side::Client, Side::Server] {
             let name = ns_name(tag, side);

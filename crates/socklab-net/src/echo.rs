@@ -199,13 +199,13 @@ impl EchoServer {
     pub fn bind(cfg: EchoConfig) -> Result<EchoServer, NetError> {
         if cfg.max_message == 0 || cfg.max_message > MAX_MESSAGE {
             return Err(NetError::Invalid(format!(
-                "--max-message {} is out of range: use 1 to 64M (64K holds any UDP datagram)",
+                "`max_message` {} is out of range: use 1 to 64M (64K holds any UDP datagram)",
                 cfg.max_message
             )));
         }
         if cfg.idle_timeout.is_zero() {
             return Err(NetError::Invalid(
-                "--idle-timeout 0s: give idle connections some time, e.g. --idle-timeout 30s"
+                "`idle_timeout` 0s: give idle connections some time, e.g. `idle_timeout` 30s"
                     .into(),
             ));
         }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// The peer could not be reached.
-    #[error("cannot connect to {addr}: {source} (is the socklab server listening there? start it, or omit --to and socklab starts one)")]
+    #[error("cannot connect to {addr}: {source} (is the socklab server listening there? start it, or omit `to` and socklab starts one)")]
     Connect {
         /// Where we tried to connect.
         addr: SocketAddr,
@@ -76,9 +76,9 @@ impl NetError {
         use socklab_sys::errno;
         let hint = match source.raw_os_error() {
             Some(errno::EADDRINUSE) => {
-                " (another program holds that port: choose another --port, or 0 for any free port)"
+                " (another program holds that port: choose another `port`, or 0 for any free port)"
             }
-            Some(errno::EACCES) => " (ports below 1024 need root: choose --port 1024 or above)",
+            Some(errno::EACCES) => " (ports below 1024 need root: choose `port` 1024 or above)",
             Some(errno::EADDRNOTAVAIL) => {
                 " (that address is not on this machine: use 127.0.0.1, ::1 or ::)"
             }

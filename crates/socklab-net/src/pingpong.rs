@@ -156,34 +156,34 @@ impl PingConfig {
         let bad = |m: String| Err(NetError::Invalid(m));
         if self.size == 0 {
             return bad(
-                "--size 0: a message needs at least one byte (e.g. --size 29, the seed's message)"
+                "`size` 0: a message needs at least one byte (e.g. `size` 29, the seed's message)"
                     .into(),
             );
         }
         if self.udp && self.size > MAX_UDP_SIZE {
             return bad(format!(
-                "--size {} does not fit in one UDP datagram: use 1 to {MAX_UDP_SIZE}, or drop --udp",
+                "`size` {} does not fit in one UDP datagram: use 1 to {MAX_UDP_SIZE}, or drop `udp`",
                 self.size
             ));
         }
         if !self.udp && self.size > MAX_TCP_SIZE {
             return bad(format!(
-                "--size {} is more than 16M: use 1 to 16M",
+                "`size` {} is more than 16M: use 1 to 16M",
                 self.size
             ));
         }
         if self.count == 0 {
             return bad(
-                "--count 0: make at least one round trip (e.g. --count 500, the seed's figure)"
+                "`count` 0: make at least one round trip (e.g. `count` 500, the seed's figure)"
                     .into(),
             );
         }
         if self.timeout.is_zero() {
-            return bad("--timeout 0s: wait some time for a reply, e.g. --timeout 1s".into());
+            return bad("`timeout` 0s: wait some time for a reply, e.g. `timeout` 1s".into());
         }
         if self.connect_timeout.is_zero() {
             return bad(
-                "--connect-timeout 0s: allow some time to connect, e.g. --connect-timeout 5s"
+                "`connect_timeout` 0s: allow some time to connect, e.g. `connect_timeout` 5s"
                     .into(),
             );
         }
@@ -191,15 +191,14 @@ impl PingConfig {
             let max = if self.udp { MAX_UDP_SIZE } else { MAX_TCP_SIZE };
             if n > max {
                 return bad(format!(
-                    "--reply {n}: a reply of more than {} bytes cannot be read: use 1 to {max}, any or echo",
+                    "`reply` {n}: a reply of more than {} bytes cannot be read: use 1 to {max}, any or echo",
                     format_size(max as u64)
                 ));
             }
         }
         if self.udp && self.new_connection_per_message {
             return bad(
-                "--new-connection-per-message is for TCP: UDP has no connections; drop one of the two"
-                    .into(),
+                "`new_connection` is for TCP: UDP has no connections; drop one of the two".into(),
             );
         }
         self.opts.validate(self.udp)
@@ -316,9 +315,9 @@ fn expected(cfg: &PingConfig) -> String {
 fn reply_hint(cfg: &PingConfig) -> &'static str {
     match cfg.reply {
         Reply::Echo => {
-            " (not an echo server? measure it with --reply any, or --reply BYTES for a fixed-size answer)"
+            " (not an echo server? measure it with `reply` any, or `reply` BYTES for a fixed-size answer)"
         }
-        _ => " (--reply any takes whatever the first read returns)",
+        _ => " (`reply` any takes whatever the first read returns)",
     }
 }
 
@@ -406,7 +405,7 @@ impl TripError {
                 )
             }
             TripError::Timeout { got: 0 } => format!(
-                "no reply within the timeout of {} after {done} of {} round trips (a slower server needs a longer one: --timeout {}, or timeout = \"{}\" in an experiment file)",
+                "no reply within the timeout of {} after {done} of {} round trips (a slower server needs a longer one: `timeout` {}, or timeout = \"{}\" in an experiment file)",
                 format_duration(cfg.timeout),
                 cfg.count,
                 format_duration(cfg.timeout * 10),

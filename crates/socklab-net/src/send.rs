@@ -56,7 +56,7 @@ impl SendOpts {
                 option: "cc",
                 value: self.cc.clone(),
                 hint: format!(
-                    " (available here: {}; load a module with `modprobe tcp_{}` or choose another --cc)",
+                    " (available here: {}; load a module with `modprobe tcp_{}` or choose another `cc`)",
                     available_cc(),
                     self.cc
                 ),

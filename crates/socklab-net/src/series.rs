@@ -124,13 +124,13 @@ impl Sampling {
         if let Some(i) = self.interval {
             if i.is_zero() {
                 return Err(
-                    "--interval 0s: give a positive interval, e.g. --interval 100ms (a line per interval)"
+                    "`interval` 0s: give a positive interval, e.g. `interval` 100ms (a line per interval)"
                         .into(),
                 );
             }
             if i < MIN_INTERVAL {
                 return Err(format!(
-                    "--interval {} is shorter than {}: sample every 1ms or more",
+                    "`interval` {} is shorter than {}: sample every 1ms or more",
                     format_duration(i),
                     format_duration(MIN_INTERVAL)
                 ));
@@ -139,7 +139,7 @@ impl Sampling {
                 let n = d.as_nanos().div_ceil(i.as_nanos());
                 if n > MAX_INTERVALS as u128 {
                     return Err(format!(
-                        "--interval {} over --duration {} makes {n} intervals, more than {MAX_INTERVALS}: use a longer interval",
+                        "`interval` {} over `duration` {} makes {n} intervals, more than {MAX_INTERVALS}: use a longer interval",
                         format_duration(i),
                         format_duration(d)
                     ));
@@ -150,13 +150,13 @@ impl Sampling {
             match duration {
                 None => {
                     return Err(format!(
-                        "--omit {} needs a run bounded by --duration (with --iterations or --bytes its length is unknown): use --duration",
+                        "`omit` {} needs a run bounded by `duration` (with `iterations` or `bytes` its length is unknown): use `duration`",
                         format_duration(o)
                     ))
                 }
                 Some(d) if o >= d => {
                     return Err(format!(
-                        "--omit {} is not shorter than --duration {}: nothing would be left to summarise; omit less or run longer (e.g. --omit {} --duration {})",
+                        "`omit` {} is not shorter than `duration` {}: nothing would be left to summarise; omit less or run longer (e.g. `omit` {} `duration` {})",
                         format_duration(o),
                         format_duration(d),
                         format_duration(d / 4),
@@ -632,7 +632,7 @@ mod tests {
         assert!(s(Some(0), None)
             .check(d)
             .unwrap_err()
-            .starts_with("--interval 0s"));
+            .starts_with("`interval` 0s"));
         let e = Sampling {
             interval: Some(Duration::from_micros(500)),
             omit: None,
@@ -642,13 +642,13 @@ mod tests {
         assert!(e.contains("shorter than 1ms"), "{e}");
         let e = s(None, Some(10_000)).check(d).unwrap_err();
         assert!(
-            e.starts_with("--omit 10s is not shorter than --duration 10s"),
+            e.starts_with("`omit` 10s is not shorter than `duration` 10s"),
             "{e}"
         );
         let e = s(None, Some(12_000)).check(d).unwrap_err();
         assert!(e.contains("not shorter"), "{e}");
         let e = s(Some(100), Some(1000)).check(None).unwrap_err();
-        assert!(e.contains("needs a run bounded by --duration"), "{e}");
+        assert!(e.contains("needs a run bounded by `duration`"), "{e}");
         let e = s(Some(1), None)
             .check(Some(Duration::from_secs(600)))
             .unwrap_err();

@@ -108,6 +108,39 @@ impl SockOpt {
         }
     }
 
+    /// Whether the kernel's read-back `back` (as [`read_one`] prints it) shows this option in
+    /// effect: on/off options read non-zero; `sndbuf`/`rcvbuf` read twice the value (Linux
+    /// doubles it for its bookkeeping; a value capped by `net.core.wmem_max`/`rmem_max` or
+    /// raised to the minimum reads otherwise); `mss` reads at most the value (a connected
+    /// socket reports the MSS in use, less the TCP options); the others read the value itself.
+    pub fn in_effect(&self, back: &str) -> bool {
+        let num = || back.trim().parse::<u64>().ok();
+        match self {
+            SockOpt::NoDelay
+            | SockOpt::QuickAck
+            | SockOpt::Cork
+            | SockOpt::FastOpen
+            | SockOpt::ReuseAddr
+            | SockOpt::ReusePort => num().is_some_and(|v| v != 0),
+            SockOpt::KeepAlive(None) => back.split('/').next().is_some_and(|v| v != "0"),
+            SockOpt::KeepAlive(Some((i, v, c))) => back == format!("1/{i}/{v}/{c}"),
+            SockOpt::SndBuf(n) | SockOpt::RcvBuf(n) => num() == Some(2 * *n as u64),
+            SockOpt::Mss(n) => num().is_some_and(|v| v > 0 && v <= u64::from(*n)),
+            SockOpt::NotsentLowat(n) => num() == Some(*n as u64),
+            SockOpt::BusyPoll(n) => num() == Some(u64::from(*n)),
+            SockOpt::Cc(c) => back == c,
+        }
+    }
+
+    /// Whether the option can be set on a connected socket (an accepted one): not the
+    /// listener's and connect's own (`fastopen`, `reuseaddr`, `reuseport`).
+    pub fn on_connected(&self) -> bool {
+        !matches!(
+            self,
+            SockOpt::FastOpen | SockOpt::ReuseAddr | SockOpt::ReusePort
+        )
+    }
+
     /// True for options that exist only for TCP.
     pub fn tcp_only(&self) -> bool {
         !matches!(
@@ -341,15 +374,23 @@ enum Moment {
     Listener,
     Accepted,
     Client,
+    /// A connected socket taking every option it can (the bulk sink's accepted sockets).
+    Connected,
 }
 
 fn apply_one(s: &Socket, o: &SockOpt, at: Moment) -> Result<(), NetError> {
     use Moment::*;
     match (o, at) {
-        (SockOpt::NoDelay, Accepted | Client) => set_checked(s, o, IntOpt::TcpNoDelay, 1, true),
-        (SockOpt::QuickAck, Accepted | Client) => set_checked(s, o, IntOpt::TcpQuickAck, 1, false),
-        (SockOpt::Cork, Accepted | Client) => set_checked(s, o, IntOpt::TcpCork, 1, true),
-        (SockOpt::KeepAlive(p), Accepted | Client) => {
+        (SockOpt::NoDelay, Accepted | Client | Connected) => {
+            set_checked(s, o, IntOpt::TcpNoDelay, 1, true)
+        }
+        (SockOpt::QuickAck, Accepted | Client | Connected) => {
+            set_checked(s, o, IntOpt::TcpQuickAck, 1, false)
+        }
+        (SockOpt::Cork, Accepted | Client | Connected) => {
+            set_checked(s, o, IntOpt::TcpCork, 1, true)
+        }
+        (SockOpt::KeepAlive(p), Accepted | Client | Connected) => {
             set_checked(s, o, IntOpt::SoKeepAlive, 1, true)?;
             if let Some((idle, intvl, cnt)) = p {
                 set_checked(s, o, IntOpt::TcpKeepIdle, *idle as i32, false)?;
@@ -362,19 +403,19 @@ fn apply_one(s: &Socket, o: &SockOpt, at: Moment) -> Result<(), NetError> {
         (SockOpt::FastOpen, Client) => set_checked(s, o, IntOpt::TcpFastOpenConnect, 1, true),
         (SockOpt::ReuseAddr, Listener | Client) => set_checked(s, o, IntOpt::SoReuseAddr, 1, true),
         (SockOpt::ReusePort, Listener | Client) => set_checked(s, o, IntOpt::SoReusePort, 1, true),
-        (SockOpt::SndBuf(n), Listener | Client) => {
+        (SockOpt::SndBuf(n), Listener | Client | Connected) => {
             set_checked(s, o, IntOpt::SoSndBuf, *n as i32, false)
         }
-        (SockOpt::RcvBuf(n), Listener | Client) => {
+        (SockOpt::RcvBuf(n), Listener | Client | Connected) => {
             set_checked(s, o, IntOpt::SoRcvBuf, *n as i32, false)
         }
-        (SockOpt::Mss(n), Listener | Client) => {
+        (SockOpt::Mss(n), Listener | Client | Connected) => {
             set_checked(s, o, IntOpt::TcpMaxSeg, *n as i32, false)
         }
-        (SockOpt::NotsentLowat(n), Accepted | Client) => {
+        (SockOpt::NotsentLowat(n), Accepted | Client | Connected) => {
             set_checked(s, o, IntOpt::TcpNotsentLowat, *n as i32, false)
         }
-        (SockOpt::BusyPoll(n), Accepted | Client) => {
+        (SockOpt::BusyPoll(n), Accepted | Client | Connected) => {
             set_checked(s, o, IntOpt::SoBusyPoll, *n as i32, false)
         }
         (SockOpt::Cc(c), _) => s
@@ -428,7 +469,7 @@ impl OptSet {
         if udp {
             if let Some(o) = self.0.iter().find(|o| o.opt.tcp_only()) {
                 return Err(NetError::Invalid(format!(
-                    "option {} applies to TCP only: drop it or run without --udp",
+                    "option {} applies to TCP only: drop it or run without `udp`",
                     o.opt
                 )));
             }
@@ -452,6 +493,35 @@ impl OptSet {
     pub fn apply_client(&self, s: &Socket) -> Result<(), NetError> {
         self.on(Side::Client)
             .try_for_each(|o| apply_one(s, o, Moment::Client))
+    }
+
+    /// `side`'s options on a connected socket (the bulk sink's accepted sockets, once a
+    /// stream has named its test): every option but those of a listener or a connect
+    /// ([`SockOpt::on_connected`]), which are skipped.
+    pub fn apply_connected(&self, s: &Socket, side: Side) -> Result<(), NetError> {
+        self.on(side)
+            .try_for_each(|o| apply_one(s, o, Moment::Connected))
+    }
+
+    /// `side`'s options that cannot apply on a connected socket ([`SockOpt::on_connected`]).
+    pub fn not_on_connected(&self, side: Side) -> Vec<&SockOpt> {
+        self.on(side).filter(|o| !o.on_connected()).collect()
+    }
+
+    /// `side`'s options that `back` (its [`OptSet::read_back`], or what a peer reported) does
+    /// not show in effect ([`SockOpt::in_effect`]), each as `option: kernel reports VALUE`
+    /// (`not reported` when `back` lacks it).
+    pub fn off(&self, side: Side, back: &[(String, String)]) -> Vec<String> {
+        self.on(side)
+            .filter_map(|o| {
+                let got = back.iter().find(|(k, _)| k == o.name()).map(|(_, v)| v);
+                match got {
+                    Some(v) if o.in_effect(v) => None,
+                    Some(v) => Some(format!("{o}: kernel reports {v}")),
+                    None => Some(format!("{o}: not reported")),
+                }
+            })
+            .collect()
     }
 
     /// Whether `TCP_QUICKACK` must be re-armed after every receive on `side`.
@@ -612,6 +682,66 @@ mod tests {
             .parse::<OptSet>()
             .unwrap()
             .rearm_quickack(Side::Client));
+    }
+
+    #[test]
+    fn in_effect_compares_the_read_back_with_what_was_asked() {
+        let o = |t: &str| t.parse::<SockOpt>().unwrap();
+        assert!(o("nodelay").in_effect("1") && !o("nodelay").in_effect("0"));
+        assert!(o("sndbuf=64K").in_effect("131072"), "Linux doubles it");
+        assert!(!o("sndbuf=64M").in_effect("8388608"), "capped by wmem_max");
+        assert!(!o("rcvbuf=1").in_effect("2304"), "raised to the minimum");
+        assert!(o("cc=reno").in_effect("reno") && !o("cc=bbr").in_effect("cubic"));
+        assert!(o("mss=1400").in_effect("1388"), "less the timestamp option");
+        assert!(!o("mss=1400").in_effect("65483"));
+        assert!(o("keepalive=60/10/5").in_effect("1/60/10/5"));
+        assert!(!o("keepalive=60/10/5").in_effect("1/7200/75/9"));
+        assert!(
+            o("keepalive").in_effect("1/7200/75/9") && !o("keepalive").in_effect("0/7200/75/9")
+        );
+        assert!(o("notsent-lowat=16K").in_effect("16384"));
+        assert!(!o("busy-poll=50").in_effect("error: Operation not permitted"));
+        let set: OptSet = "nodelay+client:sndbuf=64K+server:cc=reno".parse().unwrap();
+        let back = vec![
+            ("nodelay".to_string(), "1".to_string()),
+            ("sndbuf".to_string(), "4608".to_string()),
+        ];
+        assert_eq!(
+            set.off(Side::Client, &back),
+            vec!["sndbuf=64K: kernel reports 4608".to_string()]
+        );
+        assert_eq!(
+            set.off(Side::Server, &back),
+            vec!["cc=reno: not reported".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_connected_socket_takes_every_option_but_the_listeners() {
+        let set: OptSet = "server:nodelay+server:sndbuf=64K+server:mss=1400+server:cc=reno"
+            .parse()
+            .unwrap();
+        let s = tcp();
+        set.apply_connected(&s, Side::Server).unwrap();
+        assert!(set
+            .off(Side::Server, &set.read_back(&s, Side::Server))
+            .is_empty());
+        assert!(set.not_on_connected(Side::Server).is_empty());
+        let l: OptSet = "fastopen+client:reuseaddr+server:reuseport"
+            .parse()
+            .unwrap();
+        let names: Vec<&str> = l
+            .not_on_connected(Side::Server)
+            .iter()
+            .map(|o| o.name())
+            .collect();
+        assert_eq!(names, ["fastopen", "reuseport"]);
+        // Skipped, not applied: the socket keeps its default.
+        l.apply_connected(&s, Side::Server).unwrap();
+        assert_eq!(
+            read_one(&s, &SockOpt::ReusePort, Side::Server).unwrap(),
+            "0"
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! 6, 14, 30 or 62 bits (at most [`VARINT_MAX`]). [`write`] always uses the shortest form;
 //! [`read`] also accepts longer, non-minimal forms (e.g. `0x40 0x25` for 37), as QUIC does.
 
-use crate::wire::VARINT_MAX;
+/// Largest value a varint holds.
+pub const VARINT_MAX: u64 = (1 << 62) - 1;
 
 /// Bytes the shortest encoding of `v` takes: 1, 2, 4 or 8.
 ///

@@ -34,6 +34,7 @@
 //! ```
 
 mod bimodal;
+mod incomplete_beta;
 mod incomplete_gamma;
 mod mann_whitney;
 mod normal;
@@ -43,10 +44,11 @@ mod summary;
 mod welch;
 
 pub use bimodal::{bimodal, Bimodal, BIMODAL_GAP_RATIO, BIMODAL_MIN_REL_GAP};
+pub use incomplete_beta::regularized_incomplete_beta;
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
-pub use special::{ln_beta, ln_gamma, regularized_incomplete_beta};
+pub use special::{ln_beta, ln_gamma};
 pub use student_t::{
     student_t_cdf, student_t_pdf, student_t_quantile, student_t_sf, student_t_two_sided_p,
 };

@@ -10,8 +10,9 @@
 
 use std::f64::consts::PI;
 
+use crate::incomplete_beta::{inc_beta_split, BetaArg};
 use crate::normal::{normal_cdf, normal_quantile};
-use crate::special::{inc_beta_split, ln_beta, BetaArg};
+use crate::special::ln_beta;
 
 /// `x = df/(df+t^2)`, `y = t^2/(df+t^2)` and their logs, for `t_abs >= 0`,
 /// finite `df > 0`.

@@ -234,8 +234,8 @@ impl FileReceiver {
             }
             if let Some(max) = self.limits.max_file_size.filter(|&max| e.size > max) {
                 return Err(TransferError::Limit(format!(
-                    "'{}' declares {} bytes ({}), more than this server's --max-file-size {}: \
-                     send it to a server started with a larger --max-file-size",
+                    "'{}' declares {} bytes ({}), more than this server's `max_file_size` {}: \
+                     send it to a server started with a larger `max_file_size`",
                     e.name,
                     e.size,
                     format_size(e.size),

@@ -284,7 +284,7 @@ pub fn send_rudp(
         }
         if Instant::now() >= deadline {
             return Err(TransferError::Timeout(format!(
-                "the rudp transfer to {to} did not finish within {timeout:?} ({} of {} bytes handed to the transport): raise --timeout",
+                "the rudp transfer to {to} did not finish within {timeout:?} ({} of {} bytes handed to the transport): raise `timeout`",
                 sender.sent_bytes(),
                 sender.manifest().total_bytes()
             )));

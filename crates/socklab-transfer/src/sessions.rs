@@ -93,7 +93,7 @@ pub(crate) fn admit(
         return match victim(&mut slots.filter(|s| s.ip == ip)) {
             Some(cid) => Admission::Evict(cid),
             None => Admission::Refuse(format!(
-                "server full for {ip}: it has {from_ip} sessions making progress, the most one address may hold (the server's --max-sessions-per-source); retry when one ends"
+                "server full for {ip}: it has {from_ip} sessions making progress, the most one address may hold (the server's `max_sessions_per_source`); retry when one ends"
             )),
         };
     }
@@ -264,7 +264,7 @@ mod tests {
         match admit(&l, ip("10.0.0.1"), now, slots.iter().copied()) {
             Admission::Refuse(why) => {
                 assert!(why.contains("server full for 10.0.0.1") && why.contains("2 sessions"));
-                assert!(why.contains("--max-sessions-per-source"), "{why}");
+                assert!(why.contains("`max_sessions_per_source`"), "{why}");
             }
             other => panic!("{other:?}"),
         }

@@ -97,7 +97,7 @@ fn set_cc(sock: SockRef<'_>, cc: &str) -> Result<(), TransferError> {
             option: "cc",
             value: cc.to_string(),
             hint: format!(
-                " (available here: {}; load a module with `modprobe tcp_{cc}` or choose another --cc)",
+                " (available here: {}; load a module with `modprobe tcp_{cc}` or choose another `cc`)",
                 std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
                     .unwrap_or_default()
                     .trim()
@@ -253,7 +253,7 @@ fn refuse<'s>(
     let mut msg = Vec::new();
     Control::Abort {
         detail: format!(
-            "server full: {max} transfers in progress (its --max-sessions); try again later"
+            "server full: {max} transfers in progress (its `max_sessions`); try again later"
         ),
     }
     .encode(&mut msg);
@@ -552,7 +552,7 @@ impl Client<'_> {
             let n = self.sender.manifest().files.len();
             let verdicts = self.sender.outcomes().iter().filter(|o| o.ok).count();
             return Err(TransferError::Timeout(format!(
-                "the transfer did not finish within {:?}: {} of {} file bytes sent, {verdicts} of {n} files confirmed (raise --timeout?)",
+                "the transfer did not finish within {:?}: {} of {} file bytes sent, {verdicts} of {n} files confirmed (raise `timeout`?)",
                 self.timeout,
                 self.sender.sent_bytes(),
                 self.sender.manifest().total_bytes()

@@ -77,7 +77,7 @@ pub enum Command {
         "  socklab bulk --cc cubic,bbr --pacing-rate 500M --affinity 0 \\\n",
         "      --server-affinity 1\n",
         "\n",
-        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists (--strategy, --cc, --streams, --pacing-rate) are crossed. --streams N runs N connections (each its own thread on both ends, all started at once); --reverse makes the sink send, --bidir both (N each way); each stream's Gbit/s and Jain's fairness are stored beside the total (every stream's bytes over the span to the last stream's end). Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. --interval prints a line per interval as the run goes (JSON lines with --json) and stores the time series (socklab results series); --omit leaves the start out of the summary (iperf3 -O). A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
+        "Lists: --nbufs and --bufsize lists of equal length are paired (15x100, 30x50, …); --cross takes every combination instead. Other lists (--strategy, --cc, --streams, --pacing-rate, --opts) are crossed. --streams N runs N connections (each its own thread on both ends, all started at once); --reverse makes the sink send, --bidir both (N each way); each stream's Gbit/s and Jain's fairness are stored beside the total (every stream's bytes over the span to the last stream's end). Without --to a sink is started as a child process on a free loopback port. A run lasts --duration (default 2s), --iterations or --bytes; --dry-run prints the plan and its time. --interval prints a line per interval as the run goes (JSON lines with --json) and stores the time series (socklab results series); --omit leaves the start out of the summary (iperf3 -O). A repetition still running 10 s past its --duration (plus the link's round trips; --timeout sets another bound), or whose sink accepts nothing for 30 s, is stored as failed and the others go on. Ctrl-C or SIGTERM (also twice, as 'timeout' sends) stops within 200 ms and keeps every finished repetition; a third exits at once. With --udp the sender is paced at --rate (default 1G) and socklab starts the receiver (socklab sink --udp); over --link the emulator's own counts are stored beside the receiver's. See docs/bulk.md.\n\nExit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
     )
     )]
     Bulk(Box<BulkArgs>),
@@ -487,6 +487,11 @@ pub struct BulkArgs {
     /// CPUs of the sink's stream threads, round-robin as --affinity.
     #[arg(long, value_name = "CPUS")]
     pub server_affinity: Option<String>,
+    /// Socket options of every stream's two ends, as pingpong's: nodelay+quickack,
+    /// client:sndbuf=1M, server:cc=bbr; read back on both ends and stored, one not in effect
+    /// marked so (sets to compare, comma-separated; baseline: none).
+    #[arg(long, value_delimiter = ',', value_name = "SET")]
+    pub opts: Vec<String>,
     /// Set TCP_NODELAY on the sender.
     #[arg(long)]
     pub nodelay: bool,

@@ -356,6 +356,9 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
     if !a.pacing_rate.is_empty() {
         list_axis("pacing_rate", &a.pacing_rate, &mut axes, &mut fixed);
     }
+    if !a.opts.is_empty() {
+        list_axis("opts", &a.opts, &mut axes, &mut fixed);
+    }
     let (nb, bs) = (!swept("nbufs"), !swept("bufsize"));
     if nb && bs && a.nbufs.len() > 1 && a.bufsize.len() > 1 && !a.cross {
         axes.push(

@@ -144,7 +144,10 @@ pub fn hosts(c: HostsCommand, dry: bool) -> Result<(), Failure> {
                 match connect(h, &opts).and_then(|t| probe::check(t.as_ref(), None)) {
                     Ok(r) => reports.push(r),
                     Err(e) => {
-                        eprintln!("socklab: error: {e}");
+                        eprintln!(
+                            "socklab: error: {}",
+                            crate::flags::in_flags(&e.to_string(), &[])
+                        );
                         failed.push(h.clone());
                     }
                 }
@@ -183,7 +186,10 @@ pub fn hosts(c: HostsCommand, dry: bool) -> Result<(), Failure> {
                 match connect(h, &opts).and_then(|t| install::install(t.as_ref(), &exe, &dir)) {
                     Ok(said) => out(&format!("{h}: installed {dir}/socklab ({said})\n"))?,
                     Err(e) => {
-                        eprintln!("socklab: error: {e}");
+                        eprintln!(
+                            "socklab: error: {}",
+                            crate::flags::in_flags(&e.to_string(), &[])
+                        );
                         failed.push(h.clone());
                     }
                 }

@@ -16,6 +16,7 @@ use socklab_units::format_duration;
 
 use crate::cli::SummaryFormat;
 use crate::commands::{command_line, out, run_and_print, run_observed, usage, Failure};
+use crate::flags;
 use crate::progress::{LiveLines, OneRun};
 
 /// A count-bounded run (--requests, --loops) without --duration is still capped at this.
@@ -125,16 +126,6 @@ pub const AFTER_HELP: &str = concat!(
     "The first is closed loop over keep-alive HTTP (wrk), the third Stevens' client.c. Failures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. Every run is an experiment in --db (socklab results, socklab report). See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed)."
 );
 
-/// The flag of a `load` workload key (the keys and the flags share their names, but for these).
-fn flag(key: &str) -> String {
-    match key {
-        "handler" => "--protocol".into(),
-        "new_connection" => "--new-connection-per-request".into(),
-        "conn_requests" => "--loops".into(),
-        k => format!("--{}", k.replace('_', "-")),
-    }
-}
-
 /// A workload error in the command's words: `--bytes 20000: ...` for `bytes = '20000': ...`.
 fn in_flags(e: LabError) -> Failure {
     match e {
@@ -144,7 +135,10 @@ fn in_flags(e: LabError) -> Failure {
             } else {
                 format!("'{value}'")
             };
-            usage(format!("{} {value}: {reason}", flag(&key)))
+            usage(format!(
+                "{} {value}: {reason}",
+                flags::flag(&key, flags::LOAD)
+            ))
         }
         other => other.into(),
     }

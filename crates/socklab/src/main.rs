@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod dryrun;
+mod flags;
 mod hosts;
 mod labcmds;
 mod load;
@@ -53,6 +54,12 @@ fn main() -> ExitCode {
         }
     };
     let dry = cli.dry_run;
+    // The flags of keys that a library error names and this command spells its own way.
+    let keys: &[(&str, &str)] = match &cli.command {
+        Command::Load(_) => flags::LOAD,
+        Command::Pingpong(_) => flags::PINGPONG,
+        _ => &[],
+    };
     if cli.until_eof {
         hosts::stop_at_end_of_stdin();
     }
@@ -80,7 +87,7 @@ fn main() -> ExitCode {
         Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
         Err(Failure::Exit(code)) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("socklab: error: {}", f.message());
+            eprintln!("socklab: error: {}", flags::in_flags(&f.message(), keys));
             ExitCode::from(f.code())
         }
     }

@@ -95,7 +95,7 @@ fn session_line(s: &ServerSession) -> String {
         l.push_str(&format!(", cc {}", s.cc));
     }
     if let Some(e) = &s.error {
-        l.push_str(&format!(", failed: {e}"));
+        l.push_str(&format!(", failed: {}", crate::flags::in_flags(e, &[])));
     }
     l
 }

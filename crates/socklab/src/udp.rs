@@ -165,6 +165,7 @@ fn tcp_only(a: &BulkArgs) -> Option<&'static str> {
         (a.affinity.is_some(), "--affinity"),
         (a.server_affinity.is_some(), "--server-affinity"),
         (a.nodelay, "--nodelay"),
+        (!a.opts.is_empty(), "--opts"),
         (a.read_size != bulk::READ_SIZE.default, "--read-size"),
         (a.verify, "--verify"),
         (a.reference, "--reference"),

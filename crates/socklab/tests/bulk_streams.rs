@@ -1,5 +1,6 @@
 //! `socklab bulk --streams`, `--reverse`, `--bidir`, `--cc` lists, `--pacing-rate`,
-//! `--affinity` (issue 17 items 1, 2, 4): the real binary over loopback, bounded.
+//! `--affinity` (issue 17 items 1, 2, 4) and `--opts` (issue 25 item 6): the real binary over
+//! loopback, bounded.
 
 mod common;
 
@@ -247,4 +248,86 @@ fn bad_stream_flags_are_one_line_errors_with_exit_2() {
     // The checks come before anything runs: --dry-run says so too.
     let (c, _, err) = run(&["--dry-run", "bulk", "--streams", "0"]);
     assert_eq!(c, 2, "{err}");
+}
+
+/// `--opts` (issue 25 item 6): a list of option sets is a cell each; both ends' read-back is
+/// stored with every repetition.
+#[test]
+fn opts_sets_make_a_cell_each_and_store_both_ends_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let (c, out, err) = run(&[
+        "bulk",
+        "--opts",
+        "baseline,nodelay+server:cc=reno+client:sndbuf=256K",
+        "--iterations",
+        "50",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        db,
+    ]);
+    assert_eq!(c, 0, "{out}{err}");
+    assert!(
+        out.contains("opts=baseline")
+            && out.contains("opts=nodelay+server:cc=reno+client:sndbuf=256K"),
+        "{out}"
+    );
+    let reps = export(db);
+    assert_eq!(reps.len(), 2);
+    let base = reps
+        .iter()
+        .find(|r| r["config"]["opts"] == "baseline")
+        .unwrap();
+    assert_eq!(base["extra"]["client_opts"], serde_json::json!({}));
+    assert_eq!(base["extra"]["server_opts"], serde_json::json!({}));
+    assert_eq!(metric(base, "opts_off"), 0.0);
+    let set = reps
+        .iter()
+        .find(|r| r["config"]["opts"] != "baseline")
+        .unwrap();
+    let (client, server) = (&set["extra"]["client_opts"], &set["extra"]["server_opts"]);
+    assert_eq!(client["nodelay"], "1", "{set}");
+    assert_eq!(client["sndbuf"], (2 * 256 * 1024).to_string(), "{set}");
+    assert_eq!(server["nodelay"], "1", "{set}");
+    assert_eq!(server["cc"], "reno", "{set}");
+    assert_eq!(set["extra"]["opts_off"], serde_json::json!([]));
+    assert_eq!(metric(set, "opts_off"), 0.0);
+    // The older keys print as before beside it.
+    assert_eq!(set["config"]["cc"], "cubic");
+}
+
+#[test]
+fn bad_opts_are_one_line_errors_with_exit_2() {
+    let d = ["--duration", "1s", "--db", "/nonexistent/x.db"];
+    for (args, needles) in [
+        (
+            &["--cc", "bbr", "--opts", "cc=cubic"][..],
+            &["cc = 'bbr' and opts = 'cc=cubic' both set cc"][..],
+        ),
+        (
+            &["--nodelay", "--opts", "nodelay"][..],
+            &["nodelay = 'true' and opts = 'nodelay' both set nodelay"][..],
+        ),
+        (
+            &["--opts", "nodelayy"][..],
+            &["unknown option 'nodelayy'"][..],
+        ),
+        (
+            &["--opts", "fastopen"][..],
+            &["opts 'fastopen'", "prefix it client:"][..],
+        ),
+        (
+            &["--udp", "--opts", "nodelay"][..],
+            &["--udp does not take --opts"][..],
+        ),
+    ] {
+        let mut all = vec!["bulk"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&d);
+        assert_usage_error(&all, needles);
+    }
 }

@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 use socklab_sys::process::child_dies_with_parent;
 
 use super::transport::Transport;
-use crate::params::Params;
+use crate::model::params::Params;
+use crate::model::sample::{Interval, Sample};
 use crate::resources::Resources;
-use crate::sample::{Interval, Sample};
 use crate::workload::Workload;
 use crate::LabError;
 

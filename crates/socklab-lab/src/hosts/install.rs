@@ -59,7 +59,7 @@ pub fn install(t: &dyn Transport, exe: &Path, dir: &str) -> Result<String, LabEr
     if theirs != ours {
         return Err(host_err(
             t,
-            format!("is {theirs}, this binary {ours}: build socklab for {theirs} and copy it there, or give --remote-socklab PATH"),
+            format!("is {theirs}, this binary {ours}: build socklab for {theirs} and copy it there, or give `remote_socklab` PATH"),
         ));
     }
     let file = File::open(exe)

@@ -92,24 +92,24 @@ impl HostPlan {
     pub fn check(&self) -> Result<(), LabError> {
         if self.remote_client().is_some() && !self.generators.is_empty() {
             return Err(LabError::Plan(
-                "give a client host or generators, not both: the load workload's clients are its generators (--generators)".into(),
+                "give a client host or generators, not both: the load workload's clients are its generators (`generators`)".into(),
             ));
         }
         if self.server_addr.is_some() && self.remote_server().is_none() {
             return Err(LabError::Plan(
-                "--server-addr applies to a server on another host: give --server-host too".into(),
+                "`server_addr` applies to a server on another host: give `server_host` too".into(),
             ));
         }
         let mut seen = Vec::new();
         for g in &self.generators {
             if g.trim().is_empty() {
                 return Err(LabError::Plan(
-                    "--generators has an empty name: give hosts separated by commas, e.g. lab1,lab3,local".into(),
+                    "`generators` has an empty name: give hosts separated by commas, e.g. lab1,lab3,local".into(),
                 ));
             }
             if seen.contains(&g) {
                 return Err(LabError::Plan(format!(
-                    "--generators names {g} twice: one generator per host (it runs as many connections and threads as its share needs)"
+                    "`generators` names {g} twice: one generator per host (it runs as many connections and threads as its share needs)"
                 )));
             }
             seen.push(g);
@@ -211,7 +211,7 @@ impl Hosts {
         let (t, report) = self.host("server", &name, addr)?;
         let ip = report.addr.ok_or_else(|| LabError::Host {
             host: name.clone(),
-            reason: "no address to reach it at (SSH did not say which address it reached): give --server-addr".into(),
+            reason: "no address to reach it at (SSH did not say which address it reached): give `server_addr`".into(),
         })?;
         // The client's end: this machine, checked once for the report's facts.
         if self.plan.generators.is_empty()

@@ -312,7 +312,7 @@ pub fn check_version(t: &dyn Transport) -> Result<(), LabError> {
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     let fix = format!(
-        "run 'socklab hosts install {}' (or give --remote-socklab PATH)",
+        "run 'socklab hosts install {}' (or give `remote_socklab` PATH)",
         t.name()
     );
     if !out.status.success() {

@@ -55,7 +55,7 @@ impl Ssh {
         if let Some(f) = &opts.config {
             if !f.is_file() {
                 return Err(LabError::Plan(format!(
-                    "--ssh-config '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
+                    "`ssh_config` '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
                     f.display()
                 )));
             }

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use socklab_stats::{bimodal, mann_whitney, welch, MannWhitney, Welch};
 use socklab_units::parse_size;
 
-use crate::summary::ExperimentStats;
+use crate::model::stats::ExperimentStats;
 use crate::svg::esc;
 use crate::table::{ci_cell, num, Table};
 use crate::workload::judge::MIN_N_VERDICT;

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use socklab_stats::summarize;
 
 use super::*;
-use crate::params::Params;
+use crate::model::params::Params;
+use crate::model::record::{CellRow, ExperimentRow};
+use crate::model::stats::CellStats;
 use crate::plan::Plan;
-use crate::store::{CellRow, ExperimentRow};
-use crate::summary::CellStats;
 
 /// Relative deviations of the repetitions from a cell's value (mean 0).
 const DEV: [f64; 6] = [-0.02, 0.01, 0.0, 0.02, -0.01, 0.0];

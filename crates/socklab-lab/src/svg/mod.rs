@@ -394,6 +394,16 @@ fn x_axis(s: &mut String, ticks: &[(f64, String)], x: Scale, top: f64, bottom: f
     s.push_str("</g>");
 }
 
+/// An SVG chart in an HTML figure with its caption (the reports' charts: `html.rs`,
+/// `charts.rs`, `series_charts.rs`).
+pub(crate) fn figure(out: &mut String, svg: &str, caption: &str) {
+    let _ = writeln!(
+        out,
+        "<figure class=\"chart\">\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
+        esc(caption)
+    );
+}
+
 /// Horizontal bar chart: one bar per row with its label on the left, the 95% CI as a whisker
 /// with caps, the value printed at the bar's end, the best row in another colour.
 mod bar;

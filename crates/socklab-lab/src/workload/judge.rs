@@ -5,8 +5,8 @@
 
 use socklab_stats::{bimodal, mann_whitney, welch, MannWhitney, Welch};
 
-use crate::metric::Better;
-use crate::summary::ExperimentStats;
+use crate::model::metric::Better;
+use crate::model::stats::ExperimentStats;
 use crate::workload::{kind, metric};
 
 /// Fewer repetitions than this on either side: no significance call (the interval is too

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use socklab_units::{format_duration, parse_duration};
 
-use crate::params::parse_usize;
+use crate::model::params::parse_usize;
 
 /// Where a client sends: a server socklab starts itself, or one somebody else started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ pub const MAX_BYTES: u64 = 1 << 40;
 
 /// A count (K/M/G suffixes allowed) of at most `hi`; a smaller bound is the caller's.
 pub fn at_most(hi: u64) -> impl Fn(&str) -> Result<u64, String> {
-    move |s| match crate::params::parse_count(s)? {
+    move |s| match crate::model::params::parse_count(s)? {
         n if n <= hi => Ok(n),
         _ => Err(format!("at most {hi}")),
     }

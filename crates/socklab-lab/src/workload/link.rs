@@ -10,7 +10,7 @@ use socklab_link::LinkKeyError;
 use socklab_link::{LinkConfig, KEYS as NET_KEYS};
 use socklab_units::format_duration;
 
-use crate::params::{Key, Params};
+use crate::model::params::{Key, Params};
 use crate::workload::key::Target;
 use crate::LabError;
 

@@ -38,11 +38,11 @@ use std::collections::BTreeMap;
 
 use socklab_stats::Summary;
 
-use crate::metric::{Better, Metric};
-use crate::params::{Key, Params};
+use crate::model::metric::{Better, Metric};
+use crate::model::params::{Key, Params};
+use crate::model::sample::Sample;
+use crate::model::stats::ExperimentStats;
 use crate::resources::Resources;
-use crate::sample::Sample;
-use crate::summary::ExperimentStats;
 use crate::table::Table;
 use crate::LabError;
 
@@ -335,7 +335,13 @@ pub fn metric(name: &str) -> Metric {
                     .is_some_and(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
             })
         })
-        .unwrap_or(crate::metric::m("unknown", "", "?", "", Better::Neither))
+        .unwrap_or(crate::model::metric::m(
+            "unknown",
+            "",
+            "?",
+            "",
+            Better::Neither,
+        ))
 }
 
 /// Every workload's keys as Markdown tables (key, default, meaning): `docs/keys.md`.

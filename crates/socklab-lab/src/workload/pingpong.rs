@@ -11,10 +11,10 @@ use socklab_net::sockopt::{OptSet, Side, SockOpt};
 use socklab_stats::Summary;
 use socklab_units::{format_duration, format_size, parse_duration};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_bool, Key, Params};
+use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
-use crate::sample::Sample;
 use crate::workload::key::{at_most, nonzero_usize, parse_target, Target, MAX_COUNT};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
@@ -284,7 +284,7 @@ impl Spec for PingSpec {
             .map_err(|e| LabError::Plan(e.to_string()))?;
         if matches!(to, Target::Addr(_)) && cfg.opts.0.iter().any(|o| o.side != Side::Client) {
             return Err(LabError::Plan(format!(
-                "opts '{}' set server-side options, which only a self-started echo server can apply: omit --to, or prefix them client:",
+                "opts '{}' set server-side options, which only a self-started echo server can apply: omit `to`, or prefix them client:",
                 cfg.opts
             )));
         }

@@ -4,11 +4,11 @@
 use socklab_net::reference::{self, RefResult};
 use socklab_units::{format_size, parse_size};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{Key, Params};
+use crate::model::sample::Sample;
+use crate::model::stats::ExperimentStats;
 use crate::resources::Resources;
-use crate::sample::Sample;
-use crate::summary::ExperimentStats;
 use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, GBPS, READS, SECONDS, WRITES};
 use crate::workload::key::nonzero_usize;

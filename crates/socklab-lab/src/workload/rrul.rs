@@ -14,11 +14,11 @@ use socklab_net::rrul::{RrulConfig, RrulResult, MAX_PHASE};
 use socklab_net::series::{Direction, Sampling, TcpInterval};
 use socklab_units::{format_duration, parse_duration};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{Key, Params};
+use crate::model::sample::{Interval, MetricName, Sample};
+use crate::model::stats::{CellStats, ExperimentStats};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
-use crate::sample::{Interval, MetricName, Sample};
-use crate::summary::{CellStats, ExperimentStats};
 use crate::table::{num, Table};
 use crate::workload::key::{duration_in, parse_interval, Target};
 use crate::workload::link::{self, LinkParams};

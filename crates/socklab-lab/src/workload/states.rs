@@ -4,10 +4,10 @@
 use serde_json::json;
 use socklab_net::states::{Closer, StatesConfig, StatesResult};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_usize, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_bool, parse_usize, Key, Params};
+use crate::model::sample::Sample;
 use crate::resources::Resources;
-use crate::sample::Sample;
 use crate::workload::Spec;
 use crate::LabError;
 

@@ -13,11 +13,11 @@ use socklab_transfer::workfiles::{self, WorkFile};
 use socklab_transfer::TransferReport;
 use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_count, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_count, Key, Params};
+use crate::model::sample::Sample;
+use crate::model::stats::ExperimentStats;
 use crate::resources::{on_thread, LinkRun, Resources};
-use crate::sample::Sample;
-use crate::summary::ExperimentStats;
 use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, RCV_SYS_S, RCV_USER_S};
 use crate::workload::link::{self, LinkParams};
@@ -299,7 +299,7 @@ impl Spec for TransferSpec {
         }
         if res.client_host().is_some() {
             return Err(LabError::Plan(
-                "transfer runs its client here: --client-host is not supported for transfer yet (--server-host is)".into(),
+                "transfer runs its client here: `client_host` is not supported for transfer yet (`server_host` is)".into(),
             ));
         }
         let (set, seed) = (self.files.clone(), self.seed);

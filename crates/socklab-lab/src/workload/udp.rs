@@ -19,10 +19,10 @@ use socklab_net::udpbulk::{
 };
 use socklab_units::{format_bps, format_duration, format_size, parse_rate, Rate};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{Key, Params};
+use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
-use crate::sample::Sample;
 use crate::series;
 use crate::workload::key::{bounded, duration_in, Target};
 use crate::workload::link::{self, LinkParams};
@@ -356,7 +356,7 @@ impl Spec for UdpSpec {
         "owd_p50_us",
     ];
 
-    fn tables(st: &crate::summary::ExperimentStats) -> Vec<crate::workload::ReportTable> {
+    fn tables(st: &crate::model::stats::ExperimentStats) -> Vec<crate::workload::ReportTable> {
         crate::workload::udp_search::tables(st)
     }
 

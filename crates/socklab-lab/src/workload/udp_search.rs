@@ -2,7 +2,7 @@
 //! the search criterion (`max_loss`, a bound on the trials' loss), and what the full-length
 //! test at that rate then lost, so a criterion of 0 % never reads as the test's loss.
 
-use crate::summary::ExperimentStats;
+use crate::model::stats::ExperimentStats;
 use crate::table::{num, Table};
 use crate::workload::ReportTable;
 

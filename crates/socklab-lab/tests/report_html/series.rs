@@ -1,10 +1,10 @@
 //! The store of the time-series page of the report (issue 17 item 5): a bulk experiment with
 //! an omitted start over three repetitions, and a load experiment of one repetition.
 
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
+use socklab_lab::model::sample::{Direction, Interval};
 use socklab_lab::plan::Group;
 use socklab_lab::runner::Sample;
-use socklab_lab::sample::{Direction, Interval};
 use socklab_lab::store::Store;
 
 use super::trust::record_samples;

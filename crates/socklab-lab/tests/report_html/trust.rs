@@ -2,7 +2,7 @@
 //! pixel helpers it needs.
 
 use roxmltree::Node;
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
 use socklab_lab::runner::Sample;
 use socklab_lab::store::Store;

@@ -117,19 +117,19 @@ impl Capture {
     pub fn create(cfg: &CaptureConfig, label: &str) -> Result<Capture, LinkError> {
         if cfg.snaplen < 20 {
             return Err(LinkError::Invalid(format!(
-                "--capture-snaplen {}: keep at least 20 bytes (an IP header); 65535 keeps whole packets",
+                "`capture_snaplen` {}: keep at least 20 bytes (an IP header); 65535 keeps whole packets",
                 cfg.snaplen
             )));
         }
         if cfg.limit_bytes < 2 * RESERVE {
             return Err(LinkError::Invalid(format!(
-                "--capture-limit {}: give at least 128K",
+                "`capture_limit` {}: give at least 128K",
                 cfg.limit_bytes
             )));
         }
         let file = std::fs::File::create(&cfg.path).map_err(|e| {
             LinkError::Invalid(format!(
-                "--capture {}: cannot create it: {e}",
+                "`capture` {}: cannot create it: {e}",
                 cfg.path.display()
             ))
         })?;

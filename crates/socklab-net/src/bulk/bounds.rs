@@ -106,12 +106,12 @@ impl<'a> Bounds<'a> {
                 let d = self.deadline.unwrap_or_default();
                 let why = match (cfg.timeout, cfg.limit) {
                     (None, Limit::Duration(dur)) => {
-                        format!("--duration {} + {} grace", fmt(dur), fmt(cfg.grace))
+                        format!("`duration` {} + {} grace", fmt(dur), fmt(cfg.grace))
                     }
-                    _ => format!("--timeout {}", fmt(d)),
+                    _ => format!("`timeout` {}", fmt(d)),
                 };
                 NetError::Timeout(format!(
-                    "the test did not end within {} ({why}) while {doing} {peer}, {moved} bytes {count}: {stopped} or the link stopped delivering; a slow link needs a longer --timeout",
+                    "the test did not end within {} ({why}) while {doing} {peer}, {moved} bytes {count}: {stopped} or the link stopped delivering; a slow link needs a longer `timeout`",
                     fmt(d)
                 ))
             }
@@ -125,7 +125,7 @@ impl<'a> Bounds<'a> {
             )),
             Some(Halt::Phase) => match self.phase.map_or("", |(_, what)| what) {
                 "RESULT" => NetError::Timeout(format!(
-                    "no RESULT from the sink at {peer} within {} of the last write, {moved} bytes sent: it stopped reading, or the link stopped delivering; a slow link needs --timeout",
+                    "no RESULT from the sink at {peer} within {} of the last write, {moved} bytes sent: it stopped reading, or the link stopped delivering; a slow link needs `timeout`",
                     fmt(RESULT_WAIT)
                 )),
                 what => NetError::Protocol {

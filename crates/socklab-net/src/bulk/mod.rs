@@ -4,6 +4,11 @@
 //!
 //! - One stream up, nothing asked of the sink's side: `BULK/1` on one connection (every sink
 //!   speaks it): READY, the stream, RESULT.
+//! - Socket options (`opts`, in [`crate::sockopt`]'s vocabulary): the client side's on every
+//!   stream's connection before connect, the server side's sent in the `BULK/2` request and set
+//!   by the sink on each stream's accepted connection; both read back (`getsockopt`) and
+//!   compared with what was asked ([`BulkResult::opts_off`]). A test with `opts` always speaks
+//!   `BULK/2`, its `baseline` too, so the cells of an `opts` list differ in the options alone.
 //! - Anything else: `BULK/2` ([`crate::protocol::multi`]): a control connection names the test
 //!   and its streams, each stream joins it on its own connection, and every stream starts at
 //!   once (a barrier: every connection got READY, then GO).
@@ -36,6 +41,7 @@ pub use run::{run, run_live};
 use crate::cpus::CpuList;
 use crate::protocol::multi::MAX_STREAMS;
 use crate::series::{Direction, Sampling};
+use crate::sockopt::{OptSet, Side};
 use crate::{NetError, Strategy};
 
 /// When a test ends.
@@ -116,6 +122,9 @@ pub struct BulkConfig {
     pub affinity: Option<CpuList>,
     /// CPUs of the sink's stream threads, round-robin by stream index.
     pub server_affinity: Option<CpuList>,
+    /// Socket options of every stream's two ends (`None`: not given; `baseline` is the empty
+    /// set, which still speaks `BULK/2`).
+    pub opts: Option<OptSet>,
 }
 
 impl BulkConfig {
@@ -134,17 +143,17 @@ impl BulkConfig {
     pub fn validate(&self) -> Result<(), NetError> {
         let bad = |m: String| Err(NetError::Invalid(m));
         if self.nbufs == 0 {
-            return bad("--nbufs 0: send at least one buffer per round (e.g. --nbufs 1)".into());
+            return bad("`nbufs` 0: send at least one buffer per round (e.g. `nbufs` 1)".into());
         }
         if self.bufsize == 0 {
             return bad(
-                "--bufsize 0: a buffer needs at least one byte (e.g. --bufsize 1500)".into(),
+                "`bufsize` 0: a buffer needs at least one byte (e.g. `bufsize` 1500)".into(),
             );
         }
         let iov_max = socklab_sys::io::iov_max();
         if self.strategy.uses_iovecs() && self.nbufs > iov_max {
             return bad(format!(
-                "--nbufs {} exceeds IOV_MAX ({iov_max}) for strategy {}: use --nbufs {iov_max} or less, or --strategy write/single",
+                "`nbufs` {} exceeds IOV_MAX ({iov_max}) for strategy {}: use `nbufs` {iov_max} or less, or `strategy` write/single",
                 self.nbufs, self.strategy
             ));
         }
@@ -152,26 +161,26 @@ impl BulkConfig {
             Some(n) if n <= MAX_ROUND_BYTES => {}
             _ => {
                 return bad(format!(
-                    "--nbufs {} x --bufsize {} is more than 1 GiB per round: use smaller buffers",
+                    "`nbufs` {} x `bufsize` {} is more than 1 GiB per round: use smaller buffers",
                     self.nbufs, self.bufsize
                 ))
             }
         }
         match self.limit {
-            Limit::Iterations(0) => return bad("--iterations 0: run at least one round".into()),
-            Limit::Bytes(0) => return bad("--bytes 0: send at least one byte".into()),
+            Limit::Iterations(0) => return bad("`iterations` 0: run at least one round".into()),
+            Limit::Bytes(0) => return bad("`bytes` 0: send at least one byte".into()),
             Limit::Duration(d) if d.is_zero() => {
-                return bad("--duration 0s: run for some time, e.g. --duration 1s".into())
+                return bad("`duration` 0s: run for some time, e.g. `duration` 1s".into())
             }
             _ => {}
         }
         match (self.timeout, self.limit) {
             (Some(t), _) if t.is_zero() => {
-                return bad("--timeout 0s: give the test some time, e.g. --timeout 30s".into())
+                return bad("`timeout` 0s: give the test some time, e.g. `timeout` 30s".into())
             }
             (Some(t), Limit::Duration(d)) if t <= d => {
                 return bad(format!(
-                    "--timeout {} is not longer than --duration {}: the test could never finish; give more, e.g. --timeout {}",
+                    "`timeout` {} is not longer than `duration` {}: the test could never finish; give more, e.g. `timeout` {}",
                     socklab_units::format_duration(t),
                     socklab_units::format_duration(d),
                     socklab_units::format_duration(d + GRACE)
@@ -187,27 +196,34 @@ impl BulkConfig {
         }
         if self.read_size == 0 || self.read_size > crate::protocol::MAX_READ_SIZE {
             return bad(format!(
-                "--read-size {} is out of range: use 1 to 64M",
+                "`read_size` {} is out of range: use 1 to 64M",
                 self.read_size
             ));
         }
         if !crate::protocol::multi::is_cc_name(&self.cc) {
-            return bad(format!("--cc '{}' is not a congestion-control name: see /proc/sys/net/ipv4/tcp_available_congestion_control", self.cc));
+            return bad(format!("`cc` '{}' is not a congestion-control name: see /proc/sys/net/ipv4/tcp_available_congestion_control", self.cc));
         }
         let max = MAX_STREAMS / self.flow.ways();
         if self.streams == 0 {
-            return bad("--streams 0: run at least one stream (e.g. --streams 1)".into());
+            return bad("`streams` 0: run at least one stream (e.g. `streams` 1)".into());
         }
         if self.streams > max {
             return bad(format!(
-                "--streams {} is more than {max}{}: a test has at most {MAX_STREAMS} connections; use --streams {max} or fewer",
+                "`streams` {} is more than {max}{}: a test has at most {MAX_STREAMS} connections; use `streams` {max} or fewer",
                 self.streams,
-                if self.flow == Flow::Bidir { " each way with --bidir" } else { "" }
+                if self.flow == Flow::Bidir { " each way with `bidir`" } else { "" }
             ));
+        }
+        if let Some(o) = &self.opts {
+            if let Some(x) = o.not_on_connected(Side::Server).first() {
+                return bad(format!(
+                    "opts '{o}': {x} applies to a listener or a connect, but bulk's sink sets server-side options on each stream's accepted connection (its listener serves every test): prefix it client:"
+                ));
+            }
         }
         if self.pacing_rate.is_some_and(|r| r / 8 == 0) {
             return bad(format!(
-                "--pacing-rate {}: give a rate of at least 8 bits/s, e.g. --pacing-rate 500M (bits/s), or leave it out for none",
+                "`pacing_rate` {}: give a rate of at least 8 bits/s, e.g. `pacing_rate` 500M (bits/s), or leave it out for none",
                 self.pacing_rate.unwrap_or(0)
             ));
         }
@@ -222,7 +238,10 @@ impl BulkConfig {
     /// Whether the test is the plain one of `BULK/1` (one stream, the client sends, nothing
     /// asked of the sink's side): then it speaks `BULK/1`, which every sink understands.
     pub fn is_classic(&self) -> bool {
-        self.streams == 1 && self.flow == Flow::Up && self.server_affinity.is_none()
+        self.streams == 1
+            && self.flow == Flow::Up
+            && self.server_affinity.is_none()
+            && self.opts.is_none()
     }
 
     /// The direction of stream `index` (up streams first).
@@ -263,6 +282,7 @@ impl BulkConfig {
             pacing_rate: None,
             affinity: None,
             server_affinity: None,
+            opts: None,
         }
     }
 }
@@ -391,7 +411,7 @@ mod tests {
         let m = b.error(&c, "sending with single to", e).to_string();
         assert_eq!(
             m,
-            "the test did not end within 11s (--duration 1s + 10s grace) while sending with single to 127.0.0.1:5001, 4096 bytes sent: the sink stopped reading or the link stopped delivering; a slow link needs a longer --timeout"
+            "the test did not end within 11s (`duration` 1s + 10s grace) while sending with single to 127.0.0.1:5001, 4096 bytes sent: the sink stopped reading or the link stopped delivering; a slow link needs a longer `timeout`"
         );
 
         let counted = cfg(Limit::Iterations(10), None);
@@ -425,7 +445,7 @@ mod tests {
         b.t0 = Some(ago(4));
         let e = b.wait(tick(), Instant::now()).unwrap_err();
         let m = b.error(&timed, "sending with single to", e).to_string();
-        assert!(m.contains("did not end within 3s (--timeout 3s)"), "{m}");
+        assert!(m.contains("did not end within 3s (`timeout` 3s)"), "{m}");
     }
 
     #[test]
@@ -438,13 +458,13 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            e.contains("--timeout 5s is not longer than --duration 5s"),
+            e.contains("`timeout` 5s is not longer than `duration` 5s"),
             "{e}"
         );
         let e = cfg(Limit::Iterations(1), Some(Duration::ZERO))
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("--timeout 0s"), "{e}");
+        assert!(e.starts_with("`timeout` 0s"), "{e}");
     }
 }

@@ -50,6 +50,13 @@ pub struct StreamStats {
     pub zerocopy: Option<Completions>,
     /// `Some(true)` when verification was asked and the receiver's hash matches.
     pub verified: Option<bool>,
+    /// The client's socket options of this stream as its socket reports them (`opts`).
+    pub client_opts: Vec<(String, String)>,
+    /// The sink's socket options of this stream as it reported them (`None`: it reported none).
+    pub server_opts: Option<Vec<(String, String)>>,
+    /// Its options not in effect, `side:option: kernel reports VALUE` (see
+    /// [`crate::sockopt::OptSet::off`]).
+    pub opts_off: Vec<String>,
 }
 
 impl StreamStats {
@@ -110,6 +117,13 @@ pub struct BulkResult {
     pub series: SeriesOutput,
     /// Each stream's figures, by index.
     pub streams: Vec<StreamStats>,
+    /// Stream 0's client socket options, read back (`opts`; empty without).
+    pub client_opts: Vec<(String, String)>,
+    /// Stream 0's sink socket options, as the sink reported them.
+    pub server_opts: Option<Vec<(String, String)>>,
+    /// The options not in effect on some stream, `side:option: kernel reports VALUE`, once
+    /// each (empty: every option asked for is in effect on every stream).
+    pub opts_off: Vec<String>,
     /// When the streams started (the barrier: every connection had its READY), on this
     /// machine's monotonic clock; `None` for a result not made by a run. A caller running
     /// something beside the test (the rrul probes) places the test on its own timeline by it.
@@ -161,7 +175,16 @@ impl BulkResult {
             .map(|s| s.verified)
             .reduce(|a, b| Some(a? && b?))
             .flatten();
+        let mut opts_off: Vec<String> = Vec::new();
+        for o in streams.iter().flat_map(|s| &s.opts_off) {
+            if !opts_off.contains(o) {
+                opts_off.push(o.clone());
+            }
+        }
         BulkResult {
+            client_opts: first.client_opts,
+            server_opts: first.server_opts,
+            opts_off,
             bytes: streams.iter().map(|s| s.bytes).sum(),
             rounds: streams.iter().map(|s| s.rounds).sum(),
             syscalls: streams.iter().map(|s| s.writes).sum(),

@@ -19,6 +19,7 @@ use crate::protocol::multi::{
 };
 use crate::protocol::MAX_LINE;
 use crate::series::{Direction, LiveTcp, Probe, Sampler, SeriesOutput};
+use crate::sockopt::Side;
 use crate::NetError;
 
 /// Runs one bulk test against the sink at `cfg.to`. `stop()` is polled at least every
@@ -132,20 +133,21 @@ fn open_test(
             end,
         }),
         cpus: cfg.server_affinity.clone(),
+        opts: cfg.opts.clone(),
     };
     let line = hello.emit();
     if line.len() > MAX_LINE {
         return Err(NetError::Invalid(format!(
-            "the request to the sink is {} bytes, more than the {MAX_LINE} of a control line: shorten --server-affinity (ranges: 0-7)",
+            "the request to the sink is {} bytes, more than the {MAX_LINE} of a control line: shorten `server_affinity` (ranges: 0-7)",
             line.len()
         )));
     }
-    let (mut c, _) = connect(cfg, false, stop)?;
+    let mut c = connect(cfg, false, false, stop)?.stream;
     let mut b = Bounds::new(cfg, stop, abort, (READY_WAIT, "READY"));
     send_line(&c, &line, &mut b, cfg)?;
     let ready = TestReady::parse(&read_line(&mut c, "READY", &mut b, cfg)?).map_err(|detail| {
         let hint = if detail.contains("BULK/1") && !detail.contains("BULK/2") {
-            " (that sink is older: --streams, --reverse, --bidir and --server-affinity need a sink of socklab that speaks BULK/2)"
+            " (that sink is older: `streams`, `reverse`, `bidir`, `server_affinity` and `opts` need a sink of socklab that speaks BULK/2)"
         } else {
             ""
         };
@@ -420,6 +422,19 @@ fn merge(cfg: &BulkConfig, payload: &Payload, o: Outcome) -> Result<BulkResult, 
             server_cpu: joined.cpu,
             ..StreamStats::default()
         };
+        if let Some(o) = &cfg.opts {
+            let server = joined.opts.clone().unwrap_or_default();
+            s.opts_off = (o.off(Side::Client, &d.client_opts).into_iter())
+                .map(|x| format!("client:{x}"))
+                .chain(
+                    o.off(Side::Server, &server)
+                        .into_iter()
+                        .map(|x| format!("server:{x}")),
+                )
+                .collect();
+            s.client_opts = d.client_opts.clone();
+            s.server_opts = joined.opts.clone();
+        }
         let mismatch = |what: String| NetError::Protocol {
             peer: peer.clone(),
             detail: what,

@@ -23,6 +23,7 @@ use crate::protocol::multi::{Join, JoinReady};
 use crate::protocol::{Hello, Ready, SinkResult};
 use crate::send::{read_back, SendApplied, SendOpts, Sender};
 use crate::series::{Direction, Ender};
+use crate::sockopt::Side;
 use crate::NetError;
 
 /// Which protocol the streams speak.
@@ -154,6 +155,8 @@ pub(crate) struct Done {
     pub zerocopy: Option<Completions>,
     /// BLAKE3 of what was received (down, with verify).
     pub hash: Option<blake3::Hash>,
+    /// The client's socket options, read back after connect (`opts`).
+    pub client_opts: Vec<(String, String)>,
 }
 
 impl Default for Done {
@@ -174,6 +177,7 @@ impl Default for Done {
             joined: None,
             zerocopy: None,
             hash: None,
+            client_opts: Vec::new(),
         }
     }
 }
@@ -201,7 +205,7 @@ fn pin(cfg: &BulkConfig, index: u32) -> Result<Option<usize>, NetError> {
     let allowed = socklab_sys::sched::thread_affinity().unwrap_or_default();
     socklab_sys::sched::set_thread_affinity(&[cpu]).map_err(|e| {
         NetError::Invalid(format!(
-            "--affinity {list}: cannot run stream {index} on CPU {cpu} ({e}); this process may use CPUs {}",
+            "`affinity` {list}: cannot run stream {index} on CPU {cpu} ({e}); this process may use CPUs {}",
             crate::cpus::CpuList::from_vec(allowed)
         ))
     })?;
@@ -245,13 +249,24 @@ fn connect_until(sock: &Socket, cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Re
     sock.set_nonblocking(false).map_err(err)
 }
 
-/// A connected socket with the tick timeouts; a sending one has the sender's options (set
-/// before connect, so the window scale and the congestion control hold from the SYN).
+/// A socket connected to the sink.
+pub(crate) struct Connected {
+    pub stream: TcpStream,
+    /// What a sending socket runs with.
+    pub applied: SendApplied,
+    /// The client side's `opts` on a stream's connection, read back.
+    pub opts: Vec<(String, String)>,
+}
+
+/// A connected socket with the tick timeouts; a sending one has the sender's options, and a
+/// stream's (`data`) the client side's `opts` after them (both set before connect, so the
+/// window scale and the congestion control hold from the SYN).
 pub(crate) fn connect(
     cfg: &BulkConfig,
     sends: bool,
+    data: bool,
     stop: &dyn Fn() -> bool,
-) -> Result<(TcpStream, SendApplied), NetError> {
+) -> Result<Connected, NetError> {
     let sock = Socket::new(
         Domain::for_address(cfg.to),
         Type::STREAM,
@@ -267,12 +282,17 @@ pub(crate) fn connect(
         }
         .apply(SockRef::from(&sock))?;
     }
+    let opts = cfg.opts.as_ref().filter(|_| data);
+    if let Some(o) = opts {
+        o.apply_client(&sock)?;
+    }
     connect_until(&sock, cfg, stop)?;
     let applied = if sends {
         read_back(SockRef::from(&sock))?
     } else {
         SendApplied::default()
     };
+    let opts = opts.map_or_else(Vec::new, |o| o.read_back(&sock, Side::Client));
     let stream: TcpStream = sock.into();
     for (what, r) in [
         ("SO_RCVTIMEO", stream.set_read_timeout(Some(TICK))),
@@ -280,7 +300,11 @@ pub(crate) fn connect(
     ] {
         r.map_err(|e| NetError::io(what, e))?;
     }
-    Ok((stream, applied))
+    Ok(Connected {
+        stream,
+        applied,
+        opts,
+    })
 }
 
 /// Writes a control line within the bounds.
@@ -306,7 +330,11 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
     let halt = || sh.halt.load(Ordering::Relaxed);
     // Pinned first, so the socket and its buffers are made on the stream's CPU.
     let cpu_pinned = pin(cfg, index)?;
-    let (mut stream, applied) = connect(cfg, up, &halt)?;
+    let Connected {
+        mut stream,
+        applied,
+        opts: client_opts,
+    } = connect(cfg, up, true, &halt)?;
     let mut b = Bounds::new(cfg, &halt, sh.abort, (READY_WAIT, "READY"));
     b.receiving = !up;
     let proto_err = |detail: String| NetError::Protocol {
@@ -380,6 +408,7 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
     done.rcvbuf = rcvbuf;
     done.cpu_pinned = cpu_pinned;
     done.joined = joined;
+    done.client_opts = client_opts;
     if let (Some(rcvbuf), Some(v1)) = (v1_rcvbuf, done.v1.as_mut()) {
         v1.1 = rcvbuf;
     }

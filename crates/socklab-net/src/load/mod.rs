@@ -158,33 +158,35 @@ impl LoadConfig {
     pub fn validate(&self) -> Result<(), NetError> {
         let bad = |m: String| Err(NetError::Invalid(m));
         if self.connections == 0 {
-            return bad("--connections 0: use at least 1 connection".into());
+            return bad("`connections` 0: use at least 1 connection".into());
         }
         if self.threads == 0 {
-            return bad("--threads 0: use at least 1 thread".into());
+            return bad("`threads` 0: use at least 1 thread".into());
         }
         if self.loops.is_none() && self.requests.is_none() && self.duration.is_none() {
-            return bad("the run has no bound: give --duration, --requests or --loops".into());
+            return bad(
+                "the run has no bound: give `duration`, `requests` or `conn_requests`".into(),
+            );
         }
         if self.loops == Some(0) || self.requests == Some(0) {
-            return bad("--loops/--requests 0: ask for at least 1 request".into());
+            return bad("`conn_requests`/`requests` 0: ask for at least 1 request".into());
         }
         if self.duration.is_some_and(|d| d.is_zero()) {
-            return bad("--duration 0: give the run some time, e.g. --duration 10s".into());
+            return bad("`duration` 0: give the run some time, e.g. `duration` 10s".into());
         }
         if self.timeout.is_zero() {
             return bad(
-                "--timeout 0: use a positive per-request timeout, e.g. --timeout 5s".into(),
+                "`timeout` 0: use a positive per-request timeout, e.g. `timeout` 5s".into(),
             );
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
                 return bad(format!(
-                    "--rate {r}: use a positive number of requests per second"
+                    "`rate` {r}: use a positive number of requests per second"
                 ));
             }
             if r > 1e8 {
-                return bad(format!("--rate {r}: at most 100000000 requests per second"));
+                return bad(format!("`rate` {r}: at most 100000000 requests per second"));
             }
         }
         match self.protocol {
@@ -192,13 +194,13 @@ impl LoadConfig {
                 if !(1..=crate::server::handler::STEVENS_MAX).contains(&self.bytes) =>
             {
                 return bad(format!(
-                    "--bytes {}: a stevens request asks for 1..=16384 bytes (the classic servers' MAXN)",
+                    "`bytes` {}: a stevens request asks for 1..=16384 bytes (the classic servers' MAXN)",
                     self.bytes
                 ));
             }
             LoadProtocol::Echo if !(1..=engine::ECHO_MAX).contains(&self.bytes) => {
                 return bad(format!(
-                    "--bytes {}: an echo request is 1..={} bytes",
+                    "`bytes` {}: an echo request is 1..={} bytes",
                     self.bytes,
                     engine::ECHO_MAX
                 ));
@@ -207,13 +209,13 @@ impl LoadConfig {
                 if !self.path.starts_with('/') || self.path.bytes().any(|b| b <= b' ' || b == 0x7f)
                 {
                     return bad(format!(
-                        "--path '{}': give an absolute path without spaces, e.g. /index.html",
+                        "`path` '{}': give an absolute path without spaces, e.g. /index.html",
                         self.path
                     ));
                 }
                 if let Some(h) = &self.host {
                     if h.is_empty() || h.bytes().any(|b| b <= b' ' || b == 0x7f) {
-                        return bad(format!("--host '{h}': give a host name without spaces"));
+                        return bad(format!("`host` '{h}': give a host name without spaces"));
                     }
                 }
             }
@@ -229,13 +231,13 @@ impl LoadConfig {
         if self.source_addrs > 1 {
             if !matches!(self.to.ip(), IpAddr::V4(a) if a.is_loopback()) {
                 return bad(format!(
-                    "--source-addrs {} needs an IPv4 loopback target (127.0.0.0/8), not {}: drop --source-addrs",
+                    "`source_addrs` {} needs an IPv4 loopback target (127.0.0.0/8), not {}: drop `source_addrs`",
                     self.source_addrs, self.to
                 ));
             }
             if self.source_addrs > 65_536 {
                 return bad(format!(
-                    "--source-addrs {}: at most 65536 addresses of 127.0.0.0/8",
+                    "`source_addrs` {}: at most 65536 addresses of 127.0.0.0/8",
                     self.source_addrs
                 ));
             }

@@ -2,10 +2,10 @@
 //! `docs/sink-protocol.md`).
 //!
 //! ```text
-//! control   client → sink  SOCKLAB BULK/2 test=<hex> up=U down=D read_size=… verify=… [send keys] [cpus=…]
+//! control   client → sink  SOCKLAB BULK/2 test=<hex> up=U down=D read_size=… verify=… [send keys] [cpus=…] [opts=…]
 //! control   sink → client  READY test=<hex> streams=N                  (or ERROR <reason>, close)
 //! data i    client → sink  SOCKLAB JOIN/2 test=<hex> index=i            (i < N; 0..U up, U..N down)
-//! data i    sink → client  READY index=i dir=up|down rcvbuf=… sndbuf=… cc=… pacing=… cpu=…
+//! data i    sink → client  READY index=i dir=up|down rcvbuf=… sndbuf=… cc=… pacing=… cpu=… [opts=…]
 //! control   client → sink  GO                                          (every stream has joined)
 //! data i    up: client sends, FIN; the sink reads to end of stream, then closes
 //!           down: the sink sends, FIN; the client reads to end of stream, then closes
@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use super::{num, pairs, parse_hash, truncate, MAGIC, MAX_READ_SIZE};
 use crate::cpus::CpuList;
+use crate::sockopt::OptSet;
 use crate::Strategy;
 
 /// Most streams (connections) one test may have.
@@ -98,6 +99,9 @@ pub struct TestHello {
     pub send: Option<SendSpec>,
     /// CPUs of the sink's stream threads, round-robin by stream index.
     pub cpus: Option<CpuList>,
+    /// Socket options (`bulk --opts`): the sink applies the server side's to every stream's
+    /// connection once it has joined, and reads them back in its READY.
+    pub opts: Option<OptSet>,
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
@@ -153,6 +157,9 @@ impl TestHello {
         if let Some(c) = &self.cpus {
             s.push_str(&format!(" cpus={c}"));
         }
+        if let Some(o) = &self.opts {
+            s.push_str(&format!(" opts={o}"));
+        }
         s.push('\n');
         s
     }
@@ -172,6 +179,7 @@ impl TestHello {
             verify: false,
             send: None,
             cpus: None,
+            opts: None,
         };
         let mut seen_test = false;
         let (mut strategy, mut nbufs, mut bufsize, mut seed) = (None, None, None, 1u64);
@@ -200,6 +208,7 @@ impl TestHello {
                 "rounds" => rounds = Some(num::<u64>(k, v)?),
                 "duration_us" => duration_us = Some(num::<u64>(k, v)?),
                 "cpus" => h.cpus = Some(v.parse::<CpuList>()?),
+                "opts" => h.opts = Some(v.parse::<OptSet>().map_err(|e| e.to_string())?),
                 _ => {}
             }
         }
@@ -383,13 +392,46 @@ pub struct JoinReady {
     pub pacing: Option<u64>,
     /// The CPU the sink's stream thread is pinned to, read back (`None`: not pinned).
     pub cpu: Option<usize>,
+    /// The server side's socket options as the sink's socket reports them (`name:value`,
+    /// comma-separated; `-` for none), when the test asked for options (`None`: the sink
+    /// reported none, e.g. one older than `opts`).
+    pub opts: Option<Vec<(String, String)>>,
+}
+
+/// `name:value,…` of read-back options (`-` when empty); a value's blanks and commas become
+/// `_` so the line keeps its `key=value` shape.
+fn opts_text(kv: &[(String, String)]) -> String {
+    if kv.is_empty() {
+        return "-".into();
+    }
+    let clean = |v: &str| v.replace(|c: char| c.is_whitespace() || c == ',', "_");
+    kv.iter()
+        .map(|(k, v)| format!("{k}:{}", clean(v)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_opts_text(v: &str) -> Result<Vec<(String, String)>, String> {
+    if v == "-" {
+        return Ok(Vec::new());
+    }
+    v.split(',')
+        .map(|kv| match kv.split_once(':') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(format!("bad opts '{}'", truncate(v))),
+        })
+        .collect()
 }
 
 impl JoinReady {
     /// The line, with its newline.
     pub fn emit(&self) -> String {
+        let opts = self
+            .opts
+            .as_ref()
+            .map_or_else(String::new, |kv| format!(" opts={}", opts_text(kv)));
         format!(
-            "READY index={} dir={} rcvbuf={} sndbuf={} cc={} pacing={} cpu={}\n",
+            "READY index={} dir={} rcvbuf={} sndbuf={} cc={} pacing={} cpu={}{opts}\n",
             self.index,
             if self.down { "down" } else { "up" },
             self.rcvbuf,
@@ -424,6 +466,7 @@ impl JoinReady {
                 }
                 "pacing" => r.pacing = parse_opt(k, v)?,
                 "cpu" => r.cpu = parse_opt(k, v)?,
+                "opts" => r.opts = Some(parse_opts_text(v)?),
                 _ => {}
             }
         }
@@ -613,7 +656,52 @@ mod tests {
                 end: SendEnd::Duration(Duration::from_millis(1500)),
             }),
             cpus: Some("0-1".parse().unwrap()),
+            opts: None,
         }
+    }
+
+    #[test]
+    fn options_travel_in_the_request_and_their_read_back_in_ready() {
+        let h = TestHello {
+            opts: Some("client:nodelay+server:sndbuf=64K+cc=reno".parse().unwrap()),
+            ..hello()
+        };
+        assert!(h
+            .emit()
+            .contains(" opts=client:nodelay+server:sndbuf=64K+cc=reno\n"));
+        assert_eq!(TestHello::parse(&h.emit()).unwrap(), h);
+        let e = TestHello::parse(&h.emit().replace("cc=reno", "cc=no/such")).unwrap_err();
+        assert!(e.contains("not a congestion-control name"), "{e}");
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let jr = JoinReady {
+            opts: Some(vec![kv("sndbuf", "131072"), kv("keepalive", "1/60/10/5")]),
+            ..JoinReady::default()
+        };
+        assert!(jr
+            .emit()
+            .ends_with(" opts=sndbuf:131072,keepalive:1/60/10/5\n"));
+        assert_eq!(JoinReady::parse(&jr.emit()).unwrap(), jr);
+        let none = JoinReady {
+            opts: Some(Vec::new()),
+            ..JoinReady::default()
+        };
+        assert!(none.emit().ends_with(" opts=-\n"));
+        assert_eq!(JoinReady::parse(&none.emit()).unwrap(), none);
+        // A value with blanks keeps the line's shape.
+        let err = JoinReady {
+            opts: Some(vec![kv(
+                "busy-poll",
+                "error: Operation not permitted, os 1",
+            )]),
+            ..JoinReady::default()
+        };
+        let back = JoinReady::parse(&err.emit()).unwrap().opts.unwrap();
+        assert_eq!(
+            back,
+            [kv("busy-poll", "error:_Operation_not_permitted__os_1")]
+        );
+        // An older sink's READY has none.
+        assert_eq!(JoinReady::parse("READY index=0 dir=up").unwrap().opts, None);
     }
 
     #[test]
@@ -648,6 +736,7 @@ mod tests {
             cc: Some("bbr".into()),
             pacing: Some(7),
             cpu: Some(1),
+            opts: None,
         };
         assert_eq!(JoinReady::parse(&jr.emit()).unwrap(), jr);
         let jr0 = JoinReady::default();

@@ -81,28 +81,28 @@ impl RrulConfig {
         let bad = |m: String| Err(NetError::Invalid(m));
         if self.probe_interval.is_zero() {
             return bad(
-                "--probe-interval 0s: probes need time between them, e.g. --probe-interval 100ms"
+                "`probe_interval` 0s: probes need time between them, e.g. `probe_interval` 100ms"
                     .into(),
             );
         }
         if self.probe_interval < MIN_PROBE_INTERVAL {
-            return bad("--probe-interval: use 1ms or more, e.g. --probe-interval 100ms".into());
+            return bad("`probe_interval`: use 1ms or more, e.g. `probe_interval` 100ms".into());
         }
         if self.probe_timeout.is_zero() {
-            return bad("--probe-timeout 0s: wait some time for an answer, e.g. 5s".into());
+            return bad("`probe_timeout` 0s: wait some time for an answer, e.g. 5s".into());
         }
         if self.idle > MAX_PHASE {
-            return bad("--idle: at most 1h".into());
+            return bad("`idle`: at most 1h".into());
         }
         match self.bulk.limit {
             Limit::Duration(d) if d.is_zero() => {
                 return bad(
-                    "--duration 0s: the loaded phase needs some time, e.g. --duration 10s".into(),
+                    "`duration` 0s: the loaded phase needs some time, e.g. `duration` 10s".into(),
                 )
             }
-            Limit::Duration(d) if d > MAX_PHASE => return bad("--duration: at most 1h".into()),
+            Limit::Duration(d) if d > MAX_PHASE => return bad("`duration`: at most 1h".into()),
             Limit::Duration(_) => {}
-            _ => return bad("rrul's loaded phase is bounded by --duration".into()),
+            _ => return bad("rrul's loaded phase is bounded by `duration`".into()),
         }
         if self.bulk.flow != Flow::Bidir {
             return bad("rrul's loaded phase runs streams both ways".into());

@@ -126,7 +126,7 @@ impl Replies {
     pub fn new(handler: Handler, body: usize) -> Result<Arc<Replies>, NetError> {
         if body > HTTP_MAX_BODY {
             return Err(NetError::Invalid(format!(
-                "--body {body} is too large: use at most {HTTP_MAX_BODY} bytes"
+                "`body` {body} is too large: use at most {HTTP_MAX_BODY} bytes"
             )));
         }
         let pattern: Box<[u8]> = (0..STEVENS_MAX).map(|i| b'a' + (i % 26) as u8).collect();

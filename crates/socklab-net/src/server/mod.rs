@@ -75,7 +75,7 @@ pub fn serve(
 ) -> Result<ServeReport, NetError> {
     if cfg.workers == 0 || cfg.workers > MAX_WORKERS {
         return Err(NetError::Invalid(format!(
-            "--workers {} is out of range: use 1 to {MAX_WORKERS}",
+            "`workers` {} is out of range: use 1 to {MAX_WORKERS}",
             cfg.workers
         )));
     }

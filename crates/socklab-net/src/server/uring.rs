@@ -38,7 +38,7 @@ const RING: RingConfig = RingConfig {
 
 fn unsupported(u: Unsupported) -> NetError {
     NetError::Invalid(format!(
-        "the uring design needs {u}: this kernel or its settings refuse it; use --design epoll"
+        "the uring design needs {u}: this kernel or its settings refuse it; use `design` epoll"
     ))
 }
 
@@ -406,7 +406,7 @@ mod tests {
         })
         .to_string();
         assert!(e.contains("IORING_REGISTER_PBUF_RING"), "{e}");
-        assert!(e.contains("--design epoll"), "{e}");
+        assert!(e.contains("`design` epoll"), "{e}");
         assert!(!e.contains('\n'));
     }
 }

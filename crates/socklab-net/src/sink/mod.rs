@@ -268,13 +268,13 @@ impl Sink {
     pub fn bind(cfg: SinkConfig) -> Result<Sink, NetError> {
         if cfg.read_size == 0 || cfg.read_size > crate::protocol::MAX_READ_SIZE {
             return Err(NetError::Invalid(format!(
-                "--read-size {} is out of range: use 1 to 64M",
+                "`read_size` {} is out of range: use 1 to 64M",
                 cfg.read_size
             )));
         }
         if cfg.max_conns == 0 {
             return Err(NetError::Invalid(
-                "--max-conns 0: serve at least one connection at a time".into(),
+                "`max_conns` 0: serve at least one connection at a time".into(),
             ));
         }
         let listener = match listen(cfg.bind) {

@@ -5,7 +5,8 @@
 //! stream has joined by then), then writes each stream's RESULT as the stream's thread reports
 //! it, and ends the test. A stream's thread checks its JOIN against the registry (a test that
 //! exists, an index in range and free, not started), sets up its socket and thread (the
-//! congestion control, `SO_MAX_PACING_RATE`, the CPU), answers READY, then reads (up) or sends
+//! congestion control, `SO_MAX_PACING_RATE`, the CPU, the server side's `opts`, read back),
+//! answers READY, then reads (up) or sends
 //! (down, from GO until the test's rounds or duration) and reports.
 //!
 //! Bounds: a test is removed, and its streams given up, when its control connection ends for
@@ -32,6 +33,7 @@ use crate::protocol::multi::{
 };
 use crate::protocol::{SinkResult, MAX_LINE};
 use crate::send::{read_back, SendOpts, Sender};
+use crate::sockopt::Side;
 
 /// The open tests, by id.
 #[derive(Debug, Default)]
@@ -403,6 +405,14 @@ fn receive_up(
             _ => "sink busy".into(),
         }
     })?;
+    let opts = match server_opts(c, test) {
+        Ok(o) => o,
+        Err(why) => {
+            sh.buffers.give(buf);
+            post.failed(&Outcome::Refused(why.clone()));
+            return Err(why);
+        }
+    };
     let sock = SockRef::from(&c.stream);
     let ready = JoinReady {
         index,
@@ -412,6 +422,7 @@ fn receive_up(
         cc: None,
         pacing: None,
         cpu,
+        opts,
     };
     let cpu0 = getrusage(Who::Thread);
     let mut result = SinkResult::default();
@@ -475,6 +486,8 @@ fn send_down(
     };
     opts.apply(SockRef::from(&c.stream))
         .map_err(|e| fail(post, e.to_string()))?;
+    // The test's options after the sender's own, as on the client.
+    let opts = server_opts(c, test).map_err(|why| fail(post, why))?;
     let applied = read_back(SockRef::from(&c.stream)).map_err(|e| fail(post, e.to_string()))?;
     let mut sender = Sender::new(p.strategy, payload, c.stream.as_fd())
         .map_err(|e| fail(post, e.to_string()))?;
@@ -487,6 +500,7 @@ fn send_down(
         cc: Some(applied.cc),
         pacing: applied.pacing,
         cpu,
+        opts,
     };
     let mut result = SinkResult::default();
     if let Err(o) = c.write_all(ready.emit().as_bytes()) {
@@ -593,6 +607,18 @@ fn send_down(
         post.failed(&outcome);
     }
     Ok((result, outcome))
+}
+
+/// Sets the server side of the test's `opts` on a stream's connection and reads them back
+/// (`None` for a test without options).
+fn server_opts(c: &Conn<'_>, test: &Test) -> Result<Option<Vec<(String, String)>>, String> {
+    let Some(o) = &test.hello.opts else {
+        return Ok(None);
+    };
+    let sock = SockRef::from(&c.stream);
+    o.apply_connected(&sock, Side::Server)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(o.read_back(&sock, Side::Server)))
 }
 
 /// Waits for the test's GO (every tick: the sink's stop, the test given up, the idle bound).

@@ -27,8 +27,8 @@ pub const COOKIE_LEN: usize = 16;
 pub const MAX_HEADER_LEN: usize = 1 + 8 + 8;
 /// Smallest datagram that can be a packet: type + cid + 1-byte pn + crc.
 pub const MIN_PACKET_LEN: usize = 1 + 8 + 1 + CRC_LEN;
-/// Largest value a varint holds.
-pub const VARINT_MAX: u64 = (1 << 62) - 1;
+/// Largest value a varint holds (defined with the varint codec, below the wire format).
+pub use crate::varint::VARINT_MAX;
 
 /// Most ACK ranges [`PacketWriter::ack`] writes into one frame; a parsed ACK frame may announce
 /// at most this many ranges after the first one (its `range_count` field).

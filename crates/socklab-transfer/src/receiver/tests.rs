@@ -484,7 +484,7 @@ fn transfer_a_declared_size_above_the_maximum_is_refused_before_anything_is_crea
         .to_string();
     assert!(
         e.contains("'sub/huge' declares 1099511627776 bytes (1T)")
-            && e.contains("--max-file-size 64G"),
+            && e.contains("`max_file_size` 64G"),
         "{e}"
     );
     match controls(&mut rx).as_slice() {

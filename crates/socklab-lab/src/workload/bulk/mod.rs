@@ -3,7 +3,8 @@
 //! started, optionally over an emulated link; one stream or several (`streams`), the client
 //! sending, the sink sending or both (`direction`), paced (`pacing_rate`) and pinned
 //! (`affinity`, `server_affinity`). Per-stream figures are stored as metrics named
-//! `<metric>.s<stream>` (`gbps.s0`, …) and shown in a table of their own.
+//! `<metric>.s<stream>` (`gbps.s0`, …) and shown in a table of their own. Socket options as
+//! data (`opts`, pingpong's vocabulary, read back on both ends) are in [`opts`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,10 +18,10 @@ use socklab_net::Strategy;
 use socklab_units::{format_bps, parse_rate, Rate};
 use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_count, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_bool, parse_count, Key, Params};
+use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
-use crate::sample::Sample;
 use crate::series;
 use crate::workload::key::{
     at_most, bounded, nonzero_usize, parse_interval, parse_omit, parse_target, Target, MAX_BYTES,
@@ -30,6 +31,7 @@ use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
+pub mod opts;
 mod streams;
 
 /// The parameters of a bulk-throughput test: the socket layer's configuration, and where to
@@ -132,6 +134,7 @@ pub const KEYS: &[Key] = &[
         "",
         "CPUs of the sink's stream threads, round-robin as affinity (a sink of socklab that speaks BULK/2)",
     ),
+    opts::OPTS,
 ];
 
 /// `streams`.
@@ -158,7 +161,7 @@ fn parse_pacing(s: &str) -> Result<u64, String> {
 
 /// A `streams` count (its bound is checked with the direction).
 fn parse_streams(s: &str) -> Result<u32, String> {
-    let n = crate::params::parse_count(s)?;
+    let n = crate::model::params::parse_count(s)?;
     u32::try_from(n).map_err(|_| {
         format!(
             "{n} streams: use 1 to {}",
@@ -411,6 +414,7 @@ pub const METRICS: &[Metric] = &[
         "MSG_ZEROCOPY sends the kernel copied anyway",
         Better::Neither,
     ),
+    opts::OPTS_OFF,
 ];
 
 impl Spec for BulkSpec {
@@ -456,7 +460,7 @@ impl Spec for BulkSpec {
         // Without a timeout, a duration-limited test may run past its duration by a grace
         // that covers the link's round trips (the sink still reads what the buffers hold).
         let grace = link::connect_timeout(p, &link, socklab_net::bulk::GRACE)?;
-        let spec = BulkSpec {
+        let mut spec = BulkSpec {
             link,
             to: p.value(&TO, parse_target)?,
             cfg: BulkConfig {
@@ -483,8 +487,10 @@ impl Spec for BulkSpec {
                 pacing_rate: p.parse_opt("pacing_rate", parse_pacing)?,
                 affinity: p.parse_opt("affinity", |s| s.parse::<CpuList>())?,
                 server_affinity: p.parse_opt("server_affinity", |s| s.parse::<CpuList>())?,
+                opts: None,
             },
         };
+        spec.cfg.opts = opts::parse(p, &spec.cfg)?;
         // Check the combination now, before anything runs.
         link::check_target(&spec.link, &spec.to, false)?;
         spec.cfg
@@ -541,10 +547,24 @@ impl Spec for BulkSpec {
         if let Some(l) = &b.server_affinity {
             p.set("server_affinity", l.to_string());
         }
+        opts::print(&mut p, b);
         p
     }
 
-    fn tables(st: &crate::summary::ExperimentStats) -> Vec<ReportTable> {
+    /// With `opts`, the cell without options (`baseline`) is the one the others are compared
+    /// with, as pingpong's.
+    fn is_baseline(config: &Params) -> bool {
+        opts::is_baseline(config)
+    }
+
+    fn not_in_effect(
+        config: &Params,
+        metrics: &std::collections::BTreeMap<String, socklab_stats::Summary>,
+    ) -> Option<String> {
+        opts::not_in_effect(config, metrics)
+    }
+
+    fn tables(st: &crate::model::stats::ExperimentStats) -> Vec<ReportTable> {
         streams::table(st)
             .map(|table| ReportTable {
                 title: "Streams",
@@ -618,7 +638,11 @@ impl Spec for BulkSpec {
                 },
             ));
         }
-        Ok(sample(&r, to, link_run))
+        let mut s = sample(&r, to, link_run);
+        if self.cfg.opts.is_some() {
+            opts::add(&mut s, &r);
+        }
+        Ok(s)
     }
 }
 

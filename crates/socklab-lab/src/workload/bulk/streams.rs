@@ -6,8 +6,8 @@ use socklab_net::bulk::BulkResult;
 use socklab_net::series::Direction;
 
 use super::PER_STREAM;
-use crate::sample::Sample;
-use crate::summary::ExperimentStats;
+use crate::model::sample::Sample;
+use crate::model::stats::ExperimentStats;
 use crate::table::{num, Table};
 
 /// The name of stream `i`'s value of `metric`.
@@ -100,7 +100,7 @@ pub fn table(st: &ExperimentStats) -> Option<Table> {
     }
     headers.extend(["total", "fairness"]);
     let mut t = Table::new(&headers);
-    let mean = |c: &crate::summary::CellStats, k: &str| {
+    let mean = |c: &crate::model::stats::CellStats, k: &str| {
         c.metrics
             .get(k)
             .map(|s| num(s.mean))

@@ -73,7 +73,7 @@ fn timeout_is_auto_by_default_and_printed_only_when_given() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("--timeout 2s is not longer than --duration 3s"),
+        e.contains("`timeout` 2s is not longer than `duration` 3s"),
         "{e}"
     );
     let e = spec(Params::new().with("timeout", "soon"))
@@ -175,11 +175,11 @@ fn interval_and_omit_parse_print_and_refuse_bad_values() {
     );
     let m = e(Params::new().with("omit", "2s"));
     assert!(
-        m.contains("--omit 2s is not shorter than --duration 2s"),
+        m.contains("`omit` 2s is not shorter than `duration` 2s"),
         "{m}"
     );
     let m = e(Params::new().with("omit", "1s").with("iterations", "10"));
-    assert!(m.contains("needs a run bounded by --duration"), "{m}");
+    assert!(m.contains("needs a run bounded by `duration`"), "{m}");
 }
 
 #[test]
@@ -283,8 +283,8 @@ fn bad_stream_keys_are_one_line_naming_the_key_and_the_fix() {
             .to_string()
     };
     for (k, v, want) in [
-        ("streams", "0", "--streams 0: run at least one stream"),
-        ("streams", "100000", "--streams 100000 is more than 128"),
+        ("streams", "0", "`streams` 0: run at least one stream"),
+        ("streams", "100000", "`streams` 100000 is more than 128"),
         ("streams", "99999999999", "streams = '99999999999'"),
         (
             "direction",
@@ -316,5 +316,5 @@ fn bad_stream_keys_are_one_line_naming_the_key_and_the_fix() {
     )
     .unwrap_err()
     .to_string();
-    assert!(m.contains("more than 64 each way with --bidir"), "{m}");
+    assert!(m.contains("more than 64 each way with `bidir`"), "{m}");
 }

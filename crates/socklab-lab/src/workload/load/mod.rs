@@ -13,11 +13,11 @@ use socklab_net::server::{Design, Handler};
 use socklab_units::{format_duration, format_size, parse_size};
 
 use crate::child::ServerExit;
-use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_count, parse_usize, Key, Params};
+use crate::model::metric::{m, Better, Metric};
+use crate::model::params::{parse_bool, parse_count, parse_usize, Key, Params};
+use crate::model::sample::Sample;
+use crate::model::stats::{CellStats, ExperimentStats};
 use crate::resources::{on_thread_until, Resources, ThreadEnd};
-use crate::sample::Sample;
-use crate::summary::{CellStats, ExperimentStats};
 use crate::table::{num, Table};
 use crate::workload::key::{bounded, duration_in, parse_target, Target};
 use crate::workload::{ReportTable, Spec};

@@ -136,7 +136,7 @@ pub(super) fn run_load(
             let _ = s.stop();
         }
         return Err(LabError::Plan(format!(
-            "the server listens on {to} (loopback of this machine): generators on other hosts cannot reach it; give --server-host, or --to an address they reach"
+            "the server listens on {to} (loopback of this machine): generators on other hosts cannot reach it; give `server_host`, or `to` an address they reach"
         )));
     }
     let mut parts = None;
