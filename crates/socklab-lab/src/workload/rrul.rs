@@ -308,6 +308,14 @@ impl Spec for RrulSpec {
         Ok(RrulSpec { cfg, link })
     }
 
+    /// The idle phase, then the loaded one.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        let p = self.params();
+        let d = crate::workload::duration_of(&p, "idle")
+            .zip(crate::workload::duration_of(&p, "duration"));
+        crate::workload::TimeBounds::exactly(d.map(|(i, d)| i + d))
+    }
+
     fn params(&self) -> Params {
         let (c, mut p) = (&self.cfg, Params::new());
         link::print(&mut p, &self.link);

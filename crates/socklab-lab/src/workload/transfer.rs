@@ -254,6 +254,15 @@ impl Spec for TransferSpec {
         parse_spec(p)
     }
 
+    /// A repetition that has not finished by its `timeout` fails.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        crate::workload::TimeBounds {
+            at_least: None,
+            at_most: crate::workload::duration_of(&self.params(), "timeout"),
+            by_timeout: true,
+        }
+    }
+
     fn params(&self) -> Params {
         let mut p = Params::new();
         link::print(&mut p, &self.link);

@@ -405,6 +405,15 @@ impl Spec for UdpSpec {
         Ok(spec)
     }
 
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        let (lo, hi) = UdpSpec::time_bounds(self);
+        crate::workload::TimeBounds {
+            at_least: Some(lo),
+            at_most: Some(hi),
+            by_timeout: false,
+        }
+    }
+
     fn params(&self) -> Params {
         let mut p = Params::new();
         link::print(&mut p, &self.link);

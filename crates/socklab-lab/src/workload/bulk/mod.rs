@@ -493,6 +493,14 @@ impl Spec for BulkSpec {
         Ok(spec)
     }
 
+    /// A bulk repetition lasts its `duration` (none with `iterations` or `bytes`).
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        crate::workload::TimeBounds::exactly(crate::workload::duration_of(
+            &self.params(),
+            "duration",
+        ))
+    }
+
     fn params(&self) -> Params {
         let (b, mut p) = (&self.cfg, Params::new());
         link::print(&mut p, &self.link);

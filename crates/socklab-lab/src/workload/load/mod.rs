@@ -405,6 +405,22 @@ impl Spec for LoadSpec {
         parse_spec(p)
     }
 
+    /// A run bounded by a count ends at its count, its duration only caps it.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        let p = self.params();
+        let counted = |k: &str| p.get(k).is_some_and(|v| v != "unlimited");
+        let d = crate::workload::duration_of(&p, "duration");
+        if counted("requests") || counted("conn_requests") || counted("loops") {
+            crate::workload::TimeBounds {
+                at_least: None,
+                at_most: d,
+                by_timeout: false,
+            }
+        } else {
+            crate::workload::TimeBounds::exactly(d)
+        }
+    }
+
     fn params(&self) -> Params {
         print_spec(self)
     }
