@@ -38,7 +38,7 @@ impl PartialEq for PingSpec {
 }
 
 /// `size`.
-pub const SIZE: Key = Key::new("size", "64", "bytes per message");
+pub const SIZE: Key = Key::new("size", "64", "bytes per message").size();
 /// `count`.
 pub const COUNT: Key = Key::new("count", "500", "round trips per repetition (the seed: 500)");
 /// `opts`.

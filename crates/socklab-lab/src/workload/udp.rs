@@ -88,7 +88,8 @@ pub const SIZE: Key = Key::new(
     "size",
     "1472",
     "bytes of UDP payload per datagram, 48 to 65507 (1472 fills a 1500-byte MTU)",
-);
+)
+.size();
 /// `duration`.
 pub const DURATION: Key = Key::new("duration", "2s", "time to send");
 /// `gso`.
@@ -123,7 +124,7 @@ pub const KEYS: &[Key] = &[
     SIZE,
     DURATION,
     GSO,
-    Key::new("sndbuf", "4M", "SO_SNDBUF of the sender"),
+    Key::new("sndbuf", "4M", "SO_SNDBUF of the sender").size(),
     RCVBUF,
     DRAIN,
     TRIAL,

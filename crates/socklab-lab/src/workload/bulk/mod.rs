@@ -66,13 +66,13 @@ pub const STRATEGY: Key = Key::new(
 /// `nbufs`.
 pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round");
 /// `bufsize`.
-pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)");
+pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)").size();
 /// `duration`.
 pub const DURATION: Key = Key::new("duration", "2s", "time to send");
 /// `cc`.
 pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket");
 /// `read_size`.
-pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink");
+pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink").size();
 
 /// Largest `sndbuf` (1 GiB, as `--opts sndbuf=`): setsockopt takes an int.
 const MAX_SNDBUF: usize = 1 << 30;
@@ -89,14 +89,15 @@ pub const KEYS: &[Key] = &[
         "rounds to send (one of iterations, duration, bytes)",
     ),
     DURATION,
-    Key::new("bytes", "", "bytes to send, rounded up to whole rounds"),
+    Key::new("bytes", "", "bytes to send, rounded up to whole rounds").size(),
     CC,
     Key::new("nodelay", "false", "TCP_NODELAY on the sender"),
     Key::new(
         "sndbuf",
         "",
         "SO_SNDBUF of the sender (default: autotuning)",
-    ),
+    )
+    .size(),
     READ_SIZE,
     Key::new(
         "verify",
