@@ -8,7 +8,7 @@
 
 use socklab_net::units::{format_size, parse_size};
 
-use crate::params::{normalize_key, Key, Modes, Params};
+use crate::params::{normalize_key, Key, Modes, Params, Preset};
 use crate::plan::{Axis, Group, Order};
 use crate::workload::Workload;
 use crate::LabError;
@@ -19,6 +19,8 @@ use crate::LabError;
 pub struct Given {
     /// The key, with its flag.
     pub key: Key,
+    /// The flag that gave them, as written (`--bufsize`, or a preset's `--reverse`).
+    pub flag: String,
     /// Its values (one: fixed; several: an axis).
     pub values: Vec<String>,
 }
@@ -28,7 +30,17 @@ impl Given {
     pub fn new(key: Key, values: impl IntoIterator<Item = impl Into<String>>) -> Given {
         Given {
             key,
+            flag: flag_of(&key),
             values: values.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// `key` set by its preset flag `preset`.
+    pub fn preset(key: Key, preset: &Preset) -> Given {
+        Given {
+            key,
+            flag: format!("--{}", preset.flag),
+            values: vec![preset.value.to_string()],
         }
     }
 }
@@ -78,8 +90,8 @@ pub fn list_axis(key: &str, vals: &[String], axes: &mut Vec<Axis>, fixed: &mut P
 
 /// The one mapper: the given keys of workload `kind` as a group of its plan. A value given
 /// once is fixed; a list of several is an axis (in the order given, the first varying
-/// slowest); the pair's lists are zipped unless crossed; each sweep replaces its key's value
-/// with an axis, after the others.
+/// slowest); the pair's lists come after the other lists, zipped unless crossed; each sweep
+/// replaces its key's value with an axis, after the others.
 pub fn group(kind: &str, given: &[Given], rules: &Rules) -> Result<Group, LabError> {
     let keys = Workload::keys(kind);
     let sweeps = rules
@@ -98,9 +110,12 @@ pub fn group(kind: &str, given: &[Given], rules: &Rules) -> Result<Group, LabErr
         Some((a, b)) if !rules.cross => values(a).zip(values(b)),
         _ => None,
     };
+    let in_pair = |name: &str| rules.pair.is_some_and(|(a, b)| name == a || name == b);
     let mut fixed = Params::new();
     let mut axes = Vec::new();
-    for g in given {
+    let (others, paired): (Vec<&Given>, Vec<&Given>) =
+        given.iter().partition(|g| !in_pair(g.key.name));
+    for g in others.into_iter().chain(paired) {
         if swept(g.key.name) {
             continue;
         }

@@ -29,6 +29,7 @@ fn a_pair_is_zipped_unless_crossed_and_unequal_lists_name_both_flags() {
     let given = [
         Given::new(key("nbufs"), ["15", "30"]),
         Given::new(key("bufsize"), ["100", "50"]),
+        Given::new(key("cc"), ["cubic", "bbr"]),
     ];
     let pair = Some(("nbufs", "bufsize"));
     let zipped = group(
@@ -40,15 +41,16 @@ fn a_pair_is_zipped_unless_crossed_and_unequal_lists_name_both_flags() {
         },
     )
     .unwrap();
-    assert_eq!(zipped.axes.len(), 1);
-    assert_eq!(zipped.axes[0].keys, ["nbufs", "bufsize"]);
-    assert_eq!(zipped.expand().len(), 2);
+    assert_eq!(zipped.axes.len(), 2);
+    assert_eq!(zipped.axes[0].keys, ["cc"]);
+    assert_eq!(zipped.axes[1].keys, ["nbufs", "bufsize"]);
+    assert_eq!(zipped.expand().len(), 4);
     let crossed = Rules {
         pair,
         cross: true,
         ..Rules::default()
     };
-    assert_eq!(group("bulk", &given, &crossed).unwrap().expand().len(), 4);
+    assert_eq!(group("bulk", &given, &crossed).unwrap().expand().len(), 8);
     let unequal = [
         Given::new(key("nbufs"), ["15", "30"]),
         Given::new(key("bufsize"), ["100", "50", "25"]),
@@ -85,6 +87,7 @@ fn a_sweep_replaces_its_key_and_prints_sizes_with_suffixes() {
     let g = group("bulk", &given, &rules).unwrap();
     assert_eq!(g.fixed.get("bufsize"), None);
     assert_eq!(g.axes.len(), 2);
+    assert_eq!(g.axes[0].keys, ["nbufs"]);
     assert_eq!(g.axes[1].keys, ["bufsize"]);
     let vals: Vec<_> = g.axes[1].points.iter().map(|p| p[0].clone()).collect();
     assert_eq!(vals, ["1K", "2K", "4K", "8K"]);
@@ -138,7 +141,9 @@ fn a_key_outside_the_mode_is_found_by_its_descriptor() {
     const DIR: Key = Key::new("direction", "up", "which way")
         .presets(REV)
         .modes(Modes::TCP);
-    assert!(outside_mode(&[Given::new(DIR, ["down"])], Modes::UDP).is_some());
+    let rev = [Given::preset(DIR, &REV[0])];
+    assert_eq!(outside_mode(&rev, Modes::UDP).unwrap().flag, "--reverse");
+    assert_eq!(rev[0].values, ["down"]);
 }
 
 #[test]

@@ -82,14 +82,16 @@ pub const RATE: Key = Key::new(
     "rate",
     "1G",
     "offered rate, bits of UDP payload per second (K, M, G: decimal, as iperf3 -b), or max: the highest rate without loss, searched by trials",
-);
+)
+.list();
 /// `size`.
 pub const SIZE: Key = Key::new(
     "size",
     "1472",
     "bytes of UDP payload per datagram, 48 to 65507 (1472 fills a 1500-byte MTU)",
 )
-.size();
+.size()
+.list();
 /// `duration`.
 pub const DURATION: Key = Key::new("duration", "2s", "time to send");
 /// `gso`.
@@ -97,13 +99,15 @@ pub const GSO: Key = Key::new(
     "gso",
     "auto",
     "UDP GSO at the sender (64 datagrams per send): auto (where the path takes it), on, off (sendmmsg)",
-);
+)
+.list();
 /// `drain`.
 pub const DRAIN: Key = Key::new(
     "drain",
     "auto",
     "how long the receiver waits for stragglers after the first FIN; auto: 100ms plus twice the link's longest delay",
-);
+)
+.no_flag();
 /// `rcvbuf`.
 pub const RCVBUF: Key = Key::new(
     "rcvbuf",

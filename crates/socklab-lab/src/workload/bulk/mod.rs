@@ -18,7 +18,7 @@ use socklab_net::units::{format_duration, format_size, parse_duration, parse_siz
 use socklab_net::Strategy;
 
 use crate::metric::{m, Better, Metric};
-use crate::params::{parse_bool, parse_count, Key, Params};
+use crate::params::{parse_bool, parse_count, Key, Params, Preset};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::sample::Sample;
 use crate::series;
@@ -62,15 +62,19 @@ pub const STRATEGY: Key = Key::new(
     "strategy",
     "single",
     "write, writev, single, sendmsg, sendfile, splice, zerocopy",
-);
+)
+.short('s')
+.list();
 /// `nbufs`.
-pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round");
+pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round").list();
 /// `bufsize`.
-pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)").size();
+pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)")
+    .size()
+    .list();
 /// `duration`.
-pub const DURATION: Key = Key::new("duration", "2s", "time to send");
+pub const DURATION: Key = Key::new("duration", "2s", "time to send").short('t');
 /// `cc`.
-pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket");
+pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket").list();
 /// `read_size`.
 pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink").size();
 
@@ -87,11 +91,12 @@ pub const KEYS: &[Key] = &[
         "iterations",
         "",
         "rounds to send (one of iterations, duration, bytes)",
-    ),
+    )
+    .short('n'),
     DURATION,
     Key::new("bytes", "", "bytes to send, rounded up to whole rounds").size(),
     CC,
-    Key::new("nodelay", "false", "TCP_NODELAY on the sender"),
+    Key::new("nodelay", "false", "TCP_NODELAY on the sender").switch(),
     Key::new(
         "sndbuf",
         "",
@@ -103,7 +108,8 @@ pub const KEYS: &[Key] = &[
         "verify",
         "false",
         "BLAKE3-hash the stream on both sides and compare",
-    ),
+    )
+    .switch(),
     Key::new("seed", "1", "seed of the payload pattern"),
     TIMEOUT,
     Key::new(
@@ -122,7 +128,8 @@ pub const KEYS: &[Key] = &[
         "pacing_rate",
         "",
         "SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal, as iperf3 --fq-rate), read back; the sink's for down streams (default: unlimited)",
-    ),
+    )
+    .list(),
     Key::new(
         "affinity",
         "",
@@ -140,14 +147,33 @@ pub const STREAMS: Key = Key::new(
     "streams",
     "1",
     "streams per direction (iperf3 -P), each its own connection and thread, started together; gbps is their total",
-);
+)
+.short('P')
+.list();
 
 /// `direction`.
 pub const DIRECTION: Key = Key::new(
     "direction",
     "up",
     "up (the client sends), down (the sink sends, iperf3 -R) or bidir (both at once, streams each way, iperf3 --bidir)",
-);
+)
+.no_flag()
+.presets(DIRECTIONS);
+
+/// The flags that set `direction`.
+const DIRECTIONS: &[Preset] = &[
+    Preset::new(
+        "reverse",
+        "down",
+        "The sink sends and the client reads (iperf3 -R): the same write strategies on the sink's side, the reads counted on the client",
+    )
+    .short('R'),
+    Preset::new(
+        "bidir",
+        "bidir",
+        "Both directions at once on separate connections, --streams each way (iperf3 --bidir), each direction with its own figures",
+    ),
+];
 
 /// A `pacing_rate`: bits per second.
 fn parse_pacing(s: &str) -> Result<u64, String> {
