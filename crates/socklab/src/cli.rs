@@ -520,53 +520,32 @@ pub struct EchoArgs {
     pub quiet: bool,
 }
 
+/// `socklab pingpong`'s key flags: the ping-pong workload's keys.
+#[derive(Debug, Clone)]
+pub struct PingFlags;
+
+impl FlagTable for PingFlags {
+    const REPS: usize = 10;
+    const NAME: &'static str = "pingpong";
+    /// The option sets vary slowest: they are what the command compares.
+    fn keys() -> Vec<Key> {
+        let mut keys = merged(&[(pingpong::KEYS, Modes::ALL)]);
+        keys.sort_by_key(|k| k.name != "opts");
+        keys
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PingArgs {
     /// An emulated link between client and server (see `socklab netem --help`).
     #[command(flatten)]
     pub link: LinkArgs,
-    /// The echo server, HOST:PORT. Default: start one on loopback per option set.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub to: Option<String>,
-    /// Datagrams (UDP) instead of a TCP connection.
-    #[arg(long)]
-    pub udp: bool,
-    /// Bytes per message (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = pingpong::SIZE.default)]
-    pub size: Vec<String>,
-    /// Round trips per repetition (the seed: 500).
-    #[arg(long, short = 'n', default_value = pingpong::COUNT.default)]
-    pub count: String,
-    /// Socket-option sets to compare, comma-separated; + combines (nodelay+quickack).
-    #[arg(long, value_delimiter = ',', default_value = pingpong::OPTS.default)]
-    pub opts: Vec<String>,
-    /// Longest wait for one reply; auto: 5s over TCP, 200ms over UDP (each try, then sent again).
-    #[arg(long, default_value = pingpong::TIMEOUT.default)]
-    pub timeout: String,
-    /// UDP: sends again before a message counts as lost.
-    #[arg(long, default_value = pingpong::RETRIES.default)]
-    pub retries: String,
-    /// What the reply is: echo (the exact echo), any (the first read), or BYTES (that many).
-    #[arg(long, value_name = "echo|any|BYTES", default_value = pingpong::REPLY.default)]
-    pub reply: String,
-    /// TCP: connect, one round trip and close per message.
-    #[arg(long)]
-    pub new_connection_per_message: bool,
-    /// Measured repetitions per configuration.
-    #[arg(long, short, default_value_t = 10)]
-    pub reps: usize,
-    /// Warm-up repetitions per configuration.
-    #[arg(long, default_value_t = 1)]
-    pub warmup: usize,
-    /// Run order: interleaved, random, sequential.
-    #[arg(long, default_value = "interleaved")]
-    pub order: String,
+    /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
+    #[command(flatten)]
+    pub keys: KeyFlags<PingFlags>,
     /// Seed of --order random.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Experiment name in the store.
-    #[arg(long, default_value = "pingpong")]
-    pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
     /// Where the roles run (another host over SSH).

@@ -517,37 +517,18 @@ pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
 // ------------------------------------------------------------------------------------ pingpong
 
 pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
-    a.hosts.check_to(a.to.as_deref())?;
+    a.hosts.check_to(a.keys.value("to"))?;
     let hosts = a.hosts.plan()?;
-    let mut fixed = Params::new();
-    if let Some(to) = &a.to {
-        fixed.set("to", to.clone());
-    }
-    fixed.set("udp", a.udp.to_string());
-    fixed.set("count", a.count.clone());
-    fixed.set("timeout", a.timeout.clone());
-    fixed.set("reply", a.reply.clone());
-    if a.udp {
-        fixed.set("retries", a.retries.clone());
-    } else {
-        fixed.set("new_connection", a.new_connection_per_message.to_string());
-    }
-    let mut group = Group::new("pingpong", fixed);
-    for (key, vals) in [("opts", &a.opts), ("size", &a.size)] {
-        if vals.len() == 1 {
-            group.fixed.set(key, vals[0].clone());
-        } else {
-            group.axes.push(Axis::single(key, vals.iter().cloned()));
-        }
-    }
+    let mut group = flags::group("pingpong", &a.keys.given, &Rules::default())?;
     a.link.add_to(&mut group);
-    let order = parse_order(&a.order, a.seed)?;
+    let k = &a.keys;
+    let order = parse_order(&k.order, a.seed)?;
     let plan = Plan::build(
-        &a.name,
+        &k.name,
         "",
         &[group],
-        a.reps,
-        a.warmup,
+        k.reps,
+        k.warmup,
         order,
         &command_line(),
     )?;
