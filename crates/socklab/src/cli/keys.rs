@@ -93,7 +93,10 @@ fn key_arg(key: &Key) -> Arg {
     if key.switch {
         return arg.action(ArgAction::SetTrue);
     }
-    arg = arg.value_name(key.value_name.unwrap_or("VALUE"));
+    arg = arg.value_name(match key.value_name {
+        Some(v) => v,
+        None => leak(key.name.to_uppercase()),
+    });
     if key.list {
         arg.value_delimiter(',').action(ArgAction::Append)
     } else {
@@ -171,6 +174,7 @@ impl<T: FlagTable> Args for KeyFlags<T> {
         cmd.arg(
             Arg::new("reps")
                 .long("reps")
+                .value_name("N")
                 .short('r')
                 .help("Measured repetitions per configuration")
                 .value_parser(clap::value_parser!(usize))
@@ -179,6 +183,7 @@ impl<T: FlagTable> Args for KeyFlags<T> {
         .arg(
             Arg::new("warmup")
                 .long("warmup")
+                .value_name("N")
                 .help("Warm-up repetitions per configuration (stored, excluded from statistics)")
                 .value_parser(clap::value_parser!(usize))
                 .default_value("1"),
@@ -186,12 +191,14 @@ impl<T: FlagTable> Args for KeyFlags<T> {
         .arg(
             Arg::new("order")
                 .long("order")
+                .value_name("ORDER")
                 .help("Run order: interleaved (A B C A B C), random (seeded), sequential")
                 .default_value("interleaved"),
         )
         .arg(
             Arg::new("name")
                 .long("name")
+                .value_name("NAME")
                 .help("Experiment name in the store")
                 .default_value(T::NAME),
         )
