@@ -19,6 +19,11 @@ pub trait FlagTable {
     const NAME: &'static str;
     /// Keys of which at most one may be given.
     const EXCLUSIVE: &'static [&'static str] = &[];
+    /// Warm-up repetitions per cell by default.
+    const WARMUP: usize = 1;
+    /// The defaults the help shows where the command's differ from the workload's (`""`:
+    /// none shown).
+    const DEFAULTS: &'static [(&'static str, &'static str)] = &[];
     /// The keys with a flag, in the order their lists vary (the first slowest).
     fn keys() -> Vec<Key>;
 }
@@ -47,6 +52,8 @@ pub struct KeyFlags<T> {
     pub reps: usize,
     /// Warm-up repetitions per configuration.
     pub warmup: usize,
+    /// Whether --reps was given (a one-off command may run differently without it).
+    pub reps_given: bool,
     /// Run order.
     pub order: String,
     /// Experiment name in the store.
@@ -74,8 +81,8 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
-/// The clap argument of `key`'s own flag.
-fn key_arg(key: &Key) -> Arg {
+/// The clap argument of `key`'s own flag; `default` is the default the help shows.
+fn key_arg(key: &Key, default: Option<&str>) -> Arg {
     let mut help = match (key.modes.has(Modes::TCP), key.modes.has(Modes::UDP)) {
         (false, true) => format!("UDP (--udp): {}", key.help_text()),
         _ => key.help_text().to_string(),
@@ -83,8 +90,9 @@ fn key_arg(key: &Key) -> Arg {
     if key.list {
         help.push_str(" (list allowed)");
     }
-    if key.default_is_value() && !key.switch {
-        help.push_str(&format!(" [default: {}]", key.default));
+    let default = default.or(key.default_is_value().then_some(key.default));
+    if let Some(d) = default.filter(|d| !d.is_empty() && !key.switch) {
+        help.push_str(&format!(" [default: {d}]"));
     }
     let mut arg = Arg::new(key.name).long(leak(key.flag_name())).help(help);
     if let Some(c) = key.short {
@@ -130,7 +138,8 @@ impl<T: FlagTable> FromArgMatches for KeyFlags<T> {
         Ok(KeyFlags {
             given,
             reps: m.get_one::<usize>("reps").copied().unwrap_or(T::REPS),
-            warmup: m.get_one::<usize>("warmup").copied().unwrap_or(1),
+            reps_given: given_here(m, "reps"),
+            warmup: m.get_one::<usize>("warmup").copied().unwrap_or(T::WARMUP),
             order: text("order"),
             name: text("name"),
             table: PhantomData,
@@ -148,7 +157,8 @@ impl<T: FlagTable> Args for KeyFlags<T> {
         for key in T::keys() {
             let own = !key.no_flag;
             if own {
-                let mut arg = key_arg(&key);
+                let shown = T::DEFAULTS.iter().find(|(n, _)| *n == key.name);
+                let mut arg = key_arg(&key, shown.map(|(_, d)| *d));
                 if T::EXCLUSIVE.contains(&key.name) {
                     let others = T::EXCLUSIVE.iter().filter(|n| **n != key.name);
                     arg = arg.conflicts_with_all(others);
@@ -186,7 +196,7 @@ impl<T: FlagTable> Args for KeyFlags<T> {
                 .value_name("N")
                 .help("Warm-up repetitions per configuration (stored, excluded from statistics)")
                 .value_parser(clap::value_parser!(usize))
-                .default_value("1"),
+                .default_value(leak(T::WARMUP.to_string())),
         )
         .arg(
             Arg::new("order")
