@@ -298,6 +298,38 @@ mod tests {
         assert!(none.given.is_empty() && none.reps == 2);
     }
 
+    /// Every key of the measuring commands' workloads is a flag of its command, with no list
+    /// of flags anywhere: a new key (bulk's `opts`) is a new flag.
+    #[test]
+    fn every_workload_key_with_a_flag_is_an_argument_of_its_command() {
+        use clap::CommandFactory;
+        use socklab_lab::workload::{bulk, load, pingpong, rrul, transfer, udp};
+        let cli = crate::cli::Cli::command();
+        for (sub, keys) in [
+            ("bulk", bulk::KEYS),
+            ("bulk", udp::KEYS),
+            ("pingpong", pingpong::KEYS),
+            ("rrul", rrul::KEYS),
+            ("transfer", transfer::KEYS),
+            ("load", load::KEYS),
+        ] {
+            let cmd = cli.find_subcommand(sub).unwrap();
+            for key in keys {
+                let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+                if !key.no_flag {
+                    assert!(
+                        longs.contains(&key.flag_name().as_str()),
+                        "{sub} --{}",
+                        key.flag_name()
+                    );
+                }
+                for p in key.presets {
+                    assert!(longs.contains(&p.flag), "{sub} --{}", p.flag);
+                }
+            }
+        }
+    }
+
     #[test]
     fn exclusive_keys_and_presets_of_one_key_conflict_and_flagless_keys_have_none() {
         for args in [
