@@ -9,6 +9,7 @@ pub mod describe;
 pub mod error;
 pub mod facts;
 pub mod file;
+pub mod flags;
 pub mod hosts;
 pub mod html;
 pub mod live;

@@ -5,11 +5,12 @@ use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
 
 use serde_json::json;
-use socklab_lab::params::Params;
-use socklab_lab::plan::{Group, Plan};
+use socklab_lab::flags::{self, Given, Rules};
+use socklab_lab::params::Key;
+use socklab_lab::plan::Plan;
 use socklab_lab::store::Store;
 use socklab_lab::table::{num, Table};
-use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
+use socklab_lab::workload::{check_tcp_cc, parse_target, transfer, Proto, Target};
 use socklab_net::transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
 use socklab_net::transfer::{
     FileOutcome, ReceiveLimits, ServerSession, SessionLimits, SessionLog, TcpServeOptions,
@@ -20,8 +21,8 @@ use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
 use crate::commands::{
-    command_line, list_axis, out, parse_bind, parse_order, run_and_print, server_started, usage,
-    Failure,
+    command_line, list_axis, order_seed, out, parse_bind, parse_order, run_and_print,
+    server_started, usage, Failure,
 };
 
 pub fn transfer(a: TransferArgs, dry: bool) -> Result<(), Failure> {
@@ -481,45 +482,51 @@ fn file_table(files: &[FileOutcome], per_file: &[u64]) -> Table {
 
 // ---------------------------------------------------------------------------------- experiment
 
+/// The plan of `socklab transfer`: the keys given, one group per protocol (`tcp_cc` varies
+/// for tcp only: rudp records n/a).
 fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
-    let mut fixed = Params::new();
-    if let Some(w) = &a.workload {
-        fixed.set("workload", w.clone());
-    }
-    if let Some(f) = &a.file_sizes {
-        fixed.set("files", f.clone());
-    }
-    if let Some(l) = &a.large {
-        fixed.set("large", l.clone());
-    }
-    if let Some(s) = &a.small {
-        fixed.set("small", s.clone());
-    }
-    fixed.set("timeout", a.timeout.clone());
-    fixed.set("seed", a.seed.to_string());
-    let mut protos: Vec<&String> = Vec::new();
-    for p in &a.proto {
+    let k = &a.keys;
+    let split = ["proto", "tcp_cc"];
+    let rest: Vec<Given> = k
+        .given
+        .iter()
+        .filter(|g| !split.contains(&g.key.name))
+        .cloned()
+        .collect();
+    let base = flags::group("transfer", &rest, &Rules::default())?;
+    let listed = |key: &Key| match k.values(key.name) {
+        Some(v) => v.to_vec(),
+        None => key.default.split(',').map(str::to_string).collect(),
+    };
+    let mut protos: Vec<String> = Vec::new();
+    for p in listed(&transfer::PROTO) {
         if !protos.contains(&p) {
             protos.push(p);
         }
     }
-    // One group per protocol: tcp_cc varies for tcp only (rudp records n/a).
     let mut groups = Vec::new();
     for p in protos {
-        let mut g = Group::new("transfer", fixed.clone().with("proto", p.as_str()));
+        let mut g = base.clone();
+        g.fixed.set("proto", p.as_str());
         if p.trim() == "tcp" {
-            list_axis("tcp_cc", &a.tcp_cc, &mut g.axes, &mut g.fixed);
+            list_axis(
+                "tcp_cc",
+                &listed(&transfer::TCP_CC),
+                &mut g.axes,
+                &mut g.fixed,
+            );
         }
         a.link.add_to(&mut g);
         groups.push(g);
     }
+    let order = parse_order(&k.order, order_seed(k.value("seed"))?)?;
     Ok(Plan::build(
-        &a.name,
+        &k.name,
         "",
         &groups,
-        a.reps,
-        a.warmup,
-        parse_order(&a.order, a.seed)?,
+        k.reps,
+        k.warmup,
+        order,
         &command_line(),
     )?)
 }

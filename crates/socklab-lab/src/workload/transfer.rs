@@ -123,13 +123,15 @@ pub const PROTO: Key = Key::new(
     "proto",
     "tcp",
     "tcp or rudp (socklab's reliable transport over UDP)",
-);
+)
+.list();
 /// `tcp_cc`.
 pub const TCP_CC: Key = Key::new(
     "tcp_cc",
     "cubic",
     "congestion control of both TCP sockets: cubic, bbr, reno (always set; n/a for rudp)",
-);
+)
+.list();
 /// `timeout`.
 pub const TIMEOUT: Key = Key::new(
     "timeout",
@@ -156,7 +158,9 @@ pub const KEYS: &[Key] = &[
         "10500",
         "seed-004: bytes per small file (the seed: 7 packets of 1500 bytes)",
     ),
-    Key::new("files", "", "custom: file sizes, e.g. \"1M,10K,10K\""),
+    Key::new("files", "", "custom: file sizes, e.g. \"1M,10K,10K\"")
+        .flag("file-sizes")
+        .value_name("SIZES"),
     TIMEOUT,
     Key::new("seed", "1", "seed of the files' pseudo-random content"),
 ];
@@ -252,6 +256,15 @@ impl Spec for TransferSpec {
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         parse_spec(p)
+    }
+
+    /// A repetition that has not finished by its `timeout` fails.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        crate::workload::TimeBounds {
+            at_least: None,
+            at_most: crate::workload::duration_of(&self.params(), "timeout"),
+            by_timeout: true,
+        }
     }
 
     fn params(&self) -> Params {
