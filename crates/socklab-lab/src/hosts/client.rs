@@ -17,6 +17,7 @@ use socklab_sys::process::child_dies_with_parent;
 use super::transport::Transport;
 use crate::params::Params;
 use crate::resources::Resources;
+use crate::roles::argv::{Role, RoleArgs};
 use crate::sample::{Interval, Sample};
 use crate::workload::Workload;
 use crate::LabError;
@@ -150,20 +151,16 @@ pub fn run_rep(
     label: &str,
     stop: &dyn Fn() -> bool,
 ) -> Result<Sample, LabError> {
-    let json = serde_json::to_string(params).map_err(|e| LabError::Child(e.to_string()))?;
-    let args: Vec<String> = [
-        "hosts",
-        "rep",
-        "--kind",
-        kind,
-        "--params",
-        &json,
-        "--label",
-        label,
-        "--until-eof",
-    ]
-    .map(String::from)
-    .to_vec();
+    let args = RoleArgs {
+        role: Role::Rep {
+            kind: kind.to_string(),
+            params: params.clone(),
+            label: label.to_string(),
+        },
+        listen: None,
+        until_eof: true,
+    }
+    .to_argv();
     let mut cmd = t.socklab(&args)?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
