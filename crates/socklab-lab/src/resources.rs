@@ -14,6 +14,7 @@ use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces
 use socklab_net::transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
+use crate::hosts::client::ClientHost;
 use crate::hosts::{HostPlan, Hosts};
 use crate::roles::argv::Role;
 use crate::series::LiveSink;
@@ -353,7 +354,7 @@ impl Resources {
                 )));
             }
         }
-        crate::hosts::client::run_rep(t.as_ref(), kind, params, label, stop).map(Some)
+        t.as_ref().run_rep(kind, params, label, stop).map(Some)
     }
 
     /// The load generators' hosts and clock offsets (empty: the generator runs here).

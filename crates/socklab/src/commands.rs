@@ -94,6 +94,8 @@ impl From<RoleError> for Failure {
             RoleError::Usage(m) => Failure::Usage(m),
             RoleError::Run(m) => Failure::Run(m),
             RoleError::BrokenPipe => Failure::BrokenPipe,
+            RoleError::Interrupted(m) => Failure::Interrupted(m),
+            RoleError::Exit(c) => Failure::Exit(c),
         }
     }
 }

@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     };
     let dry = cli.dry_run;
     if cli.until_eof {
-        hosts::stop_at_end_of_stdin();
+        socklab_lab::roles::remote::stop_at_end_of_stdin();
     }
     let result = match cli.command {
         Command::Sink(a) => commands::sink(a, dry),
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
         Command::Hosts(h) => hosts::hosts(h, dry),
     };
     if cli.until_eof && result.is_ok() {
-        hosts::report_usage();
+        socklab_lab::roles::remote::report_usage();
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@
 
 pub mod argv;
 pub mod echo;
+pub mod remote;
 pub mod serve;
 pub mod sink;
 pub mod transfer;
@@ -27,6 +28,12 @@ pub enum RoleError {
     /// It failed while running (the process exits 1).
     #[error("{0}")]
     Run(String),
+    /// Stopped by SIGINT/SIGTERM before its end (the process exits 130).
+    #[error("{0}")]
+    Interrupted(String),
+    /// Ends with this exit code, saying nothing (a command it ran ended so).
+    #[error("exit code {0}")]
+    Exit(u8),
     /// Its stdout closed (the controller reading it went away): not an error.
     #[error("broken pipe")]
     BrokenPipe,
