@@ -6,6 +6,8 @@
 
 use std::net::IpAddr;
 
+use socklab_net::link::capture::CaptureConfig;
+use socklab_net::link::LinkConfig;
 use socklab_net::load::LoadConfig;
 use socklab_net::server::{Design, Handler};
 use socklab_net::transfer::Proto;
@@ -64,6 +66,15 @@ pub enum Role {
         params: Params,
         /// The cell's label (for errors).
         label: String,
+    },
+    /// `netem daemon`: the process that keeps the lasting link `name`.
+    NetemDaemon {
+        /// The link's name.
+        name: String,
+        /// The link.
+        link: Box<LinkConfig>,
+        /// Its packets into a pcapng file (an absolute path: the daemon has its own cwd).
+        capture: Option<CaptureConfig>,
     },
     /// `hosts probe`: what `hosts check` measures on a host (it listens on all addresses).
     Probe,
@@ -211,6 +222,27 @@ impl Role {
                 s("--label"),
                 label.clone(),
             ],
+            Role::NetemDaemon {
+                name,
+                link,
+                capture,
+            } => {
+                let mut a = vec![s("netem"), s("daemon"), s("--name"), name.clone()];
+                for (k, v) in link.to_keys() {
+                    a.extend([s(link_flag(k)), v]);
+                }
+                if let Some(c) = capture {
+                    a.extend([
+                        s("--capture"),
+                        c.path.display().to_string(),
+                        s("--capture-snaplen"),
+                        c.snaplen.to_string(),
+                        s("--capture-limit"),
+                        c.limit_bytes.to_string(),
+                    ]);
+                }
+                a
+            }
             Role::Probe => vec![s("hosts"), s("probe")],
             Role::Version => vec![s("--version")],
             Role::Generate { config, start_at } => vec![
@@ -232,6 +264,7 @@ impl Role {
             Role::Serve { .. } => "serve",
             Role::TransferServe { .. } => "transfer serve",
             Role::Rep { .. } => "hosts rep",
+            Role::NetemDaemon { .. } => "netem daemon",
             Role::Probe => "hosts probe",
             Role::Version => "--version",
             Role::Generate { .. } => "hosts generate",
@@ -273,6 +306,7 @@ impl RoleArgs {
             ["hosts", "rep", rest @ ..] => ("hosts rep", rest),
             ["hosts", "generate", rest @ ..] => ("hosts generate", rest),
             ["hosts", "probe", rest @ ..] => ("hosts probe", rest),
+            ["netem", "daemon", rest @ ..] => ("netem daemon", rest),
             ["--version"] => ("--version", &[][..]),
             [cmd @ ("sink" | "echo" | "serve"), rest @ ..] => (*cmd, rest),
             _ => {
@@ -344,6 +378,50 @@ impl RoleArgs {
                 }
             }
             "hosts probe" => Role::Probe,
+            "netem daemon" => {
+                let name = value(&mut flags, "--name")?;
+                let keys: Vec<Option<String>> = LINK_KEYS
+                    .iter()
+                    .map(|k| flags.value(link_flag(k)))
+                    .collect();
+                let link = LinkConfig::from_keys(
+                    Some(keys[0].as_deref().unwrap_or("")),
+                    keys[1].as_deref(),
+                    keys[2].as_deref(),
+                    keys[3].as_deref(),
+                    keys[4].as_deref(),
+                    keys[5].as_deref(),
+                )
+                .map_err(|e| bad(e.to_string()))?
+                .map(|l| LinkConfig {
+                    tag: Some(name.clone()),
+                    ..l
+                })
+                .ok_or_else(|| bad("--link is missing".into()))?;
+                let capture = match flags.value("--capture") {
+                    None => None,
+                    Some(path) => {
+                        let (n, l) = (
+                            value(&mut flags, "--capture-snaplen")?,
+                            value(&mut flags, "--capture-limit")?,
+                        );
+                        Some(CaptureConfig {
+                            path: path.into(),
+                            snaplen: n
+                                .parse()
+                                .map_err(|e| parse_err("--capture-snaplen", &n, format!("{e}")))?,
+                            limit_bytes: l
+                                .parse()
+                                .map_err(|e| parse_err("--capture-limit", &l, format!("{e}")))?,
+                        })
+                    }
+                };
+                Role::NetemDaemon {
+                    name,
+                    link: Box::new(link),
+                    capture,
+                }
+            }
             "--version" => Role::Version,
             _ => {
                 let (c, s) = (
@@ -384,6 +462,28 @@ impl RoleArgs {
             listen,
             until_eof,
         })
+    }
+}
+
+/// The link's keys, in [`LinkConfig::from_keys`]' order.
+const LINK_KEYS: [&str; 6] = [
+    "link",
+    "link_back",
+    "link_driver",
+    "link_mtu",
+    "link_seed",
+    "link_valid",
+];
+
+/// The flag of a link key ([`LinkConfig::to_keys`]).
+fn link_flag(key: &str) -> &'static str {
+    match key {
+        "link" => "--link",
+        "link_back" => "--link-back",
+        "link_driver" => "--driver",
+        "link_mtu" => "--mtu",
+        "link_seed" => "--link-seed",
+        _ => "--link-valid",
     }
 }
 
@@ -541,6 +641,30 @@ mod tests {
         for role in [
             Role::Sink,
             Role::Probe,
+            Role::NetemDaemon {
+                name: "lab1".into(),
+                link: Box::new(
+                    LinkConfig::from_keys(
+                        Some("delay 10ms loss 1%"),
+                        Some("delay 5ms"),
+                        Some("tun"),
+                        Some("9000"),
+                        Some("7"),
+                        None,
+                    )
+                    .unwrap()
+                    .map(|l| LinkConfig {
+                        tag: Some("lab1".into()),
+                        ..l
+                    })
+                    .unwrap(),
+                ),
+                capture: Some(CaptureConfig {
+                    path: "/tmp/a b.pcapng".into(),
+                    snaplen: 128,
+                    limit_bytes: 1 << 20,
+                }),
+            },
             Role::UdpSink {
                 rcvbuf: "4M".into(),
                 interval: Some("100ms".into()),

@@ -5,6 +5,7 @@
 
 pub mod argv;
 pub mod echo;
+pub mod netem;
 pub mod remote;
 pub mod serve;
 pub mod sink;
