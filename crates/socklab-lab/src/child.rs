@@ -157,7 +157,7 @@ impl ServerChild {
             listen: Some(Listen::announced(bind)),
             until_eof: remote,
         };
-        let mut cmd = t.socklab(&full.to_argv())?;
+        let mut cmd = t.socklab(&full)?;
         let what = format!("'socklab {}' on {}", role.to_argv().join(" "), t.name());
         if !remote {
             cmd.stdin(Stdio::null()).stderr(Stdio::inherit());

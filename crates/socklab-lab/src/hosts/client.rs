@@ -155,7 +155,7 @@ pub fn run_rep(
     label: &str,
     stop: &dyn Fn() -> bool,
 ) -> Result<Sample, LabError> {
-    let args = RoleArgs {
+    let role = RoleArgs {
         role: Role::Rep {
             kind: kind.to_string(),
             params: params.clone(),
@@ -163,9 +163,8 @@ pub fn run_rep(
         },
         listen: None,
         until_eof: true,
-    }
-    .to_argv();
-    let mut cmd = t.socklab(&args)?;
+    };
+    let mut cmd = t.socklab(&role)?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -157,16 +157,15 @@ pub fn run(
     let start = now_ns() + LEAD.as_nanos() as i128;
     let mut running = Vec::with_capacity(gens.len());
     for ((t, offset), c) in gens.iter().zip(&configs) {
-        let args = RoleArgs {
+        let role = RoleArgs {
             role: Role::Generate {
                 config: Box::new(c.clone()),
                 start_at: start + i128::from(*offset),
             },
             listen: None,
             until_eof: true,
-        }
-        .to_argv();
-        let mut cmd = t.socklab(&args)?;
+        };
+        let mut cmd = t.socklab(&role)?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -305,7 +305,7 @@ fn host_err(t: &dyn Transport, reason: impl Into<String>) -> LabError {
 
 /// Runs `socklab --version` on the host; an error unless it is this build's version.
 pub fn check_version(t: &dyn Transport) -> Result<(), LabError> {
-    let mut c = t.socklab(&RoleArgs::from(Role::Version).to_argv())?;
+    let mut c = t.socklab(&RoleArgs::from(Role::Version))?;
     let out = c
         .stdin(Stdio::null())
         .output()
@@ -344,7 +344,7 @@ pub fn check_version(t: &dyn Transport) -> Result<(), LabError> {
 /// SSH reached) the path RTT and MTU.
 pub fn check(t: &dyn Transport, server_addr: Option<IpAddr>) -> Result<HostReport, LabError> {
     check_version(t)?;
-    let mut c = t.socklab(&RoleArgs::from(Role::Probe).to_argv())?;
+    let mut c = t.socklab(&RoleArgs::from(Role::Probe))?;
     c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
