@@ -82,22 +82,15 @@ fn parse_idle(text: &str) -> Result<Option<Duration>, Failure> {
     }
 }
 
-/// `--nofile N`: the soft limit, checked against the hard one.
+/// `--nofile N`: the soft limit, checked against the hard one (the role's error, with its
+/// flag).
 fn set_nofile(n: u64) -> Result<(), Failure> {
-    const MIN: u64 = 16;
-    if n < MIN {
-        return Err(usage(format!(
-            "--nofile {n} is too low to run a server: use at least {MIN}"
-        )));
-    }
-    let (_, hard) = socklab_sys::procs::nofile_limit()?;
-    if n > hard {
-        return Err(usage(format!(
-            "--nofile {n} is above the hard limit {hard}: use at most {hard} (or raise it as root)"
-        )));
-    }
-    socklab_sys::procs::set_nofile_limit(n)
-        .map_err(|e| Failure::Run(format!("--nofile {n}: setrlimit failed: {e}")))
+    use roles::serve::NofileError;
+    roles::serve::set_nofile(n).map_err(|e| match e {
+        NofileError::Read(e) => Failure::from(e),
+        e @ NofileError::Set { .. } => Failure::Run(format!("--nofile {e}")),
+        e => usage(format!("--nofile {e}")),
+    })
 }
 
 /// Checks the arguments and builds the configuration.

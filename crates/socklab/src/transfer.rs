@@ -59,20 +59,9 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, Failure> {
 
 // --------------------------------------------------------------------------------------- serve
 
-/// The receiving directory: created if missing; a file there is an error.
+/// `--dir`: created if missing; a file there is an error (the role's, with its flag).
 fn prepare_dir(dir: &Path) -> Result<(), Failure> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!(
-            "--dir '{}' is a file, not a directory: name a directory (it is created if missing)",
-            dir.display()
-        )));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        usage(format!(
-            "--dir '{}' cannot be created ({e}): name a directory you can write to",
-            dir.display()
-        ))
-    })
+    roles::transfer::prepare_dir(dir).map_err(|e| usage(format!("--dir {e}")))
 }
 
 /// Most sessions `--max-sessions` may allow (each is a thread).
@@ -201,10 +190,8 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     limits.tcp.cc = cc.clone();
     if dry {
         if a.dir.exists() && !a.dir.is_dir() {
-            return Err(usage(format!(
-                "--dir '{}' is a file, not a directory: name a directory (it is created if missing)",
-                a.dir.display()
-            )));
+            let e = roles::transfer::DirError::IsAFile(a.dir.clone());
+            return Err(usage(format!("--dir {e}")));
         }
         return crate::dryrun::print_checked(&format!(
             "socklab transfer serve would listen on {} ({}) and write into '{}'",

@@ -2,7 +2,7 @@
 //! (one transfer, and its report as text or JSON).
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
@@ -36,6 +36,34 @@ pub struct ServeConfig {
     pub once: bool,
     /// Remove `dir` when it ends.
     pub remove_dir_at_exit: bool,
+}
+
+/// Why a receiving directory cannot be used: each names the directory (the caller names its
+/// key).
+#[derive(Debug, thiserror::Error)]
+pub enum DirError {
+    /// A file is there.
+    #[error("'{0}' is a file, not a directory: name a directory (it is created if missing)")]
+    IsAFile(PathBuf),
+    /// It could not be created.
+    #[error("'{dir}' cannot be created ({source}): name a directory you can write to")]
+    Create {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The receiving directory: created if missing; a file there is an error.
+pub fn prepare_dir(dir: &Path) -> Result<(), DirError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(DirError::IsAFile(dir.to_path_buf()));
+    }
+    std::fs::create_dir_all(dir).map_err(|source| DirError::Create {
+        dir: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// Removes a receiving directory when dropped (`remove_dir_at_exit`).
@@ -285,4 +313,24 @@ fn file_table(files: &[FileOutcome], per_file: &[u64]) -> Table {
         ]);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receiving_directory_is_made_and_a_file_in_its_place_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        prepare_dir(&dir).unwrap();
+        assert!(dir.is_dir());
+        let file = tmp.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let e = prepare_dir(&file).unwrap_err();
+        assert!(matches!(e, DirError::IsAFile(_)));
+        assert!(e
+            .to_string()
+            .ends_with("is a file, not a directory: name a directory (it is created if missing)"));
+    }
 }
