@@ -20,6 +20,7 @@ pub mod plan;
 pub mod report;
 pub mod reproduce;
 pub mod resources;
+pub mod roles;
 pub mod runner;
 pub mod series;
 pub mod series_charts;

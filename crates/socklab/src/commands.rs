@@ -10,14 +10,14 @@ use socklab_lab::live::LiveExecutor;
 use socklab_lab::output;
 use socklab_lab::params::Params;
 use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::roles::{self, RoleError, Say};
 use socklab_lab::runner::{run_plan, Observer};
 use socklab_lab::store::Store;
 use socklab_lab::summary::experiment_stats_with;
 use socklab_lab::workload::Workload;
 use socklab_lab::LabError;
-use socklab_net::childline::ChildLine;
 use socklab_net::link::capture::CaptureConfig;
-use socklab_net::sink::{Sink, SinkConfig};
+use socklab_net::sink::SinkConfig;
 use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 
@@ -89,6 +89,18 @@ impl From<std::io::Error> for Failure {
     }
 }
 
+impl From<RoleError> for Failure {
+    fn from(e: RoleError) -> Self {
+        match e {
+            RoleError::Usage(m) => Failure::Usage(m),
+            RoleError::Run(m) => Failure::Run(m),
+            RoleError::BrokenPipe => Failure::BrokenPipe,
+            RoleError::Interrupted(m) => Failure::Interrupted(m),
+            RoleError::Exit(c) => Failure::Exit(c),
+        }
+    }
+}
+
 pub fn usage(m: impl Into<String>) -> Failure {
     Failure::Usage(m.into())
 }
@@ -114,26 +126,6 @@ pub(crate) fn command_line() -> String {
 }
 
 // ---------------------------------------------------------------------------------------- sink
-
-/// A server is listening: catch Ctrl-C/SIGTERM (to stop cleanly and report), and with
-/// `--announce` print `LISTENING <addr>` for the runner that started it.
-pub(crate) fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Failure> {
-    install_interrupt_flag()?;
-    if announce {
-        out(&format!("{}\n", ChildLine::Listening(addr)))?;
-    }
-    Ok(())
-}
-
-/// The classic servers' last words: the process's CPU time.
-pub(crate) fn print_server_cpu() {
-    let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
-    eprintln!(
-        "user time = {:.6}, sys time = {:.6}",
-        u.user.as_secs_f64(),
-        u.sys.as_secs_f64()
-    );
-}
 
 /// `--bind`: an IP address, brackets allowed for IPv6.
 pub(crate) fn parse_bind(bind: &str) -> Result<std::net::IpAddr, Failure> {
@@ -187,32 +179,11 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
             format_size(read_size as u64)
         ));
     }
-    let mut sink = Sink::bind(cfg).map_err(|e| match e {
-        socklab_net::NetError::Invalid(m) => usage(m),
-        other => Failure::Run(other.to_string()),
-    })?;
-    let addr = sink.local_addr()?;
-    server_started(addr, a.announce)?;
-    if !a.quiet {
-        eprintln!(
-            "socklab sink listening on {addr} (raw clients read {} bytes at a time; Ctrl-C stops)",
-            format_size(read_size as u64)
-        );
-    }
-    let quiet = a.quiet;
-    let mut served = 0u64;
-    sink.serve(&interrupted, &mut |r| {
-        served += 1;
-        if !quiet {
-            eprintln!("{}", r.line());
-        }
-    })
-    .map_err(|e| Failure::Run(e.to_string()))?;
-    if !quiet {
-        print_server_cpu();
-        eprintln!("connections served = {served}");
-    }
-    Ok(())
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
+    };
+    Ok(roles::sink::run(cfg, say)?)
 }
 
 // ---------------------------------------------------------------------------------------- bulk
@@ -476,42 +447,11 @@ pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
             if a.udp { "UDP" } else { "TCP" }
         ));
     }
-    let server =
-        socklab_net::echo::EchoServer::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
-    let addr = server.local_addr()?;
-    server_started(addr, a.announce)?;
-    if !a.quiet {
-        eprintln!(
-            "socklab echo listening on {addr} ({}; Ctrl-C stops)",
-            if a.udp { "UDP" } else { "TCP" }
-        );
-    }
-    let quiet = a.quiet;
-    let announce = a.announce;
-    let mut told = false;
-    let stats = server
-        .serve(&interrupted, &mut |ev| {
-            if !quiet {
-                eprintln!("{}", ev.line());
-            }
-            // For the runner: the server-side options as the kernel reported them.
-            if let socklab_net::echo::EchoEvent::Closed { effective, .. } = ev {
-                if announce && !told && !effective.is_empty() {
-                    told = true;
-                    let line = ChildLine::Effective(effective.clone());
-                    let _ = out(&format!("{line}\n"));
-                }
-            }
-        })
-        .map_err(|e| Failure::Run(e.to_string()))?;
-    if !quiet {
-        print_server_cpu();
-        eprintln!(
-            "connections = {}, messages = {}, bytes = {}",
-            stats.connections, stats.messages, stats.bytes
-        );
-    }
-    Ok(())
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
+    };
+    Ok(roles::echo::run(cfg, say)?)
 }
 
 // ------------------------------------------------------------------------------------ pingpong

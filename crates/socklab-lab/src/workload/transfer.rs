@@ -18,6 +18,7 @@ use crate::model::params::{parse_count, Key, Params};
 use crate::model::sample::Sample;
 use crate::model::stats::ExperimentStats;
 use crate::resources::{on_thread, LinkRun, Resources};
+use crate::roles::argv::Role;
 use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, RCV_SYS_S, RCV_USER_S};
 use crate::workload::link::{self, LinkParams};
@@ -344,22 +345,14 @@ impl Spec for TransferSpec {
             Some(d) => d.path().to_string_lossy().to_string(),
             None => remote_rx_dir(),
         };
-        let mut args = vec![
-            "transfer",
-            "serve",
-            "--proto",
-            self.proto.as_str(),
-            "--dir",
-            rx_text.as_str(),
-            "--once",
-        ];
-        if remote {
-            args.push("--remove-dir-at-exit");
-        }
-        if let Some(cc) = &self.tcp_cc {
-            args.extend(["--tcp-cc", cc.as_str()]);
-        }
-        let server = res.spawn(&args, in_link)?;
+        let role = Role::TransferServe {
+            proto: self.proto,
+            dir: rx_text,
+            once: true,
+            remove_dir_at_exit: remote,
+            tcp_cc: self.tcp_cc.clone(),
+        };
+        let server = res.spawn(&role, in_link)?;
         let to = server.addr();
         let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
         let (r, link_run) = res.in_client(in_link, || client(self, to, paths, stop))?;

@@ -31,7 +31,7 @@ mod tests;
 
 pub use designs::{designs_table, DESIGNS_NOTE, DESIGNS_NOTE_NO_BASELINE};
 use run::run_load;
-pub use run::{load_config, sample, serve_args};
+pub use run::{load_config, sample, serve_role};
 pub use spec::workers;
 use spec::{parse_spec, print_spec};
 
