@@ -6,7 +6,7 @@
 //! [`ServerExit`].
 
 use std::io::{BufRead, BufReader};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -19,6 +19,7 @@ use socklab_sys::process::{child_dies_with_parent, kill, Signal};
 use socklab_sys::usage::{try_wait4, wait4, ExitStatus, Usage};
 
 use crate::hosts::transport::{Stop, Transport};
+use crate::roles::argv::{Listen, Role, RoleArgs};
 use crate::LabError;
 
 /// What a server child printed after its first line, kept by its stdout reader.
@@ -133,48 +134,31 @@ impl ServerChild {
         let (mut cmd, bind) = match ns {
             Some(n) => (
                 n.command(Side::Server, &exe.to_string_lossy()),
-                SERVER_ADDR.to_string(),
+                IpAddr::V4(SERVER_ADDR),
             ),
-            None => (Command::new(exe), "127.0.0.1".to_string()),
+            None => (Command::new(exe), IpAddr::V4(Ipv4Addr::LOCALHOST)),
         };
         cmd.args(args)
-            .args([
-                "--bind",
-                bind.as_str(),
-                "--port",
-                "0",
-                "--announce",
-                "--quiet",
-            ])
+            .args(Listen::announced(bind).to_argv())
             .stdin(Stdio::null())
             .stderr(Stdio::inherit());
         let what = format!("'{} {}'", exe.display(), args.join(" "));
         Self::start(cmd, &what, None)
     }
 
-    /// Starts the role `socklab <args>` on the host of `t`, listening on `bind` (an address of
-    /// that host the clients reach), and waits (at most 10 s plus the connection) for the
-    /// address it announces. On another host the role runs with `--until-eof`: closing its
-    /// stdin (or its SSH session ending) stops it, and it reports its own rusage.
-    pub fn spawn_on(t: &dyn Transport, args: &[&str], bind: IpAddr) -> Result<Self, LabError> {
-        let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        full.extend(
-            [
-                "--bind",
-                &bind.to_string(),
-                "--port",
-                "0",
-                "--announce",
-                "--quiet",
-            ]
-            .map(String::from),
-        );
+    /// Starts `role` on the host of `t`, listening on `bind` (an address of that host the
+    /// clients reach), and waits (at most 10 s plus the connection) for the address it
+    /// announces. On another host the role runs with `--until-eof`: closing its stdin (or its
+    /// SSH session ending) stops it, and it reports its own rusage.
+    pub fn spawn_on(t: &dyn Transport, role: &Role, bind: IpAddr) -> Result<Self, LabError> {
         let remote = t.stop() == Stop::CloseStdin;
-        if remote {
-            full.push("--until-eof".into());
-        }
+        let full = RoleArgs {
+            role: role.clone(),
+            listen: Some(Listen::announced(bind)),
+            until_eof: remote,
+        };
         let mut cmd = t.socklab(&full)?;
-        let what = format!("'socklab {}' on {}", args.join(" "), t.name());
+        let what = format!("'socklab {}' on {}", role.to_argv().join(" "), t.name());
         if !remote {
             cmd.stdin(Stdio::null()).stderr(Stdio::inherit());
             return Self::start(cmd, &what, None);

@@ -14,7 +14,9 @@ use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
 use socklab_transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
+use crate::hosts::client::ClientHost;
 use crate::hosts::{HostPlan, Hosts};
+use crate::roles::argv::Role;
 use crate::series::LiveSink;
 use crate::LabError;
 
@@ -49,30 +51,24 @@ pub struct ServerKey {
 }
 
 impl ServerKey {
+    /// The role it runs.
+    pub fn role(&self) -> Role {
+        match &self.role {
+            ServerRole::Sink => Role::Sink,
+            ServerRole::Echo { udp, opts } => Role::Echo {
+                udp: *udp,
+                opts: opts.clone(),
+            },
+            ServerRole::UdpSink { rcvbuf, interval } => Role::UdpSink {
+                rcvbuf: rcvbuf.clone(),
+                interval: interval.clone(),
+            },
+        }
+    }
+
     /// Its `socklab` arguments (the address options are added when it starts).
     pub fn args(&self) -> Vec<String> {
-        match &self.role {
-            ServerRole::Sink => vec!["sink".into()],
-            ServerRole::Echo { udp, opts } => {
-                let mut a = vec!["echo".into(), "--opts".into(), opts.clone()];
-                if *udp {
-                    a.push("--udp".into());
-                }
-                a
-            }
-            ServerRole::UdpSink { rcvbuf, interval } => {
-                let mut a = vec![
-                    "sink".into(),
-                    "--udp".into(),
-                    "--rcvbuf".into(),
-                    rcvbuf.clone(),
-                ];
-                if let Some(i) = interval {
-                    a.extend(["--interval".into(), i.clone()]);
-                }
-                a
-            }
-        }
+        self.role().to_argv()
     }
 
     /// The prefix of its facts in the store (`sink_`, `sink[link]_`, `echo[link udp opts]_`).
@@ -260,9 +256,7 @@ impl Resources {
             }
             self.servers.remove(i);
         }
-        let args = key.args();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let child = self.spawn(&args, key.in_link)?;
+        let child = self.spawn(&key.role(), key.in_link)?;
         let addr = child.addr();
         self.servers.push((key, child));
         Ok(addr)
@@ -291,15 +285,19 @@ impl Resources {
             .map(|(_, c)| c.interval_feed())
     }
 
-    /// Starts a server for one repetition (`socklab <args>`): on the server host, or here (in
+    /// Starts a server for one repetition (`socklab <role>`): on the server host, or here (in
     /// the link's server namespace when `in_link`); the caller stops it.
-    pub fn spawn(&mut self, args: &[&str], in_link: bool) -> Result<ServerChild, LabError> {
+    pub fn spawn(&mut self, role: &Role, in_link: bool) -> Result<ServerChild, LabError> {
         match self.hosts.server()? {
             Some(_) if in_link => Err(LabError::Plan(
                 "an emulated link (`link`) runs between two namespaces of this machine: it does not reach a `server_host`; drop one of them".into(),
             )),
-            Some((t, bind)) => ServerChild::spawn_on(t.as_ref(), args, bind),
-            None => ServerChild::spawn(&self.exe, args, self.ns(in_link)),
+            Some((t, bind)) => ServerChild::spawn_on(t.as_ref(), role, bind),
+            None => {
+                let args = role.to_argv();
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                ServerChild::spawn(&self.exe, &args, self.ns(in_link))
+            }
         }
     }
 
@@ -315,7 +313,7 @@ impl Resources {
             host: c.host().unwrap_or_default().to_string(),
             reason: format!(
                 "the {} role ended during this repetition: its SSH session or the host was lost",
-                key.args().first().map_or("server", String::as_str)
+                key.role().name()
             ),
         })
     }
@@ -356,7 +354,7 @@ impl Resources {
                 )));
             }
         }
-        crate::hosts::client::run_rep(t.as_ref(), kind, params, label, stop).map(Some)
+        t.as_ref().run_rep(kind, params, label, stop).map(Some)
     }
 
     /// The load generators' hosts and clock offsets (empty: the generator runs here).

@@ -1,11 +1,14 @@
 //! Command-line definitions (clap derive). Parsing only: checked values go to `socklab-lab`.
 
-use socklab_lab::workload::{bulk, link, pingpong, udp};
+use socklab_lab::params::{Key, Modes};
+use socklab_lab::workload::{bulk, link, pingpong, udp, Spec};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod keys;
 mod transfer_args;
+pub use keys::{merged, FlagTable, KeyFlags};
 pub use transfer_args::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
 
 #[derive(Debug, Parser)]
@@ -389,139 +392,41 @@ pub struct SinkArgs {
     pub quiet: bool,
 }
 
+/// `socklab bulk`'s key flags: the bulk workload's keys (TCP) and the udp workload's
+/// (`--udp`), each once.
+#[derive(Debug, Clone)]
+pub struct BulkFlags;
+
+impl FlagTable for BulkFlags {
+    const REPS: usize = 5;
+    const NAME: &'static str = "bulk";
+    const EXCLUSIVE: &'static [&'static str] = <bulk::BulkSpec as Spec>::EXCLUSIVE;
+    fn keys() -> Vec<Key> {
+        merged(&[(bulk::KEYS, Modes::TCP), (udp::KEYS, Modes::UDP)])
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct BulkArgs {
     /// An emulated link between client and server (see `socklab netem --help`).
     #[command(flatten)]
     pub link: LinkArgs,
-    /// The sink, HOST:PORT. Default: start one on loopback as a child process.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub to: Option<String>,
     /// UDP bulk: a paced datagram sender against a UDP receiver socklab starts; counts loss,
     /// duplicates, reordering (RFC 4737), jitter (RFC 3550) and one-way delay.
     #[arg(long)]
     pub udp: bool,
-    /// UDP: offered rate in bits of payload per second (K, M, G: decimal, as iperf3 -b), or
-    /// max: the highest rate without loss, searched by trials (list allowed).
-    #[arg(long, value_delimiter = ',', value_name = "RATE")]
-    pub rate: Vec<String>,
-    /// UDP: bytes of payload per datagram, 48 to 65507 (list allowed; default 1472).
-    #[arg(long, value_delimiter = ',', value_name = "BYTES")]
-    pub size: Vec<String>,
-    /// UDP: GSO at the sender: auto, on, off (list allowed).
-    #[arg(long, value_delimiter = ',')]
-    pub gso: Vec<String>,
-    /// UDP: SO_RCVBUF of the receiver.
-    #[arg(long, value_name = "SIZE")]
-    pub rcvbuf: Option<String>,
-    /// UDP, --rate max: the length of each trial of the search.
-    #[arg(long, value_name = "DURATION")]
-    pub trial: Option<String>,
-    /// UDP, --rate max: most trials of the search (default 14).
-    #[arg(long, value_name = "N")]
-    pub trials: Option<String>,
-    /// UDP, --rate max: the lost share a passing trial may have (default 0%).
-    #[arg(long, value_name = "SHARE")]
-    pub max_loss: Option<String>,
-    /// Write strategies: write, writev, single, sendmsg, sendfile, splice, zerocopy.
-    #[arg(long, short, value_delimiter = ',', default_value = bulk::STRATEGY.default)]
-    pub strategy: Vec<String>,
-    /// Buffers per round (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = bulk::NBUFS.default)]
-    pub nbufs: Vec<String>,
-    /// Bytes per buffer, K/M suffixes (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = bulk::BUFSIZE.default)]
-    pub bufsize: Vec<String>,
+    /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
+    #[command(flatten)]
+    pub keys: KeyFlags<BulkFlags>,
     /// Take every combination of --nbufs and --bufsize instead of pairing them.
     #[arg(long)]
     pub cross: bool,
     /// Vary a parameter over a range: KEY=FROM..TO, doubling (or :xN to multiply, :+N to add).
     #[arg(long, value_name = "KEY=FROM..TO")]
     pub sweep: Vec<String>,
-    /// Rounds per repetition.
-    #[arg(long, short = 'n', conflicts_with_all = ["duration", "bytes"])]
-    pub iterations: Option<String>,
-    /// Time per repetition (default 2s when no limit is given).
-    #[arg(long, short = 't', conflicts_with = "bytes")]
-    pub duration: Option<String>,
-    /// Bytes per repetition (rounded up to whole rounds), K/M/G suffixes.
-    #[arg(long)]
-    pub bytes: Option<String>,
-    /// A repetition not done this long after the sink's READY is stored failed (auto: the
-    /// duration + 10s + twice the link's round trip; with --iterations/--bytes no bound, but a
-    /// sink that accepts nothing for 30s fails the repetition).
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Measured repetitions per configuration.
-    #[arg(long, short, default_value_t = 5)]
-    pub reps: usize,
-    /// Warm-up repetitions per configuration (stored, excluded from statistics).
-    #[arg(long, default_value_t = 1)]
-    pub warmup: usize,
-    /// Run order: interleaved (A B C A B C), random (seeded), sequential.
-    #[arg(long, default_value = "interleaved")]
-    pub order: String,
-    /// Congestion control of the sending sockets (always set and recorded; list allowed:
-    /// cubic,bbr makes a cell of each).
-    #[arg(long, value_delimiter = ',', default_value = bulk::CC.default)]
-    pub cc: Vec<String>,
-    /// Streams per direction (iperf3 -P), each its own connection and thread, started
-    /// together: per-stream and total Gbit/s, Jain's fairness (list allowed).
-    #[arg(long, short = 'P', value_delimiter = ',', value_name = "N", default_value = bulk::STREAMS.default)]
-    pub streams: Vec<String>,
-    /// The sink sends and the client reads (iperf3 -R): the same write strategies on the
-    /// sink's side, the reads counted on the client.
-    #[arg(long, short = 'R', conflicts_with = "bidir")]
-    pub reverse: bool,
-    /// Both directions at once on separate connections, --streams each way (iperf3 --bidir),
-    /// each direction with its own figures.
-    #[arg(long)]
-    pub bidir: bool,
-    /// SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal), read back; the
-    /// sink's with --reverse (list allowed).
-    #[arg(long, value_delimiter = ',', value_name = "RATE")]
-    pub pacing_rate: Vec<String>,
-    /// CPUs of the client's stream threads (0, 0,2, 0-3): stream i on the (i mod n)-th.
-    #[arg(long, value_name = "CPUS")]
-    pub affinity: Option<String>,
-    /// CPUs of the sink's stream threads, round-robin as --affinity.
-    #[arg(long, value_name = "CPUS")]
-    pub server_affinity: Option<String>,
-    /// Socket options of every stream's two ends, as pingpong's: nodelay+quickack,
-    /// client:sndbuf=1M, server:cc=bbr; read back on both ends and stored, one not in effect
-    /// marked so (sets to compare, comma-separated; baseline: none).
-    #[arg(long, value_delimiter = ',', value_name = "SET")]
-    pub opts: Vec<String>,
-    /// Set TCP_NODELAY on the sender.
-    #[arg(long)]
-    pub nodelay: bool,
-    /// SO_SNDBUF of the sender (default: kernel autotuning).
-    #[arg(long, value_name = "SIZE")]
-    pub sndbuf: Option<String>,
-    /// Bytes per read() at the sink.
-    #[arg(long, default_value = bulk::READ_SIZE.default, value_name = "SIZE")]
-    pub read_size: String,
-    /// Hash the stream on both sides (BLAKE3) and fail on a mismatch.
-    #[arg(long)]
-    pub verify: bool,
-    /// Seed of the payload pattern and of --order random.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Sample every stream every D (e.g. 100ms): bytes, Gbit/s and TCP_INFO per interval,
-    /// printed live (JSON lines with --json) and stored (socklab results series); with --udp
-    /// the receiver's Gbit/s, loss and jitter per interval (10ms or more).
-    #[arg(long, value_name = "D")]
-    pub interval: Option<String>,
-    /// Leave the first D of each repetition out of the summary (iperf3 -O; needs --duration);
-    /// the omitted intervals are stored and flagged.
-    #[arg(long, value_name = "D")]
-    pub omit: Option<String>,
     /// Add pipe and memcpy reference rows at the same transfer sizes (seed 000).
     #[arg(long)]
     pub reference: bool,
-    /// Experiment name in the store.
-    #[arg(long, default_value = "bulk")]
-    pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
     /// Where the roles run (another host over SSH).
@@ -615,53 +520,32 @@ pub struct EchoArgs {
     pub quiet: bool,
 }
 
+/// `socklab pingpong`'s key flags: the ping-pong workload's keys.
+#[derive(Debug, Clone)]
+pub struct PingFlags;
+
+impl FlagTable for PingFlags {
+    const REPS: usize = 10;
+    const NAME: &'static str = "pingpong";
+    /// The option sets vary slowest: they are what the command compares.
+    fn keys() -> Vec<Key> {
+        let mut keys = merged(&[(pingpong::KEYS, Modes::ALL)]);
+        keys.sort_by_key(|k| k.name != "opts");
+        keys
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PingArgs {
     /// An emulated link between client and server (see `socklab netem --help`).
     #[command(flatten)]
     pub link: LinkArgs,
-    /// The echo server, HOST:PORT. Default: start one on loopback per option set.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub to: Option<String>,
-    /// Datagrams (UDP) instead of a TCP connection.
-    #[arg(long)]
-    pub udp: bool,
-    /// Bytes per message (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = pingpong::SIZE.default)]
-    pub size: Vec<String>,
-    /// Round trips per repetition (the seed: 500).
-    #[arg(long, short = 'n', default_value = pingpong::COUNT.default)]
-    pub count: String,
-    /// Socket-option sets to compare, comma-separated; + combines (nodelay+quickack).
-    #[arg(long, value_delimiter = ',', default_value = pingpong::OPTS.default)]
-    pub opts: Vec<String>,
-    /// Longest wait for one reply; auto: 5s over TCP, 200ms over UDP (each try, then sent again).
-    #[arg(long, default_value = pingpong::TIMEOUT.default)]
-    pub timeout: String,
-    /// UDP: sends again before a message counts as lost.
-    #[arg(long, default_value = pingpong::RETRIES.default)]
-    pub retries: String,
-    /// What the reply is: echo (the exact echo), any (the first read), or BYTES (that many).
-    #[arg(long, value_name = "echo|any|BYTES", default_value = pingpong::REPLY.default)]
-    pub reply: String,
-    /// TCP: connect, one round trip and close per message.
-    #[arg(long)]
-    pub new_connection_per_message: bool,
-    /// Measured repetitions per configuration.
-    #[arg(long, short, default_value_t = 10)]
-    pub reps: usize,
-    /// Warm-up repetitions per configuration.
-    #[arg(long, default_value_t = 1)]
-    pub warmup: usize,
-    /// Run order: interleaved, random, sequential.
-    #[arg(long, default_value = "interleaved")]
-    pub order: String,
+    /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
+    #[command(flatten)]
+    pub keys: KeyFlags<PingFlags>,
     /// Seed of --order random.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Experiment name in the store.
-    #[arg(long, default_value = "pingpong")]
-    pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
     /// Where the roles run (another host over SSH).

@@ -4,19 +4,20 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use socklab_lab::flags::{self, Rules};
 use socklab_lab::hosts::HostPlan;
 use socklab_lab::live::LiveExecutor;
 use socklab_lab::output;
 use socklab_lab::params::Params;
-use socklab_lab::plan::{Axis, Group, Order, Plan};
+use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::roles::{self, RoleError, Say};
 use socklab_lab::runner::{run_plan, Observer};
 use socklab_lab::store::Store;
 use socklab_lab::summary::experiment_stats_with;
 use socklab_lab::workload::Workload;
 use socklab_lab::LabError;
 use socklab_link::capture::CaptureConfig;
-use socklab_net::childline::ChildLine;
-use socklab_net::sink::{Sink, SinkConfig};
+use socklab_net::sink::SinkConfig;
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 use socklab_units::{format_size, parse_duration, parse_size};
 
@@ -88,6 +89,18 @@ impl From<std::io::Error> for Failure {
     }
 }
 
+impl From<RoleError> for Failure {
+    fn from(e: RoleError) -> Self {
+        match e {
+            RoleError::Usage(m) => Failure::Usage(m),
+            RoleError::Run(m) => Failure::Run(m),
+            RoleError::BrokenPipe => Failure::BrokenPipe,
+            RoleError::Interrupted(m) => Failure::Interrupted(m),
+            RoleError::Exit(c) => Failure::Exit(c),
+        }
+    }
+}
+
 pub fn usage(m: impl Into<String>) -> Failure {
     Failure::Usage(m.into())
 }
@@ -113,26 +126,6 @@ pub(crate) fn command_line() -> String {
 }
 
 // ---------------------------------------------------------------------------------------- sink
-
-/// A server is listening: catch Ctrl-C/SIGTERM (to stop cleanly and report), and with
-/// `--announce` print `LISTENING <addr>` for the runner that started it.
-pub(crate) fn server_started(addr: SocketAddr, announce: bool) -> Result<(), Failure> {
-    install_interrupt_flag()?;
-    if announce {
-        out(&format!("{}\n", ChildLine::Listening(addr)))?;
-    }
-    Ok(())
-}
-
-/// The classic servers' last words: the process's CPU time.
-pub(crate) fn print_server_cpu() {
-    let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);
-    eprintln!(
-        "user time = {:.6}, sys time = {:.6}",
-        u.user.as_secs_f64(),
-        u.sys.as_secs_f64()
-    );
-}
 
 /// `--bind`: an IP address, brackets allowed for IPv6.
 pub(crate) fn parse_bind(bind: &str) -> Result<std::net::IpAddr, Failure> {
@@ -186,213 +179,46 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
             format_size(read_size as u64)
         ));
     }
-    let mut sink = Sink::bind(cfg).map_err(|e| match e {
-        socklab_net::NetError::Invalid(m) => usage(m),
-        other => Failure::Run(other.to_string()),
-    })?;
-    let addr = sink.local_addr()?;
-    server_started(addr, a.announce)?;
-    if !a.quiet {
-        eprintln!(
-            "socklab sink listening on {addr} (raw clients read {} bytes at a time; Ctrl-C stops)",
-            format_size(read_size as u64)
-        );
-    }
-    let quiet = a.quiet;
-    let mut served = 0u64;
-    sink.serve(&interrupted, &mut |r| {
-        served += 1;
-        if !quiet {
-            eprintln!("{}", r.line());
-        }
-    })
-    .map_err(|e| Failure::Run(e.to_string()))?;
-    if !quiet {
-        print_server_cpu();
-        eprintln!("connections served = {served}");
-    }
-    Ok(())
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
+    };
+    Ok(roles::sink::run(cfg, say)?)
 }
 
 // ---------------------------------------------------------------------------------------- bulk
 
-/// Keys whose values are byte sizes (printed with K/M/G).
-const SIZE_KEYS: &[&str] = &["bufsize", "sndbuf", "read_size", "size", "bytes"];
+pub(crate) use socklab_lab::flags::{list_axis, parse_order};
 
-/// Expands `KEY=FROM..TO[:xF|:+S]` into values.
-pub(crate) fn sweep_values(spec: &str) -> Result<(String, Vec<String>), Failure> {
-    let bad = |why: &str| {
-        usage(format!(
-            "--sweep '{spec}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10"
-        ))
-    };
-    let (key, range) = spec.split_once('=').ok_or_else(|| bad("missing '='"))?;
-    let key = socklab_lab::params::normalize_key(key);
-    let (range, step) = match range.split_once(':') {
-        Some((r, s)) => (r, Some(s)),
-        None => (range, None),
-    };
-    let (from, to) = range.split_once("..").ok_or_else(|| bad("missing '..'"))?;
-    let from = parse_size(from).map_err(|e| bad(&e))?;
-    let to = parse_size(to).map_err(|e| bad(&e))?;
-    if from == 0 || to < from {
-        return Err(bad(
-            "the range must start at 1 or more and not run backwards",
-        ));
-    }
-    let mut vals = Vec::new();
-    let mut v = from;
-    while v <= to {
-        vals.push(v);
-        if vals.len() > 1000 {
-            return Err(bad("more than 1000 values"));
-        }
-        v = match step {
-            None => v.saturating_mul(2),
-            Some(s) if s.starts_with('x') => {
-                let f: u64 = s[1..].parse().map_err(|_| bad("bad factor"))?;
-                if f < 2 {
-                    return Err(bad("the factor must be 2 or more"));
-                }
-                v.saturating_mul(f)
-            }
-            Some(s) if s.starts_with('+') => {
-                let d = parse_size(&s[1..]).map_err(|e| bad(&e))?;
-                if d == 0 {
-                    return Err(bad("the step must be 1 or more"));
-                }
-                v.saturating_add(d)
-            }
-            Some(_) => return Err(bad("the step is :xFACTOR or :+STEP")),
-        };
-        if v == u64::MAX {
-            break;
-        }
-    }
-    let is_size = SIZE_KEYS.contains(&key.as_str());
-    let text = |n: u64| {
-        if is_size {
-            format_size(n)
-        } else {
-            n.to_string()
-        }
-    };
-    let vals = vals.into_iter().map(text).collect();
-    Ok((key, vals))
-}
-
-pub(crate) fn parse_order(s: &str, seed: u64) -> Result<Order, Failure> {
-    match s {
-        "interleaved" => Ok(Order::Interleaved),
-        "random" => Ok(Order::Random(seed)),
-        "sequential" => Ok(Order::Sequential),
-        _ => Err(usage(format!(
-            "--order '{s}': choose interleaved, random or sequential"
-        ))),
+/// The seed of `--order random`: bulk's `--seed` (the payload's too), else 1.
+pub(crate) fn order_seed(text: Option<&str>) -> Result<u64, Failure> {
+    match text {
+        None => Ok(1),
+        Some(t) => t
+            .parse()
+            .map_err(|_| usage(format!("--seed '{t}': give a whole number, e.g. --seed 1"))),
     }
 }
 
-/// A command-line list as experiment data: one value is a fixed parameter, several an axis.
-pub(crate) fn list_axis(key: &str, vals: &[String], axes: &mut Vec<Axis>, fixed: &mut Params) {
-    if vals.len() == 1 {
-        fixed.set(key, vals[0].clone());
-    } else {
-        axes.push(Axis::single(key, vals.iter().cloned()));
-    }
-}
-
+/// `socklab bulk` (TCP): the keys given, nbufs and bufsize paired unless `--cross`, sweeps;
+/// with `--reference`, pipe and memcpy rows at the same transfer sizes.
 fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
-    let mut fixed = Params::new();
-    if let Some(to) = &a.to {
-        fixed.set("to", to.clone());
-    }
-    if let Some(n) = &a.iterations {
-        fixed.set("iterations", n.clone());
-    }
-    if let Some(d) = &a.duration {
-        fixed.set("duration", d.clone());
-    }
-    if let Some(b) = &a.bytes {
-        fixed.set("bytes", b.clone());
-    }
-    if let Some(t) = &a.timeout {
-        fixed.set("timeout", t.clone());
-    }
-    fixed.set("nodelay", a.nodelay.to_string());
-    if let Some(s) = &a.sndbuf {
-        fixed.set("sndbuf", s.clone());
-    }
-    fixed.set("read_size", a.read_size.clone());
-    fixed.set("verify", a.verify.to_string());
-    fixed.set("seed", a.seed.to_string());
-    if let Some(i) = &a.interval {
-        fixed.set("interval", i.clone());
-    }
-    if let Some(o) = &a.omit {
-        fixed.set("omit", o.clone());
-    }
-    if a.reverse {
-        fixed.set("direction", "down");
-    }
-    if a.bidir {
-        fixed.set("direction", "bidir");
-    }
-    if let Some(c) = &a.affinity {
-        fixed.set("affinity", c.clone());
-    }
-    if let Some(c) = &a.server_affinity {
-        fixed.set("server_affinity", c.clone());
-    }
-
-    let mut sweeps = Vec::new();
-    for s in &a.sweep {
-        sweeps.push(sweep_values(s)?);
-    }
-    let swept = |k: &str| sweeps.iter().any(|(key, _)| key == k);
-    let mut axes = Vec::new();
-    list_axis("strategy", &a.strategy, &mut axes, &mut fixed);
-    list_axis("cc", &a.cc, &mut axes, &mut fixed);
-    list_axis("streams", &a.streams, &mut axes, &mut fixed);
-    if !a.pacing_rate.is_empty() {
-        list_axis("pacing_rate", &a.pacing_rate, &mut axes, &mut fixed);
-    }
-    if !a.opts.is_empty() {
-        list_axis("opts", &a.opts, &mut axes, &mut fixed);
-    }
-    let (nb, bs) = (!swept("nbufs"), !swept("bufsize"));
-    if nb && bs && a.nbufs.len() > 1 && a.bufsize.len() > 1 && !a.cross {
-        axes.push(
-            Axis::zipped(&["nbufs", "bufsize"], &[a.nbufs.clone(), a.bufsize.clone()]).map_err(
-                |e| {
-                    usage(format!(
-                        "--nbufs/--bufsize: {e} (or --cross for every combination)"
-                    ))
-                },
-            )?,
-        );
-    } else {
-        if nb {
-            list_axis("nbufs", &a.nbufs, &mut axes, &mut fixed);
-        }
-        if bs {
-            list_axis("bufsize", &a.bufsize, &mut axes, &mut fixed);
-        }
-    }
-    for (key, vals) in sweeps {
-        fixed.remove(&key);
-        axes.push(Axis::single(&key, vals));
-    }
-    let mut group = Group::new("bulk", fixed);
-    group.axes = axes;
+    let rules = Rules {
+        sweeps: &a.sweep,
+        pair: Some(("nbufs", "bufsize")),
+        cross: a.cross,
+    };
+    let mut group = flags::group("bulk", &a.keys.given, &rules)?;
     a.link.add_to(&mut group);
-    let order = parse_order(&a.order, a.seed)?;
+    let order = parse_order(&a.keys.order, order_seed(a.keys.value("seed"))?)?;
+    let k = &a.keys;
     let mut groups = vec![group];
     let plan = Plan::build(
-        &a.name,
+        &k.name,
         "",
         &groups,
-        a.reps,
-        a.warmup,
+        k.reps,
+        k.warmup,
         order,
         &command_line(),
     )?;
@@ -415,11 +241,11 @@ fn bulk_plan(a: &BulkArgs) -> Result<Plan, Failure> {
             );
         }
         return Ok(Plan::build(
-            &a.name,
+            &k.name,
             "",
             &groups,
-            a.reps,
-            a.warmup,
+            k.reps,
+            k.warmup,
             order,
             &command_line(),
         )?);
@@ -493,10 +319,10 @@ pub(crate) fn run_observed(
 }
 
 pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
-    a.hosts.check_to(a.to.as_deref())?;
+    a.hosts.check_to(a.keys.value("to"))?;
     let hosts = a.hosts.plan()?;
     if a.hosts.client_host.is_none() {
-        check_local_cpus("--affinity", a.affinity.as_deref())?;
+        check_local_cpus("--affinity", a.keys.value("affinity"))?;
     }
     let plan = if a.udp {
         crate::udp::plan(&a)?
@@ -621,78 +447,28 @@ pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
             if a.udp { "UDP" } else { "TCP" }
         ));
     }
-    let server =
-        socklab_net::echo::EchoServer::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
-    let addr = server.local_addr()?;
-    server_started(addr, a.announce)?;
-    if !a.quiet {
-        eprintln!(
-            "socklab echo listening on {addr} ({}; Ctrl-C stops)",
-            if a.udp { "UDP" } else { "TCP" }
-        );
-    }
-    let quiet = a.quiet;
-    let announce = a.announce;
-    let mut told = false;
-    let stats = server
-        .serve(&interrupted, &mut |ev| {
-            if !quiet {
-                eprintln!("{}", ev.line());
-            }
-            // For the runner: the server-side options as the kernel reported them.
-            if let socklab_net::echo::EchoEvent::Closed { effective, .. } = ev {
-                if announce && !told && !effective.is_empty() {
-                    told = true;
-                    let line = ChildLine::Effective(effective.clone());
-                    let _ = out(&format!("{line}\n"));
-                }
-            }
-        })
-        .map_err(|e| Failure::Run(e.to_string()))?;
-    if !quiet {
-        print_server_cpu();
-        eprintln!(
-            "connections = {}, messages = {}, bytes = {}",
-            stats.connections, stats.messages, stats.bytes
-        );
-    }
-    Ok(())
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
+    };
+    Ok(roles::echo::run(cfg, say)?)
 }
 
 // ------------------------------------------------------------------------------------ pingpong
 
 pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
-    a.hosts.check_to(a.to.as_deref())?;
+    a.hosts.check_to(a.keys.value("to"))?;
     let hosts = a.hosts.plan()?;
-    let mut fixed = Params::new();
-    if let Some(to) = &a.to {
-        fixed.set("to", to.clone());
-    }
-    fixed.set("udp", a.udp.to_string());
-    fixed.set("count", a.count.clone());
-    fixed.set("timeout", a.timeout.clone());
-    fixed.set("reply", a.reply.clone());
-    if a.udp {
-        fixed.set("retries", a.retries.clone());
-    } else {
-        fixed.set("new_connection", a.new_connection_per_message.to_string());
-    }
-    let mut group = Group::new("pingpong", fixed);
-    for (key, vals) in [("opts", &a.opts), ("size", &a.size)] {
-        if vals.len() == 1 {
-            group.fixed.set(key, vals[0].clone());
-        } else {
-            group.axes.push(Axis::single(key, vals.iter().cloned()));
-        }
-    }
+    let mut group = flags::group("pingpong", &a.keys.given, &Rules::default())?;
     a.link.add_to(&mut group);
-    let order = parse_order(&a.order, a.seed)?;
+    let k = &a.keys;
+    let order = parse_order(&k.order, a.seed)?;
     let plan = Plan::build(
-        &a.name,
+        &k.name,
         "",
         &[group],
-        a.reps,
-        a.warmup,
+        k.reps,
+        k.warmup,
         order,
         &command_line(),
     )?;

@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use socklab_lab::plan::Plan;
-use socklab_units::parse_duration;
 
 use crate::commands::{out, Failure};
 
@@ -44,7 +43,6 @@ pub fn estimate(plan: &Plan) -> Estimate {
     };
     for cell in &plan.cells {
         let p = cell.workload.params();
-        let get = |k: &str| p.get(k).and_then(|v| parse_duration(v).ok());
         let over_link = p.get("link").is_some_and(|l| !l.is_empty() && l != "none");
         e.link |= over_link;
         // Only an emulated link marks a repetition invalid, and so re-runs it.
@@ -54,31 +52,9 @@ pub fn estimate(plan: &Plan) -> Estimate {
             0
         };
         e.retries += retries as usize;
-        // A load run bounded by a count ends at its count, its duration only caps it.
-        let counted = |k: &str| p.get(k).is_some_and(|v| v != "unlimited");
-        let load_counted = counted("requests") || counted("conn_requests") || counted("loops");
-        let (duration, bound) = match cell.workload.kind() {
-            "bulk" => (get("duration"), get("duration")),
-            // The idle phase, then the loaded one.
-            "rrul" => {
-                let d = get("idle").zip(get("duration")).map(|(i, d)| i + d);
-                (d, d)
-            }
-            "udp" => match &cell.workload {
-                socklab_lab::workload::Workload::Udp(u) => {
-                    let (lo, hi) = u.time_bounds();
-                    (Some(lo), Some(hi))
-                }
-                _ => (None, None),
-            },
-            "load" if load_counted => (None, get("duration")),
-            "load" => (get("duration"), get("duration")),
-            "transfer" => {
-                e.by_timeout = true;
-                (None, get("timeout"))
-            }
-            _ => (None, None),
-        };
+        let b = cell.workload.time_bounds();
+        e.by_timeout |= b.by_timeout;
+        let (duration, bound) = (b.at_least, b.at_most);
         if let Some(d) = duration {
             e.at_least += d * per_cell;
         }

@@ -1,17 +1,15 @@
 //! `socklab hosts check|install`, the options every command that takes hosts shares
-//! (`--ssh-config`, `--remote-socklab`), and what a role started on another host does at its
-//! start and end (`--until-eof`).
+//! (`--ssh-config`, `--remote-socklab`), and the internal roles `hosts rep|generate|probe`
+//! (their loops and `--until-eof` are in `socklab_lab::roles::remote`).
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use socklab_lab::hosts::{
     install, probe, HostPlan, HostReport, Local, Ssh, SshOptions, Transport, LOCAL,
 };
+use socklab_lab::roles;
 use socklab_lab::table::Table;
-use socklab_sys::process::{kill, Signal};
 
 use crate::commands::{out, usage, Failure};
 
@@ -210,26 +208,12 @@ pub fn hosts(c: HostsCommand, dry: bool) -> Result<(), Failure> {
         } => {
             let p: socklab_lab::params::Params = serde_json::from_str(&params)
                 .map_err(|e| usage(format!("--params: not a parameter object: {e}")))?;
-            socklab_sys::process::install_interrupt_flag()?;
-            socklab_lab::hosts::client::serve_rep(
-                exe()?,
-                &kind,
-                &p,
-                &label,
-                &socklab_sys::process::interrupted,
-            )
-            .map_err(Failure::from)
+            roles::remote::rep(exe()?, &kind, &p, &label).map_err(Failure::from)
         }
         HostsCommand::Generate { config, start_at } => {
             let cfg: socklab_net::load::LoadConfig = serde_json::from_str(&config)
                 .map_err(|e| usage(format!("--config: not a load configuration: {e}")))?;
-            socklab_sys::process::install_interrupt_flag()?;
-            socklab_lab::hosts::generators::serve_generator(
-                &cfg,
-                start_at,
-                socklab_sys::process::interrupt_flag(),
-            )
-            .map_err(Failure::Run)
+            Ok(roles::remote::generate(&cfg, start_at)?)
         }
         HostsCommand::Probe { bind } => {
             let ip = crate::commands::parse_bind(&bind)?;
@@ -271,56 +255,6 @@ fn check_table(reports: &[HostReport]) -> Table {
         ]);
     }
     t
-}
-
-/// `--until-eof`: when stdin ends (the controller closed it, or the SSH session carrying it
-/// died), the role stops as on SIGTERM; a role that does not stop is signalled again (the
-/// third signal exits at once) and finally killed. The watching is done by a forked process,
-/// not a thread, so the role stays single-threaded (the fork and prefork designs fork their
-/// workers later, which a second thread would forbid); it dies with the role.
-pub fn stop_at_end_of_stdin() {
-    use socklab_sys::procs::{die_with_parent, exit_now, fork, Forked};
-    let role = std::process::id();
-    match fork() {
-        Ok(Forked::Parent(_)) => {}
-        Ok(Forked::Child) => {
-            if die_with_parent(role).is_err() {
-                exit_now(0);
-            }
-            watch_stdin(role);
-            // Killed with the role (PR_SET_PDEATHSIG); never exits before it.
-            loop {
-                std::thread::sleep(Duration::from_secs(3600));
-            }
-        }
-        Err(_) => {
-            let spawned = std::thread::Builder::new()
-                .name("until-eof".into())
-                .spawn(move || watch_stdin(role));
-            if let Err(e) = spawned {
-                eprintln!("socklab: warning: cannot watch stdin ({e}): this role will not stop with its SSH session");
-            }
-        }
-    }
-}
-
-/// Reads stdin to its end, then signals `role`: SIGTERM, again, a third time (which exits at
-/// once), then SIGKILL.
-fn watch_stdin(role: u32) {
-    let mut buf = [0u8; 512];
-    let mut stdin = std::io::stdin();
-    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-    for wait in [5, 2, 2] {
-        let _ = kill(role, Signal::Term);
-        std::thread::sleep(Duration::from_secs(wait));
-    }
-    let _ = kill(role, Signal::Kill);
-}
-
-/// The role's last line for its controller: its rusage, itself and reaped children.
-pub fn report_usage() {
-    let line = socklab_net::childline::ChildLine::Usage(socklab_net::childline::own_usage());
-    let _ = out(&format!("{line}\n"));
 }
 
 /// Where the roles of a measuring command run: on every command that takes hosts.

@@ -5,16 +5,17 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::Args;
-use socklab_lab::params::Params;
-use socklab_lab::plan::{Group, Order, Plan};
+use socklab_lab::params::Modes;
+use socklab_lab::params::{Key, Params};
+use socklab_lab::plan::{Group, Plan};
 use socklab_lab::store::Store;
-use socklab_lab::workload::{parse_target, Target, Workload};
+use socklab_lab::workload::{load, parse_target, Target, Workload};
 use socklab_lab::LabError;
 use socklab_net::load::{LoadProtocol, LoadReport, Timing};
 use socklab_sys::process::install_interrupt_flag;
 use socklab_units::format_duration;
 
-use crate::cli::SummaryFormat;
+use crate::cli::{merged, FlagTable, KeyFlags, SummaryFormat};
 use crate::commands::{command_line, out, run_and_print, run_observed, usage, Failure};
 use crate::flags;
 use crate::progress::{LiveLines, OneRun};
@@ -22,58 +23,44 @@ use crate::progress::{LiveLines, OneRun};
 /// A count-bounded run (--requests, --loops) without --duration is still capped at this.
 const COUNT_RUN_CAP: Duration = Duration::from_secs(300);
 
+/// `socklab load`'s key flags: the load workload's keys that a one-off run against a server
+/// takes (the server's own keys, design and workers, have no flag here), with the command's
+/// defaults.
+#[derive(Debug, Clone)]
+pub struct LoadFlags;
+
+impl FlagTable for LoadFlags {
+    const REPS: usize = 1;
+    const WARMUP: usize = 0;
+    const NAME: &'static str = "load";
+    const DEFAULTS: &'static [(&'static str, &'static str)] = &[
+        ("to", ""),
+        ("handler", "stevens with --clients, http otherwise"),
+        ("clients", ""),
+        ("loops", ""),
+        ("bytes", "100"),
+        ("connections", "10"),
+        ("requests", ""),
+        (
+            "duration",
+            "10s when no --requests/--loops; otherwise a 5-minute cap",
+        ),
+        ("threads", "the number of CPUs"),
+        ("source_addrs", "1"),
+    ];
+    fn keys() -> Vec<Key> {
+        merged(&[(load::KEYS, Modes::ALL)])
+    }
+}
+
 /// `socklab load` arguments.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// The server, HOST:PORT.
-    #[arg(long)]
-    pub to: String,
-    /// stevens (count line in, that many bytes out), echo, or http (HTTP/1.1 GET). Default:
-    /// stevens with --clients, http otherwise.
-    #[arg(long)]
-    pub protocol: Option<String>,
-    /// Stevens mode (client.c): this many concurrent clients, each opening a new connection per
-    /// request (like --connections N --new-connection-per-request).
-    #[arg(long, value_name = "C")]
-    pub clients: Option<usize>,
-    /// Requests per client/connection, then it stops (client.c's #loops/child).
-    #[arg(long, value_name = "L")]
-    pub loops: Option<u64>,
-    /// stevens: reply bytes asked for (1..=16384); echo: bytes sent and read back. Default 100.
-    #[arg(long, value_name = "B")]
-    pub bytes: Option<String>,
-    /// Concurrent connections (default 10), kept alive unless --new-connection-per-request.
-    #[arg(long, value_name = "N")]
-    pub connections: Option<usize>,
-    /// Requests in total, then stop.
-    #[arg(long)]
-    pub requests: Option<u64>,
-    /// How long to run (default 10s when no --requests/--loops; otherwise a 5-minute cap).
-    #[arg(long)]
-    pub duration: Option<String>,
-    /// Open loop: total requests per second over all connections, latency counted from the
-    /// intended send time (coordinated omission corrected, as wrk2). Without it: closed loop.
-    #[arg(long, value_name = "REQ/S")]
-    pub rate: Option<String>,
-    /// A new connection for every request (ab without -k); http then sends Connection: close.
-    #[arg(long)]
-    pub new_connection_per_request: bool,
-    /// Generator threads, each with its own epoll loop (default: the number of CPUs).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// A request (connect included) not done after this long fails as a timeout.
-    #[arg(long, default_value = "5s")]
-    pub timeout: String,
-    /// HTTP path to GET.
-    #[arg(long, default_value = "/")]
-    pub path: String,
-    /// HTTP Host header (default: the --to address).
-    #[arg(long)]
-    pub host: Option<String>,
-    /// Bind client sockets to 127.0.0.1..=127.0.0.N (loopback targets), N times the ephemeral
-    /// ports for connection-per-request runs.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub source_addrs: u32,
+    /// The workload's keys as flags (--to is required), and the plan flags: --reps N repeats
+    /// the run (mean, sd and 95% CI per metric; without it one run, printed like wrk/ab),
+    /// --warmup (with --reps), --name.
+    #[command(flatten)]
+    pub keys: KeyFlags<LoadFlags>,
     /// Where the roles run: load generators on other hosts (--generators), over SSH.
     #[command(flatten)]
     pub hosts: crate::hosts::HostArgs,
@@ -83,29 +70,89 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
-    /// Per-interval req/s, errors and latency percentiles every D (e.g. 1s), printed live (a
-    /// line each; JSON lines with --json) and stored (socklab results series).
-    #[arg(long, value_name = "D")]
-    pub interval: Option<String>,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
     /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
     /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
-    /// Repeat the run N times: mean, sd and 95% CI per metric (the `load` workload of
-    /// experiment files). Without it: one run, printed like wrk/ab. Either way the run goes
-    /// through socklab's Runner and is stored in --db.
-    #[arg(long, value_name = "N")]
-    pub reps: Option<usize>,
-    /// With --reps: warm-up repetitions (stored, flagged, not in the statistics).
-    #[arg(long, default_value_t = 0, requires = "reps")]
-    pub warmup: usize,
-    /// The experiment's name in the store.
-    #[arg(long, default_value = "load")]
-    pub name: String,
     /// The results database (SQLite) the run is stored in.
     #[arg(long, value_name = "PATH", default_value = "socklab.db")]
     pub db: std::path::PathBuf,
+}
+
+/// The command's values, typed: its key flags as the one-off command reads them.
+struct LoadValues {
+    to: String,
+    protocol: Option<String>,
+    clients: Option<usize>,
+    loops: Option<u64>,
+    bytes: Option<String>,
+    connections: Option<usize>,
+    requests: Option<u64>,
+    duration: Option<String>,
+    rate: Option<String>,
+    new_connection_per_request: bool,
+    threads: Option<usize>,
+    timeout: String,
+    path: String,
+    host: Option<String>,
+    source_addrs: u32,
+    interval: Option<String>,
+    reps: Option<usize>,
+    warmup: usize,
+    order: String,
+    name: String,
+}
+
+impl LoadValues {
+    fn of(a: &LoadArgs) -> Result<LoadValues, Failure> {
+        let k = &a.keys;
+        let text = |key: &str| k.value(key).map(str::to_string);
+        fn number<T: std::str::FromStr>(
+            k: &KeyFlags<LoadFlags>,
+            key: &str,
+        ) -> Result<Option<T>, Failure> {
+            match k.value(key) {
+                None => Ok(None),
+                Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                    usage(format!(
+                        "{} '{v}': give a whole number, e.g. {} 10",
+                        crate::flags::flag(key, crate::flags::LOAD),
+                        crate::flags::flag(key, crate::flags::LOAD)
+                    ))
+                }),
+            }
+        }
+        if k.warmup != 0 && !k.reps_given {
+            return Err(usage(
+                "--warmup needs --reps: warm-up repetitions go with repeated runs (add --reps N)",
+            ));
+        }
+        Ok(LoadValues {
+            to: text("to").ok_or_else(|| {
+                usage("--to is required: give the server as HOST:PORT, e.g. 127.0.0.1:8080")
+            })?,
+            protocol: text("handler"),
+            clients: number(k, "clients")?,
+            loops: number(k, "loops")?,
+            bytes: text("bytes"),
+            connections: number(k, "connections")?,
+            requests: number(k, "requests")?,
+            duration: text("duration"),
+            rate: text("rate"),
+            new_connection_per_request: k.value("new_connection").is_some(),
+            threads: number(k, "threads")?,
+            timeout: text("timeout").unwrap_or_else(|| "5s".into()),
+            path: text("path").unwrap_or_else(|| "/".into()),
+            host: text("host"),
+            source_addrs: number(k, "source_addrs")?.unwrap_or(1),
+            interval: text("interval"),
+            reps: k.reps_given.then_some(k.reps),
+            warmup: k.warmup,
+            order: k.order.clone(),
+            name: k.name.clone(),
+        })
+    }
 }
 
 /// The command's help epilogue.
@@ -147,7 +194,7 @@ fn in_flags(e: LabError) -> Failure {
 /// The `load` workload parameters of the command: everything `socklab load` can ask for, as
 /// it always ran (a one-off: the default `--source-addrs 1`, and a run that stops early keeps
 /// its figures; with `--reps` the flags of a single run are refused, as they always were).
-fn workload_params(a: &LoadArgs) -> Result<Params, Failure> {
+fn workload_params(a: &LoadValues) -> Result<Params, Failure> {
     let to = match parse_target(&a.to) {
         Ok(Target::Addr(addr)) => addr,
         Ok(Target::SelfSink) => {
@@ -261,14 +308,14 @@ fn workload_params(a: &LoadArgs) -> Result<Params, Failure> {
 }
 
 /// The command as an experiment of one cell.
-fn plan(a: &LoadArgs, params: Params) -> Result<Plan, Failure> {
+fn plan(a: &LoadValues, params: Params) -> Result<Plan, Failure> {
     Ok(Plan::build(
         &a.name,
         "",
         &[Group::new("load", params)],
         a.reps.unwrap_or(1),
         a.warmup,
-        Order::Interleaved,
+        crate::commands::parse_order(&a.order, 1)?,
         &command_line(),
     )?)
 }
@@ -355,36 +402,37 @@ fn ensure_descriptors(connections: usize) -> Result<(), Failure> {
     )))
 }
 
-pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
+pub fn load(args: LoadArgs, dry: bool) -> Result<(), Failure> {
+    let a = LoadValues::of(&args)?;
     let params = workload_params(&a)?;
-    a.hosts.check_to(Some(&a.to))?;
-    let hosts = a.hosts.plan()?;
+    args.hosts.check_to(Some(&a.to))?;
+    let hosts = args.hosts.plan()?;
     let plan = plan(&a, params)?;
     if dry {
-        return crate::dryrun::print_plan(&crate::dryrun::keeping_invalid(plan, a.keep_invalid));
+        return crate::dryrun::print_plan(&crate::dryrun::keeping_invalid(plan, args.keep_invalid));
     }
     ensure_descriptors(a.clients.or(a.connections).unwrap_or(10))?;
-    let mut store = Store::open(&a.db)?;
+    let mut store = Store::open(&args.db)?;
     install_interrupt_flag()?;
     if a.reps.is_some() {
         let format = SummaryFormat {
-            json: a.json,
-            csv: a.csv,
-            keep_invalid: a.keep_invalid,
+            json: args.json,
+            csv: args.csv,
+            keep_invalid: args.keep_invalid,
         };
         return run_and_print(&plan, &mut store, &hosts, &format, None).map(|_| ());
     }
     // One repetition, no warm-up, through the Runner into the store; printed from the store.
-    let live = LiveLines::for_format(a.json, a.csv);
-    let mut observer = OneRun::new(!a.json && !a.csv).with_live(live);
+    let live = LiveLines::for_format(args.json, args.csv);
+    let mut observer = OneRun::new(!args.json && !args.csv).with_live(live);
     let plan = Plan {
-        retry_invalid: !a.keep_invalid,
+        retry_invalid: !args.keep_invalid,
         ..plan
     };
     let id = run_observed(&plan, &mut store, &hosts, None, &mut observer).map_err(|(_, f)| f)?;
     let r = stored_report(&store, id)?;
     let gens = generator_lines(&store, id)?;
-    let text = if a.json {
+    let text = if args.json {
         // After the intervals' JSON lines, the report is one more line.
         let mut s = if a.interval.is_some() {
             serde_json::to_string(&r)
@@ -394,7 +442,7 @@ pub fn load(a: LoadArgs, dry: bool) -> Result<(), Failure> {
         .map_err(|e| Failure::Run(e.to_string()))?;
         s.push('\n');
         s
-    } else if a.csv {
+    } else if args.csv {
         csv(&r)
     } else {
         format!(

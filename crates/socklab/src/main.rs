@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         _ => &[],
     };
     if cli.until_eof {
-        hosts::stop_at_end_of_stdin();
+        socklab_lab::roles::remote::stop_at_end_of_stdin();
     }
     let result = match cli.command {
         Command::Sink(a) => commands::sink(a, dry),
@@ -80,7 +80,7 @@ fn main() -> ExitCode {
         Command::Hosts(h) => hosts::hosts(h, dry),
     };
     if cli.until_eof && result.is_ok() {
-        hosts::report_usage();
+        socklab_lab::roles::remote::report_usage();
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,22 +1,17 @@
 //! `socklab netem`: emulated links from the command line.
 
-use std::io::Write;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use socklab_link::capture::{Capture, CaptureConfig};
 use socklab_link::ns::{self, Side};
-use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkReport};
+use socklab_link::{check_mtu, Driver, LinkConfig};
 use socklab_link::{LinkError, LinkKeyError};
 use socklab_net::NetError;
-use socklab_sys::process::{
-    child_dies_with_parent, dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
-};
+use socklab_sys::process::install_interrupt_flag;
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
 use crate::commands::{out, usage, Failure};
 use crate::dryrun;
+use socklab_lab::roles;
+pub(crate) use socklab_lab::roles::netem::{accounting, close_capture, describe};
 
 impl From<NetError> for Failure {
     fn from(e: NetError) -> Self {
@@ -41,26 +36,30 @@ impl LinkArgs {
     /// The link configuration (`tag`: a lasting link's name), parsed by
     /// [`LinkConfig::from_keys`] like a workload's keys; errors name the flag.
     pub fn config(&self, tag: Option<String>) -> Result<LinkConfig, Failure> {
-        let mtu = self.mtu.to_string();
-        let seed = self.link_seed.to_string();
+        // The MTU and the seed are typed already: checked and passed as they are.
         let cfg = LinkConfig::from_keys(
             Some(self.link.as_deref().unwrap_or("")),
             self.link_back.as_deref(),
             Some(&self.driver),
-            Some(&mtu),
-            Some(&seed),
+            None,
+            None,
             Some(&self.link_valid),
         )
         .map_err(|e| match e {
             LinkKeyError::Value { key, value, reason } => usage(match key {
                 "link_driver" => format!("--driver {reason}"),
-                "link_mtu" => format!("--mtu {value}: {reason}"),
                 k => format!("bad {} \"{value}\": {reason}", flag_of(k)),
             }),
             other => usage(other.to_string()),
         })?
         .expect("link is given");
-        Ok(LinkConfig { tag, ..cfg })
+        let mtu = check_mtu(self.mtu).map_err(|e| usage(format!("--mtu {}: {e}", self.mtu)))?;
+        Ok(LinkConfig {
+            tag,
+            mtu,
+            seed: self.link_seed,
+            ..cfg
+        })
     }
 
     /// `--capture` and its bounds, checked (`None` without `--capture`).
@@ -146,89 +145,6 @@ fn flag_of(key: &str) -> &'static str {
     }
 }
 
-/// `cfg` as flags for a child socklab, printed by [`LinkConfig::to_keys`] (the one printer)
-/// and read back by [`LinkArgs::config`] (the one parser).
-fn link_flags(cfg: &LinkConfig) -> Vec<String> {
-    cfg.to_keys()
-        .into_iter()
-        .flat_map(|(k, v)| [flag_of(k).to_string(), v])
-        .collect()
-}
-
-pub(crate) fn describe(link: &EmulatedLink) -> Result<String, Failure> {
-    let n = link.namespaces()?;
-    Ok(format!(
-        "link {} <-> {} (driver {}, seed {}): {}; client {}, server {}",
-        n.name(Side::Client),
-        n.name(Side::Server),
-        link.driver(),
-        link.seed(),
-        link.pair().describe(),
-        ns::CLIENT_ADDR,
-        ns::SERVER_ADDR
-    ))
-}
-
-/// The queue discipline's drops and marks, netem's ECN marks and the wait at the bottleneck,
-/// when there was any (issue 19).
-fn bottleneck_line(st: &socklab_link::Stats) -> Option<String> {
-    (st.aqm_dropped + st.aqm_marked + st.loss_marked + st.queue_delay_sum_ns > 0).then(|| {
-        format!(
-            "aqm {} dropped, {} ECN-marked; loss ECN-marked {}; bottleneck wait mean {:.3} ms max {:.3} ms",
-            st.aqm_dropped,
-            st.aqm_marked,
-            st.loss_marked,
-            st.mean_queue_delay_ns() / 1e6,
-            st.queue_delay_max_ns as f64 / 1e6
-        )
-    })
-}
-
-/// The emulator's accounting as a few lines for stderr.
-pub fn accounting(r: &LinkReport) -> String {
-    let mut s = String::new();
-    for (name, d) in [
-        ("client->server", &r.forward),
-        ("server->client", &r.backward),
-    ] {
-        let st = &d.stats;
-        s += &format!(
-            "  {name}: {} packets in, {} dropped, {} duplicated, {} corrupted, {} reordered, {} queue-dropped, {} delivered; kernel drops {}; lag mean {:.1} us p50 {} p99 {} p99.9 {} max {:.1} us, {} late; emulator CPU {:.3} s (sched {}, spin {:.0} us)\n",
-            st.packets_in,
-            st.dropped,
-            st.duplicated,
-            st.corrupted,
-            st.reordered,
-            st.queue_dropped,
-            st.delivered,
-            d.kernel_drops,
-            d.mean_lag_us(),
-            d.lag_hist.quantile_us(0.5),
-            d.lag_hist.quantile_us(0.99),
-            d.lag_hist.quantile_us(0.999),
-            d.max_lag_ns as f64 / 1000.0,
-            d.late,
-            d.cpu_ns as f64 / 1e9,
-            d.sched.as_str(),
-            d.spin_ns as f64 / 1000.0
-        );
-        if let Some(line) = bottleneck_line(st) {
-            s += &format!("  {name}: {line}\n");
-        }
-        if d.write_errors > 0 {
-            s += &format!(
-                "  {name}: {} packets lost because writing them to the far TUN device failed\n",
-                d.write_errors
-            );
-        }
-    }
-    match r.invalid_reason() {
-        Some(why) => s += &format!("  INVALID: {why}\n"),
-        None => s += &format!("  valid ({})\n", r.rule.describe()),
-    }
-    s
-}
-
 pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
     match a.action {
         None => run_across(&a.link, a.server.as_deref(), &a.cmd, a.json, dry),
@@ -238,7 +154,7 @@ pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
         Some(NetemCommand::List { .. }) if dry => {
             dryrun::print_checked("socklab netem list would list the sl- namespaces")
         }
-        Some(NetemCommand::List { json }) => list(json),
+        Some(NetemCommand::List { json }) => Ok(roles::netem::list(json)?),
         Some(NetemCommand::Check {
             link,
             packets,
@@ -248,7 +164,7 @@ pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
         Some(NetemCommand::Cleanup { .. }) if dry => dryrun::print_checked(
             "socklab netem cleanup would remove the leftovers named sl- of dead runs",
         ),
-        Some(NetemCommand::Cleanup { all, json }) => cleanup(all, json),
+        Some(NetemCommand::Cleanup { all, json }) => Ok(roles::netem::cleanup(all, json)?),
         Some(NetemCommand::Daemon { name, link }) => daemon(&name, &link),
     }
 }
@@ -268,20 +184,6 @@ pub(crate) fn open_capture(link_args: &LinkArgs, label: &str) -> Result<Option<C
         return Ok(None);
     };
     Ok(Some(Capture::create(&cfg, label)?))
-}
-
-/// Closes a capture and says what it holds on stderr.
-pub(crate) fn close_capture(c: Option<Capture>) -> Result<Option<serde_json::Value>, Failure> {
-    let Some(c) = c else { return Ok(None) };
-    let s = c.finish()?;
-    eprintln!("socklab netem: {}", s.describe());
-    Ok(Some(serde_json::json!({
-        "file": s.path.display().to_string(),
-        "packets": s.packets,
-        "not_captured_behind": s.behind,
-        "not_captured_limit": s.over_limit,
-        "bytes": s.bytes,
-    })))
 }
 
 /// The program `cmd` names, found as `sh` would find it (a path, or a name in `PATH`).
@@ -317,45 +219,6 @@ fn check_program(cmd: &str) -> Result<(), Failure> {
     )))
 }
 
-/// Waits until something in the process's namespace listens (TCP) or has a UDP socket
-/// (read from /proc/PID/net, which shows the namespace of PID), at most `limit`.
-fn wait_listening(pid: u32, limit: Duration) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        let tcp_listen = ["tcp", "tcp6"].iter().any(|f| {
-            std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
-                t.lines()
-                    .skip(1)
-                    .any(|l| l.split_whitespace().nth(3) == Some("0A"))
-            })
-        });
-        let udp = ["udp", "udp6"].iter().any(|f| {
-            std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
-                .is_ok_and(|t| t.lines().count() > 1)
-        });
-        if tcp_listen || udp {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-fn stop_child(child: &mut Child) {
-    if let Ok(None) = child.try_wait() {
-        let _ = kill(child.id(), Signal::Term);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(2) {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-    }
-    let _ = child.wait();
-}
-
 fn run_across(
     link_args: &LinkArgs,
     server: Option<&str>,
@@ -386,74 +249,7 @@ fn run_across(
     }
     install_interrupt_flag()?;
     let capture = open_capture(link_args, &format!("socklab netem -- {}", cmd.join(" ")))?;
-    let link = EmulatedLink::start_with(&cfg, capture.as_ref().and_then(Capture::tap))?;
-    eprintln!("socklab netem: {}", describe(&link)?);
-    let mut server_child = None;
-    if let Some(s) = server {
-        let mut c = link.namespaces()?.command(Side::Server, "sh");
-        // The server's output goes to stderr: stdout belongs to the command (its JSON, say).
-        let err = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
-        c.args(["-c", s])
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(err));
-        child_dies_with_parent(&mut c);
-        let mut child = c
-            .spawn()
-            .map_err(|e| Failure::Run(format!("cannot start --server '{s}': {e}")))?;
-        if !wait_listening(child.id(), Duration::from_secs(5)) {
-            stop_child(&mut child);
-            return Err(Failure::Run(format!(
-                "--server '{s}' did not start listening within 5 s"
-            )));
-        }
-        server_child = Some(child);
-    }
-    let mut c = link.namespaces()?.command(Side::Client, &cmd[0]);
-    c.args(&cmd[1..]);
-    // CMD dies with us, even by SIGKILL: `ip netns exec` execs CMD in place, which keeps the
-    // parent-death signal. It stays in our process group, so a terminal's Ctrl-C reaches it
-    // as before.
-    dies_with_parent(&mut c);
-    // With a capture the command's run is its window 1, so its counts and its comments agree.
-    let window = capture.as_ref().map(|c| c.window(&cmd.join(" ")));
-    let before = link.mark(window);
-    let mut child = c
-        .spawn()
-        .map_err(|e| Failure::Run(format!("cannot start '{}': {e}", cmd.join(" "))))?;
-    let status = loop {
-        if interrupted() {
-            stop_child(&mut child);
-            break None;
-        }
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(Failure::Run(format!("waiting for the command: {e}"))),
-        }
-    };
-    if let Some(mut s) = server_child {
-        stop_child(&mut s);
-    }
-    let report = link.mark(window.map(|_| 0)).since(&before);
-    link.stop()?;
-    let cap = close_capture(capture)?;
-    if json {
-        let mut v = report.to_json();
-        v["capture"] = cap.unwrap_or_default();
-        eprintln!("{v}");
-    } else {
-        eprint!(
-            "socklab netem: emulator accounting\n{}",
-            accounting(&report)
-        );
-    }
-    match status {
-        None => Err(Failure::Interrupted(
-            "interrupted; the link and its namespaces were removed".into(),
-        )),
-        Some(st) if st.success() => Ok(()),
-        Some(st) => Err(Failure::Exit(st.code().map_or(1, |c| c as u8))),
-    }
+    Ok(roles::netem::run_across(&cfg, capture, server, cmd, json)?)
 }
 
 fn up(name: &str, link_args: &LinkArgs, json: bool, dry: bool) -> Result<(), Failure> {
@@ -470,94 +266,13 @@ fn up(name: &str, link_args: &LinkArgs, json: bool, dry: bool) -> Result<(), Fai
             ns::ns_name(name, Side::Server)
         ));
     }
-    ns::require_root("socklab netem up")?;
-    if let Some(pid) = ns::read_pid_file(name).filter(|&p| ns::alive(p)) {
-        return Err(Failure::Run(format!(
-            "the link {name} is already up (pid {pid}): 'socklab netem down {name}' first"
-        )));
-    }
-    std::fs::create_dir_all(ns::STATE_DIR)?;
-    let log = ns::state_file(name, "log");
-    let logf = std::fs::File::create(&log)?;
-    let exe = std::env::current_exe()?;
-    let mut c = Command::new(exe);
-    c.args(["netem", "daemon", "--name", name])
-        .args(link_flags(&cfg))
-        .args(capture.iter().flat_map(|c| {
-            [
-                "--capture".to_string(),
-                std::path::absolute(&c.path)
-                    .unwrap_or_else(|_| c.path.clone())
-                    .display()
-                    .to_string(),
-                "--capture-snaplen".to_string(),
-                c.snaplen.to_string(),
-                "--capture-limit".to_string(),
-                c.limit_bytes.to_string(),
-            ]
-        }))
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone()?)
-        .stderr(logf)
-        .process_group(0);
-    let mut child = c.spawn()?;
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(_)) = child.try_wait() {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let last = text.lines().last().unwrap_or("no message").to_string();
-            return Err(Failure::Run(format!("the link did not come up: {last}")));
-        }
-        if std::fs::read_to_string(&log).is_ok_and(|t| t.contains("READY")) {
-            break;
-        }
-        if t0.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            return Err(Failure::Run("the link did not come up within 15 s".into()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if json {
-        return out_json(&serde_json::json!({
-            "name": name,
-            "pid": child.id(),
-            "client_namespace": ns::ns_name(name, Side::Client),
-            "server_namespace": ns::ns_name(name, Side::Server),
-            "client": ns::CLIENT_ADDR.to_string(),
-            "server": ns::SERVER_ADDR.to_string(),
-            "capture": capture.map(|c| c.path.display().to_string()),
-        }));
-    }
-    out(&format!(
-        "{name}: up (pid {}): namespaces {} (client, {}) and {} (server, {})\n  run: socklab netem exec {name} server -- CMD   /   socklab netem exec {name} client -- CMD\n  stop: socklab netem down {name}\n",
-        child.id(),
-        ns::ns_name(name, Side::Client),
-        ns::CLIENT_ADDR,
-        ns::ns_name(name, Side::Server),
-        ns::SERVER_ADDR
-    ))
+    Ok(roles::netem::up(name, &cfg, capture, json)?)
 }
 
 fn daemon(name: &str, link_args: &LinkArgs) -> Result<(), Failure> {
-    install_interrupt_flag()?;
     let cfg = link_args.config(Some(name.to_string()))?;
     let capture = open_capture(link_args, &format!("lasting link {name}"))?;
-    let link = EmulatedLink::start_with(&cfg, capture.as_ref().and_then(Capture::tap))?;
-    std::fs::write(ns::state_file(name, "pid"), std::process::id().to_string())?;
-    std::fs::write(ns::state_file(name, "spec"), describe(&link)?)?;
-    println!("READY {}", describe(&link)?);
-    let _ = std::io::stdout().flush();
-    while !interrupted() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let r = link.report();
-    link.stop()?;
-    close_capture(capture)?;
-    println!("stopped; emulator accounting\n{}", accounting(&r));
-    for ext in ["pid", "spec"] {
-        let _ = std::fs::remove_file(ns::state_file(name, ext));
-    }
-    Ok(())
+    Ok(roles::netem::daemon(name, &cfg, capture)?)
 }
 
 fn down(name: &str, json: bool, dry: bool) -> Result<(), Failure> {
@@ -565,35 +280,7 @@ fn down(name: &str, json: bool, dry: bool) -> Result<(), Failure> {
     if dry {
         return dryrun::print_checked(&format!("socklab netem down would remove the link {name}"));
     }
-    ns::require_root("socklab netem down")?;
-    let mut found = false;
-    if let Some(pid) = ns::read_pid_file(name).filter(|&p| ns::alive(p)) {
-        found = true;
-        kill(pid, Signal::Term)?;
-        let t0 = Instant::now();
-        while ns::alive(pid) && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    for side in [Side::Client, Side::Server] {
-        let n = ns::ns_name(name, side);
-        if ns::exists(&n) {
-            found = true;
-            ns::remove_namespace(&n)?;
-        }
-    }
-    for ext in ["pid", "spec", "log"] {
-        let _ = std::fs::remove_file(ns::state_file(name, ext));
-    }
-    if !found {
-        return Err(Failure::Run(format!(
-            "no link named {name} (see 'socklab netem list')"
-        )));
-    }
-    if json {
-        return out_json(&serde_json::json!({ "name": name, "down": true }));
-    }
-    out(&format!("{name}: down\n"))
+    Ok(roles::netem::down(name, json)?)
 }
 
 fn exec(name: &str, side: &str, cmd: &[String], dry: bool) -> Result<(), Failure> {
@@ -607,74 +294,5 @@ fn exec(name: &str, side: &str, cmd: &[String], dry: bool) -> Result<(), Failure
             cmd.join(" ")
         ));
     }
-    if !ns::exists(&n) {
-        return Err(Failure::Run(format!(
-            "no namespace {n}: start the link with 'socklab netem up --name {name} --link …'"
-        )));
-    }
-    let e = ns::command_in(&n, &cmd[0]).args(&cmd[1..]).exec();
-    Err(Failure::Run(format!("cannot run ip netns exec: {e}")))
-}
-
-fn list(json: bool) -> Result<(), Failure> {
-    let mut s = String::new();
-    let mut rows = Vec::new();
-    for n in ns::list_namespaces() {
-        let owner = ns::owner(&n);
-        let alive = owner.is_some_and(ns::alive);
-        let tag = ns::tag_of(&n).unwrap_or("");
-        let spec = std::fs::read_to_string(ns::state_file(tag, "spec")).unwrap_or_default();
-        rows.push(serde_json::json!({
-            "namespace": n,
-            "owner": owner,
-            "running": alive,
-            "spec": spec.trim(),
-        }));
-        s += &format!(
-            "{n}\towner {}\t{}\t{}\n",
-            owner.map_or("?".into(), |p| p.to_string()),
-            if alive {
-                "running"
-            } else {
-                "LEFTOVER (socklab netem cleanup)"
-            },
-            spec.trim()
-        );
-    }
-    if json {
-        return out_json(&serde_json::Value::Array(rows));
-    }
-    if s.is_empty() {
-        s = "no sl- namespaces\n".into();
-    }
-    out(&s)
-}
-
-fn cleanup(all: bool, json: bool) -> Result<(), Failure> {
-    let done = ns::cleanup(all)?;
-    if json {
-        return out_json(&serde_json::json!({
-            "removed_namespaces": done.removed,
-            "removed_interfaces": done.links,
-            "removed_files": done.files,
-            "kept": done.skipped,
-        }));
-    }
-    let mut s = String::new();
-    for n in &done.removed {
-        s += &format!("removed namespace {n}\n");
-    }
-    for n in &done.links {
-        s += &format!("removed interface {n}\n");
-    }
-    for n in &done.files {
-        s += &format!("removed {n}\n");
-    }
-    for n in &done.skipped {
-        s += &format!("kept {n}: its socklab process still runs (--all removes it)\n");
-    }
-    if s.is_empty() {
-        s = "nothing to clean\n".into();
-    }
-    out(&s)
+    Ok(roles::netem::exec(name, side, cmd)?)
 }

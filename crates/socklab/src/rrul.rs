@@ -2,13 +2,14 @@
 //! one per `--link` (and per `--streams`, `--cc`), stored and printed like `socklab bulk`.
 
 use clap::Args;
-use socklab_lab::params::Params;
-use socklab_lab::plan::{Axis, Group, Plan};
+use socklab_lab::flags::{self, Rules};
+use socklab_lab::params::{Key, Modes};
+use socklab_lab::plan::Plan;
 use socklab_lab::store::Store;
 use socklab_lab::workload::rrul;
 use socklab_sys::process::install_interrupt_flag;
 
-use crate::cli::{DbArg, LinkArgs, SummaryFormat};
+use crate::cli::{merged, DbArg, FlagTable, KeyFlags, LinkArgs, SummaryFormat};
 use crate::commands::{command_line, parse_order, run_and_print, usage, Failure};
 use crate::dryrun;
 
@@ -25,6 +26,18 @@ pub const AFTER_HELP: &str = concat!(
     "Each repetition probes the path alone first (--idle: a 64-byte ping-pong on one TCP connection with TCP_NODELAY and one on a UDP socket, every --probe-interval), then beside --streams TCP streams up and as many down (--duration; the same BULK/2 bidir test as socklab bulk --bidir), and reports the probes' round trips idle and loaded (p50, p99), the latency the load added (loaded - idle; the primary metric is the TCP probes' median), the throughput each way and the UDP probes' loss. A UDP probe not answered within --probe-timeout is lost. The sink and the echo servers run on the link's server side. --link may be given several times (or as a comma list): one cell each; --link-back applies to all. The link needs the tun or netem driver (root): udp-proxy relays UDP only. The time series (throughput each way, the probes' RTT) is stored (socklab results series) and drawn in the report as flent does. See docs/rrul.md.\n\n",
     "Exit codes: 0 success; 1 a run failed; 2 bad parameter; 130 interrupted."
 );
+
+/// `socklab rrul`'s key flags: the rrul workload's keys.
+#[derive(Debug, Clone)]
+pub struct RrulFlags;
+
+impl FlagTable for RrulFlags {
+    const REPS: usize = 3;
+    const NAME: &'static str = "rrul";
+    fn keys() -> Vec<Key> {
+        merged(&[(rrul::KEYS, Modes::ALL)])
+    }
+}
 
 /// `socklab rrul` arguments.
 #[derive(Debug, Args)]
@@ -62,43 +75,12 @@ pub struct RrulArgs {
     /// Largest capture file.
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub capture_limit: String,
-    /// TCP streams each way in the loaded phase (list allowed: a cell each).
-    #[arg(long, short = 'P', value_delimiter = ',', value_name = "N", default_value = rrul::STREAMS.default)]
-    pub streams: Vec<String>,
-    /// The loaded phase's length.
-    #[arg(long, short = 't', value_name = "D", default_value = rrul::DURATION.default)]
-    pub duration: String,
-    /// The idle phase's length (probes alone).
-    #[arg(long, value_name = "D", default_value = rrul::IDLE.default)]
-    pub idle: String,
-    /// Time between probes of each kind.
-    #[arg(long, value_name = "D", default_value = rrul::PROBE_INTERVAL.default)]
-    pub probe_interval: String,
-    /// A UDP probe not answered within this is lost (a TCP one is late).
-    #[arg(long, value_name = "D", default_value = rrul::PROBE_TIMEOUT.default)]
-    pub probe_timeout: String,
-    /// The time series' interval.
-    #[arg(long, value_name = "D", default_value = rrul::INTERVAL.default)]
-    pub interval: String,
-    /// Congestion control of the streams and the TCP probe (always set and recorded; list
-    /// allowed: a cell each).
-    #[arg(long, value_delimiter = ',', default_value = rrul::CC.default)]
-    pub cc: Vec<String>,
-    /// Measured repetitions per cell.
-    #[arg(long, short, default_value_t = 3)]
-    pub reps: usize,
-    /// Warm-up repetitions per cell (stored, excluded from statistics).
-    #[arg(long, default_value_t = 1)]
-    pub warmup: usize,
-    /// Run order: interleaved, random (seeded), sequential.
-    #[arg(long, default_value = "interleaved")]
-    pub order: String,
+    /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
+    #[command(flatten)]
+    pub keys: KeyFlags<RrulFlags>,
     /// Seed of --order random.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Experiment name in the store.
-    #[arg(long, default_value = "rrul")]
-    pub name: String,
     #[command(flatten)]
     pub format: SummaryFormat,
     #[command(flatten)]
@@ -122,14 +104,6 @@ impl RrulArgs {
     }
 }
 
-fn list_axis(group: &mut Group, key: &str, vals: &[String]) {
-    if vals.len() == 1 {
-        group.fixed.set(key, vals[0].clone());
-    } else {
-        group.axes.push(Axis::single(key, vals.iter().cloned()));
-    }
-}
-
 /// The plan of `socklab rrul`.
 pub fn plan(a: &RrulArgs) -> Result<Plan, Failure> {
     if a.link_back.is_some() && a.link.is_empty() {
@@ -137,23 +111,16 @@ pub fn plan(a: &RrulArgs) -> Result<Plan, Failure> {
             "--link-back needs --link: the server → client direction of which link?",
         ));
     }
-    let mut fixed = Params::new();
-    fixed.set("duration", a.duration.clone());
-    fixed.set("idle", a.idle.clone());
-    fixed.set("probe_interval", a.probe_interval.clone());
-    fixed.set("probe_timeout", a.probe_timeout.clone());
-    fixed.set("interval", a.interval.clone());
-    let mut group = Group::new("rrul", fixed);
-    list_axis(&mut group, "streams", &a.streams);
-    list_axis(&mut group, "cc", &a.cc);
+    let mut group = flags::group("rrul", &a.keys.given, &Rules::default())?;
     a.link_args().add_to(&mut group);
-    let order = parse_order(&a.order, a.seed)?;
+    let k = &a.keys;
+    let order = parse_order(&k.order, a.seed)?;
     Ok(Plan::build(
-        &a.name,
+        &k.name,
         "",
         &[group],
-        a.reps,
-        a.warmup,
+        k.reps,
+        k.warmup,
         order,
         &command_line(),
     )?)

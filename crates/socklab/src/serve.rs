@@ -6,13 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Args;
+use socklab_lab::roles::{self, Say};
 use socklab_net::server::{self, Design, Handler, ServeConfig};
 use socklab_net::sockopt::OptSet;
-use socklab_net::{NetError, ParseNameError, SockOptError};
-use socklab_sys::process::interrupt_flag;
+use socklab_net::{ParseNameError, SockOptError};
 use socklab_units::{parse_duration, parse_size};
 
-use crate::commands::{out, parse_bind, server_started, usage, Failure};
+use crate::commands::{parse_bind, usage, Failure};
 
 /// The idle timeout when `--idle-timeout` is not given.
 pub const DEFAULT_IDLE_TIMEOUT: &str = "10s";
@@ -82,22 +82,15 @@ fn parse_idle(text: &str) -> Result<Option<Duration>, Failure> {
     }
 }
 
-/// `--nofile N`: the soft limit, checked against the hard one.
+/// `--nofile N`: the soft limit, checked against the hard one (the role's error, with its
+/// flag).
 fn set_nofile(n: u64) -> Result<(), Failure> {
-    const MIN: u64 = 16;
-    if n < MIN {
-        return Err(usage(format!(
-            "--nofile {n} is too low to run a server: use at least {MIN}"
-        )));
-    }
-    let (_, hard) = socklab_sys::procs::nofile_limit()?;
-    if n > hard {
-        return Err(usage(format!(
-            "--nofile {n} is above the hard limit {hard}: use at most {hard} (or raise it as root)"
-        )));
-    }
-    socklab_sys::procs::set_nofile_limit(n)
-        .map_err(|e| Failure::Run(format!("--nofile {n}: setrlimit failed: {e}")))
+    use roles::serve::NofileError;
+    roles::serve::set_nofile(n).map_err(|e| match e {
+        NofileError::Read(e) => Failure::from(e),
+        e @ NofileError::Set { .. } => Failure::Run(format!("--nofile {e}")),
+        e => usage(format!("--nofile {e}")),
+    })
 }
 
 /// Checks the arguments and builds the configuration.
@@ -162,35 +155,11 @@ pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
     if let Some(n) = a.nofile {
         set_nofile(n)?;
     }
-    let mut started: Result<(), Failure> = Ok(());
-    let report = server::serve(&cfg, interrupt_flag(), &mut |addr| {
-        started = server_started(addr, a.announce);
-        if !a.quiet {
-            eprintln!(
-                "socklab serve: {} listening on {addr} ({}, {} workers; Ctrl-C stops)",
-                cfg.design,
-                cfg.handler,
-                if cfg.design.has_workers() {
-                    cfg.workers
-                } else {
-                    1
-                }
-            );
-        }
-    })
-    .map_err(|e| match e {
-        NetError::Invalid(m) => usage(m),
-        other => Failure::Run(other.to_string()),
-    })?;
-    started?;
-    out(&report.human())?;
-    if a.announce {
-        out(&format!(
-            "{}\n",
-            socklab_net::childline::ChildLine::Stats(Box::new(report))
-        ))?;
-    }
-    Ok(())
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
+    };
+    Ok(roles::serve::run(&cfg, say)?)
 }
 
 #[cfg(test)]

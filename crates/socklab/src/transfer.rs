@@ -1,26 +1,24 @@
 //! `socklab transfer`: the server, the client, and the measured experiment (both sides spawned
 //! by the Runner, like `bulk` and `pingpong`).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::Path;
 
-use serde_json::json;
-use socklab_lab::params::Params;
-use socklab_lab::plan::{Group, Plan};
+use socklab_lab::flags::{self, Given, Rules};
+use socklab_lab::params::Key;
+use socklab_lab::plan::Plan;
 use socklab_lab::store::Store;
-use socklab_lab::table::{num, Table};
-use socklab_lab::workload::{check_tcp_cc, parse_target, Proto, Target};
-use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+
+use socklab_lab::roles::{self, Say};
+use socklab_lab::workload::{check_tcp_cc, parse_target, transfer, Proto, Target};
+use socklab_sys::process::install_interrupt_flag;
 use socklab_transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
-use socklab_transfer::{
-    FileOutcome, ReceiveLimits, ServerSession, SessionLimits, SessionLog, TcpServeOptions,
-    TransferReport,
-};
-use socklab_units::{format_duration, format_size, parse_duration, parse_size};
+use socklab_transfer::{ReceiveLimits, SessionLimits, TcpServeOptions};
+use socklab_units::{parse_duration, parse_size};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
 use crate::commands::{
-    command_line, list_axis, out, parse_bind, parse_order, run_and_print, server_started, usage,
+    command_line, list_axis, order_seed, out, parse_bind, parse_order, run_and_print, usage,
     Failure,
 };
 
@@ -64,40 +62,9 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, Failure> {
 
 // --------------------------------------------------------------------------------------- serve
 
-/// The receiving directory: created if missing; a file there is an error.
+/// `--dir`: created if missing; a file there is an error (the role's, with its flag).
 fn prepare_dir(dir: &Path) -> Result<(), Failure> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!(
-            "--dir '{}' is a file, not a directory: name a directory (it is created if missing)",
-            dir.display()
-        )));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        usage(format!(
-            "--dir '{}' cannot be created ({e}): name a directory you can write to",
-            dir.display()
-        ))
-    })
-}
-
-fn session_line(s: &ServerSession) -> String {
-    let ok = s.files.iter().filter(|f| f.ok).count();
-    let secs = s.total_ns as f64 / 1e9;
-    let mut l = format!(
-        "session from {}: {ok}/{} files ok, {} written in {} s ({} Mbit/s)",
-        s.peer,
-        s.files.len(),
-        format_size(s.bytes),
-        num(secs),
-        num(s.bytes as f64 * 8.0 / secs.max(1e-9) / 1e6)
-    );
-    if !s.cc.is_empty() {
-        l.push_str(&format!(", cc {}", s.cc));
-    }
-    if let Some(e) = &s.error {
-        l.push_str(&format!(", failed: {}", crate::flags::in_flags(e, &[])));
-    }
-    l
+    roles::transfer::prepare_dir(dir).map_err(|e| usage(format!("--dir {e}")))
 }
 
 /// Most sessions `--max-sessions` may allow (each is a thread).
@@ -217,28 +184,6 @@ fn session_limits(proto: Proto, per_source: Option<usize>) -> Result<SessionLimi
 }
 
 /// The summary line of a server's sessions, printed at its end after the last few sessions.
-fn log_line(log: &SessionLog) -> String {
-    let mut l = format!(
-        "sessions = {} ({} failed, {} open at the stop): files {} ok, {} failed, {} written",
-        log.sessions,
-        log.failed,
-        log.open_at_stop,
-        log.files_ok,
-        log.files_failed,
-        format_size(log.bytes)
-    );
-    if log.refused + log.evicted + log.idle_closed > 0 {
-        l.push_str(&format!(
-            "; refused {} (server full), evicted {} and closed {} without progress",
-            log.refused, log.evicted, log.idle_closed
-        ));
-    }
-    if log.recent().len() as u64 != log.sessions {
-        l.push_str(&format!("; the last {} shown", log.recent().len()));
-    }
-    l
-}
-
 fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     let proto = parse_proto(&a.proto)?;
     let cc = tcp_cc(proto, a.tcp_cc.as_deref())?;
@@ -248,10 +193,8 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
     limits.tcp.cc = cc.clone();
     if dry {
         if a.dir.exists() && !a.dir.is_dir() {
-            return Err(usage(format!(
-                "--dir '{}' is a file, not a directory: name a directory (it is created if missing)",
-                a.dir.display()
-            )));
+            let e = roles::transfer::DirError::IsAFile(a.dir.clone());
+            return Err(usage(format!("--dir {e}")));
         }
         return crate::dryrun::print_checked(&format!(
             "socklab transfer serve would listen on {} ({}) and write into '{}'",
@@ -261,98 +204,22 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         ));
     }
     prepare_dir(&a.dir)?;
-    let _remove = a.remove_dir_at_exit.then(|| RemoveAtExit(a.dir.clone()));
-    let run = |e: socklab_transfer::TransferError| Failure::Run(e.to_string());
-    if let Some(age) = limits.partial_max_age {
-        let r = socklab_transfer::reclaim_partials(&a.dir, age).map_err(run)?;
-        if r.files > 0 && !a.quiet {
-            eprintln!(
-                "reclaimed {} partial file(s) ({} bytes) older than {} in '{}'",
-                r.files,
-                r.bytes,
-                format_duration(age),
-                a.dir.display()
-            );
-        }
-    }
-    let bind = SocketAddr::new(ip, a.port);
-    let log = match proto {
-        Proto::Tcp => {
-            let listener =
-                socklab_net::sink::listen(bind).map_err(|e| Failure::Run(e.to_string()))?;
-            let addr = listener.local_addr()?;
-            announce(addr, &a, proto, cc.as_deref())?;
-            socklab_transfer::serve_tcp_with(
-                listener,
-                &a.dir,
-                &limits.tcp,
-                interrupt_flag(),
-                a.once,
-            )
-            .map(SessionLog::from_sessions)
-            .map_err(run)?
-        }
-        Proto::Rudp => {
-            let socket = UdpSocket::bind(bind)
-                .map_err(|e| Failure::Run(format!("cannot bind UDP {bind}: {e}")))?;
-            let addr = socket.local_addr()?;
-            announce(addr, &a, proto, None)?;
-            socklab_transfer::serve_rudp_with(
-                socket,
-                &a.dir,
-                &socklab_rudp::Config::default(),
-                &limits.tcp.limits,
-                &rudp_sessions,
-                interrupt_flag(),
-                a.once,
-            )
-            .map_err(run)?
-        }
+    let cfg = roles::transfer::ServeConfig {
+        proto,
+        bind: SocketAddr::new(ip, a.port),
+        dir: a.dir.clone(),
+        tcp: limits.tcp,
+        rudp_sessions,
+        partial_max_age: limits.partial_max_age,
+        once: a.once,
+        remove_dir_at_exit: a.remove_dir_at_exit,
+        words: |m| crate::flags::in_flags(m, &[]),
     };
-    if !a.quiet {
-        for s in log.recent() {
-            eprintln!("{}", session_line(s));
-        }
-        eprintln!("{}", log_line(&log));
-    }
-    // With --once the first session to end decides (others were interrupted by its end).
-    let first_error = log.recent().next().and_then(|s| s.error.clone());
-    match first_error {
-        Some(e) if a.once => Err(Failure::Run(format!("the transfer failed: {e}"))),
-        _ => Ok(()),
-    }
-}
-
-/// Removes a receiving directory when dropped (`--remove-dir-at-exit`).
-struct RemoveAtExit(std::path::PathBuf);
-
-impl Drop for RemoveAtExit {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn announce(
-    addr: SocketAddr,
-    a: &TransferServeArgs,
-    proto: Proto,
-    cc: Option<&str>,
-) -> Result<(), Failure> {
-    server_started(addr, a.announce)?;
-    if !a.quiet {
-        eprintln!(
-            "socklab transfer serve listening on {addr} ({}{}) into '{}'; {}",
-            proto.as_str(),
-            cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
-            a.dir.display(),
-            if a.once {
-                "stops after one transfer"
-            } else {
-                "Ctrl-C stops"
-            }
-        );
-    }
-    Ok(())
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
+    };
+    Ok(roles::transfer::serve(&cfg, say)?)
 }
 
 // ---------------------------------------------------------------------------------------- send
@@ -391,134 +258,64 @@ fn send(a: TransferSendArgs, dry: bool) -> Result<(), Failure> {
             proto.as_str()
         ));
     }
-    install_interrupt_flag()?;
-    let run = |e: socklab_transfer::TransferError| Failure::Run(e.to_string());
-    let r = socklab_transfer::send(proto, to, &a.files, cc.as_deref(), timeout).map_err(run)?;
-    let (summary, extra) = match &r {
-        TransferReport::Tcp(r) => (
-            format!(
-                "cc {}, retransmissions {} segments (tcpi_total_retrans), srtt {} us, min rtt {} us, segments out {}",
-                r.cc, r.total_retrans, r.rtt_us, r.tcp.min_rtt_us, r.segs_out
-            ),
-            json!({
-                "cc": r.cc, "total_retrans": r.total_retrans, "srtt_us": r.rtt_us,
-                "min_rtt_us": r.tcp.min_rtt_us, "segs_out": r.segs_out,
-            }),
-        ),
-        TransferReport::Rudp(r) => {
-            let st = &r.stats;
-            (
-                format!(
-                    "retransmitted packets {}, spurious losses {}, srtt {} us, min rtt {} us, packets sent {}, received {}",
-                    st.retransmitted_packets,
-                    st.spurious_losses,
-                    num(st.srtt_ns as f64 / 1000.0),
-                    num(st.min_rtt_ns as f64 / 1000.0),
-                    st.packets_sent,
-                    st.packets_received
-                ),
-                json!({
-                    "retransmitted_packets": st.retransmitted_packets,
-                    "spurious_losses": st.spurious_losses, "lost_packets": st.lost_packets,
-                    "srtt_us": st.srtt_ns as f64 / 1000.0, "min_rtt_us": st.min_rtt_ns as f64 / 1000.0,
-                    "packets_sent": st.packets_sent, "packets_received": st.packets_received,
-                }),
-            )
-        }
+    let cfg = roles::transfer::SendConfig {
+        proto,
+        to,
+        files: a.files.clone(),
+        cc,
+        timeout,
+        json: a.json,
     };
-    let (files, per_file, total_ns, bytes) =
-        (r.files(), r.per_file_retransmits(), r.total_ns(), r.bytes());
-    let secs = total_ns as f64 / 1e9;
-    let goodput = bytes as f64 * 8.0 / secs.max(1e-9) / 1e6;
-    if a.json {
-        let files: Vec<serde_json::Value> = files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                json!({"name": f.name, "size": f.size, "ok": f.ok, "retransmissions": per_file.get(i)})
-            })
-            .collect();
-        let mut v = json!({
-            "proto": proto.as_str(), "to": to.to_string(), "total_s": secs,
-            "goodput_mbps": goodput, "bytes": bytes, "files": files,
-        });
-        if let (Some(v), Some(e)) = (v.as_object_mut(), extra.as_object()) {
-            v.extend(e.clone());
-        }
-        return out(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&v).unwrap_or_default()
-        ));
-    }
-    out(&file_table(files, per_file).to_text())?;
-    out(&format!(
-        "{} files, {} in {} s: goodput {} Mbit/s ({}); {summary}\n",
-        files.len(),
-        format_size(bytes),
-        num(secs),
-        num(goodput),
-        proto.as_str()
-    ))
-}
-
-fn file_table(files: &[FileOutcome], per_file: &[u64]) -> Table {
-    let mut t = Table::new(&["file", "bytes", "ok", "retx"]);
-    t.left = vec![true, false, true, false];
-    for (i, f) in files.iter().enumerate() {
-        t.row(vec![
-            f.name.clone(),
-            f.size.to_string(),
-            if f.ok { "ok" } else { f.detail.as_str() }.to_string(),
-            per_file
-                .get(i)
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "-".into()),
-        ]);
-    }
-    t
+    out(&roles::transfer::send(&cfg)?)
 }
 
 // ---------------------------------------------------------------------------------- experiment
 
+/// The plan of `socklab transfer`: the keys given, one group per protocol (`tcp_cc` varies
+/// for tcp only: rudp records n/a).
 fn transfer_plan(a: &TransferArgs) -> Result<Plan, Failure> {
-    let mut fixed = Params::new();
-    if let Some(w) = &a.workload {
-        fixed.set("workload", w.clone());
-    }
-    if let Some(f) = &a.file_sizes {
-        fixed.set("files", f.clone());
-    }
-    if let Some(l) = &a.large {
-        fixed.set("large", l.clone());
-    }
-    if let Some(s) = &a.small {
-        fixed.set("small", s.clone());
-    }
-    fixed.set("timeout", a.timeout.clone());
-    fixed.set("seed", a.seed.to_string());
-    let mut protos: Vec<&String> = Vec::new();
-    for p in &a.proto {
+    let k = &a.keys;
+    let split = ["proto", "tcp_cc"];
+    let rest: Vec<Given> = k
+        .given
+        .iter()
+        .filter(|g| !split.contains(&g.key.name))
+        .cloned()
+        .collect();
+    let base = flags::group("transfer", &rest, &Rules::default())?;
+    let listed = |key: &Key| match k.values(key.name) {
+        Some(v) => v.to_vec(),
+        None => key.default.split(',').map(str::to_string).collect(),
+    };
+    let mut protos: Vec<String> = Vec::new();
+    for p in listed(&transfer::PROTO) {
         if !protos.contains(&p) {
             protos.push(p);
         }
     }
-    // One group per protocol: tcp_cc varies for tcp only (rudp records n/a).
     let mut groups = Vec::new();
     for p in protos {
-        let mut g = Group::new("transfer", fixed.clone().with("proto", p.as_str()));
+        let mut g = base.clone();
+        g.fixed.set("proto", p.as_str());
         if p.trim() == "tcp" {
-            list_axis("tcp_cc", &a.tcp_cc, &mut g.axes, &mut g.fixed);
+            list_axis(
+                "tcp_cc",
+                &listed(&transfer::TCP_CC),
+                &mut g.axes,
+                &mut g.fixed,
+            );
         }
         a.link.add_to(&mut g);
         groups.push(g);
     }
+    let order = parse_order(&k.order, order_seed(k.value("seed"))?)?;
     Ok(Plan::build(
-        &a.name,
+        &k.name,
         "",
         &groups,
-        a.reps,
-        a.warmup,
-        parse_order(&a.order, a.seed)?,
+        k.reps,
+        k.warmup,
+        order,
         &command_line(),
     )?)
 }

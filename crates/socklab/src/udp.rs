@@ -5,56 +5,16 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use socklab_lab::params::Params;
-use socklab_lab::plan::{Axis, Group, Plan};
-use socklab_lab::workload::bulk;
-use socklab_net::childline::ChildLine;
-use socklab_net::udpbulk::{SinkConfig, TestReport, UdpSink};
-use socklab_sys::process::interrupted;
+use socklab_lab::flags::{self, outside_mode, Rules};
+use socklab_lab::params::Modes;
+use socklab_lab::plan::Plan;
+use socklab_lab::roles::{self, Say};
+use socklab_net::udpbulk::SinkConfig;
 use socklab_units::{format_size, parse_duration, parse_size};
 
 use crate::cli::{BulkArgs, SinkArgs};
-use crate::commands::{
-    command_line, list_axis, out, parse_bind, parse_order, print_server_cpu, server_started,
-    sweep_values, usage, Failure,
-};
+use crate::commands::{command_line, order_seed, parse_bind, parse_order, usage, Failure};
 use crate::dryrun;
-
-/// One line per test for people: what arrived of what the FIN said was sent.
-fn test_line(r: &TestReport) -> String {
-    let c = &r.counts;
-    let sent = match r.total {
-        Some(t) => {
-            let lost = r.lost(t);
-            format!(
-                "{}/{t} datagrams ({lost} lost, {:.3} %)",
-                c.unique,
-                100.0 * lost as f64 / t.max(1) as f64
-            )
-        }
-        None => format!("{} datagrams (no FIN arrived: loss unknown here)", c.unique),
-    };
-    let owd = r
-        .owd
-        .map(|o| {
-            format!(
-                ", one-way delay p50 {:.1} us p99 {:.1} us",
-                o.p50_ns as f64 / 1e3,
-                o.p99_ns as f64 / 1e3
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        "test {:016x}: {sent}, {} dup, {} reordered ({} early), jitter {:.1} us{owd}, {} kernel drops, ended by {:?}",
-        r.test_id,
-        c.duplicates,
-        c.reordered,
-        c.early,
-        r.jitter_ns / 1e3,
-        r.kernel_drops,
-        r.ended
-    )
-}
 
 /// `socklab sink --udp`.
 pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
@@ -94,103 +54,28 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
             format_size(rcvbuf as u64)
         ));
     }
-    let sink = UdpSink::bind(cfg).map_err(|e| Failure::Run(e.to_string()))?;
-    let addr = sink.local_addr()?;
-    server_started(addr, a.announce)?;
-    if !a.quiet {
-        eprintln!(
-            "socklab sink listening on {addr} (UDP, receive buffer {} granted; Ctrl-C stops)",
-            format_size(sink.rcvbuf() as u64)
-        );
-    }
-    let (quiet, announce) = (a.quiet, a.announce);
-    // The first failed write to stdout (the lab reading it went away) ends the printing.
-    let printed = std::cell::RefCell::new(Ok(()));
-    let print = |line: ChildLine| {
-        let mut p = printed.borrow_mut();
-        if announce && p.is_ok() {
-            *p = out(&format!("{line}\n"));
-        }
+    let say = Say {
+        announce: a.announce,
+        quiet: a.quiet,
     };
-    let totals = sink
-        .serve_live(
-            &interrupted,
-            &mut |r| {
-                if !quiet {
-                    eprintln!("{}", test_line(&r));
-                }
-                print(ChildLine::Report(
-                    serde_json::to_value(&r).unwrap_or_default(),
-                ));
-            },
-            &mut |id, k, i| {
-                print(ChildLine::Interval(serde_json::json!({
-                    "test_id": id,
-                    "index": k,
-                    "interval": i,
-                })));
-            },
-        )
-        .map_err(|e| Failure::Run(e.to_string()))?;
-    printed.into_inner()?;
-    if !quiet {
-        print_server_cpu();
-        eprintln!(
-            "tests = {}, not ours = {}, late = {}, refused = {}",
-            totals.tests, totals.malformed, totals.late, totals.refused
-        );
-    }
-    Ok(())
+    Ok(roles::udp_sink::run(cfg, say)?)
 }
 
-/// The flags of TCP bulk that UDP bulk does not take, when given (compared with their
-/// defaults).
-fn tcp_only(a: &BulkArgs) -> Option<&'static str> {
-    let not_default = |v: &[String], d: &str| v.len() != 1 || v[0] != d;
-    [
-        (
-            not_default(&a.strategy, bulk::STRATEGY.default),
-            "--strategy",
-        ),
-        (not_default(&a.nbufs, bulk::NBUFS.default), "--nbufs"),
-        (not_default(&a.bufsize, bulk::BUFSIZE.default), "--bufsize"),
-        (a.cross, "--cross"),
-        (a.iterations.is_some(), "--iterations"),
-        (a.bytes.is_some(), "--bytes"),
-        (not_default(&a.cc, bulk::CC.default), "--cc"),
-        (not_default(&a.streams, bulk::STREAMS.default), "--streams"),
-        (a.reverse, "--reverse"),
-        (a.bidir, "--bidir"),
-        (!a.pacing_rate.is_empty(), "--pacing-rate"),
-        (a.affinity.is_some(), "--affinity"),
-        (a.server_affinity.is_some(), "--server-affinity"),
-        (a.nodelay, "--nodelay"),
-        (!a.opts.is_empty(), "--opts"),
-        (a.read_size != bulk::READ_SIZE.default, "--read-size"),
-        (a.verify, "--verify"),
-        (a.reference, "--reference"),
-        (a.omit.is_some(), "--omit"),
-    ]
-    .into_iter()
-    .find_map(|(given, flag)| given.then_some(flag))
+/// The first flag of TCP bulk given with `--udp`: a key outside the UDP mode (by its
+/// descriptor), or TCP bulk's `--cross` and `--reference`.
+fn tcp_only(a: &BulkArgs) -> Option<String> {
+    outside_mode(&a.keys.given, Modes::UDP)
+        .map(|g| g.flag.clone())
+        .or_else(|| a.cross.then(|| "--cross".to_string()))
+        .or_else(|| a.reference.then(|| "--reference".to_string()))
 }
 
-/// The flags of UDP bulk, when given without `--udp`.
+/// The flags of UDP bulk, when given without `--udp` (keys outside the TCP mode).
 pub fn check_tcp(a: &BulkArgs) -> Result<(), Failure> {
-    let given = [
-        (!a.rate.is_empty(), "--rate"),
-        (!a.size.is_empty(), "--size"),
-        (!a.gso.is_empty(), "--gso"),
-        (a.rcvbuf.is_some(), "--rcvbuf"),
-        (a.trial.is_some(), "--trial"),
-        (a.trials.is_some(), "--trials"),
-        (a.max_loss.is_some(), "--max-loss"),
-    ]
-    .into_iter()
-    .find_map(|(given, flag)| given.then_some(flag));
-    match given {
-        Some(flag) => Err(usage(format!(
-            "{flag} is for UDP bulk: add --udp (TCP bulk sends as fast as TCP lets it)"
+    match outside_mode(&a.keys.given, Modes::TCP) {
+        Some(g) => Err(usage(format!(
+            "{} is for UDP bulk: add --udp (TCP bulk sends as fast as TCP lets it)",
+            g.flag
         ))),
         None => Ok(()),
     }
@@ -198,13 +83,13 @@ pub fn check_tcp(a: &BulkArgs) -> Result<(), Failure> {
 
 /// `socklab bulk --udp`: a plan of the `udp` workload.
 pub fn plan(a: &BulkArgs) -> Result<Plan, Failure> {
-    if a.to.is_some() {
+    if a.keys.value("to").is_some() {
         return Err(usage(
             "--udp with --to: UDP bulk starts its own receiver (socklab sink --udp) and reads each test's counts from it; omit --to",
         ));
     }
     if let Some(flag) = tcp_only(a) {
-        return Err(usage(match flag {
+        return Err(usage(match flag.as_str() {
             "--reverse" | "--bidir" | "--streams" => format!(
                 "--udp does not take {flag}: UDP bulk is one paced sender here and the receiver socklab starts; {flag} is TCP bulk's (drop --udp)"
             ),
@@ -213,48 +98,20 @@ pub fn plan(a: &BulkArgs) -> Result<Plan, Failure> {
             ),
         }));
     }
-    let mut fixed = Params::new();
-    if let Some(d) = &a.duration {
-        fixed.set("duration", d.clone());
-    }
-    if let Some(s) = &a.sndbuf {
-        fixed.set("sndbuf", s.clone());
-    }
-    if let Some(i) = &a.interval {
-        fixed.set("interval", i.clone());
-    }
-    for (key, v) in [
-        ("rcvbuf", &a.rcvbuf),
-        ("trial", &a.trial),
-        ("trials", &a.trials),
-        ("max_loss", &a.max_loss),
-    ] {
-        if let Some(v) = v {
-            fixed.set(key, v.clone());
-        }
-    }
-    let mut axes: Vec<Axis> = Vec::new();
-    for (key, vals) in [("rate", &a.rate), ("size", &a.size), ("gso", &a.gso)] {
-        if !vals.is_empty() {
-            list_axis(key, vals, &mut axes, &mut fixed);
-        }
-    }
-    for s in &a.sweep {
-        let (key, vals) = sweep_values(s)?;
-        fixed.remove(&key);
-        axes.retain(|x| !x.keys.contains(&key));
-        axes.push(Axis::single(&key, vals));
-    }
-    let mut group = Group::new("udp", fixed);
-    group.axes = axes;
+    let rules = Rules {
+        sweeps: &a.sweep,
+        ..Rules::default()
+    };
+    let mut group = flags::group("udp", &a.keys.given, &rules)?;
     a.link.add_to(&mut group);
+    let k = &a.keys;
     Ok(Plan::build(
-        &a.name,
+        &k.name,
         "",
         &[group],
-        a.reps,
-        a.warmup,
-        parse_order(&a.order, a.seed)?,
+        k.reps,
+        k.warmup,
+        parse_order(&k.order, order_seed(None)?)?,
         &command_line(),
     )?)
 }

@@ -700,3 +700,38 @@ fn pingpong_measures_a_server_that_is_not_an_echo_with_reply() {
     );
     server.join().unwrap();
 }
+
+/// `--mtu` and `--link-seed` reach the link as the numbers clap parsed (no text round trip);
+/// an MTU out of range is still a one-line usage error naming the value and the range.
+#[test]
+fn a_link_mtu_out_of_range_is_one_line_naming_the_value_and_the_range() {
+    let (code, _, err) = run(&[
+        "--dry-run",
+        "netem",
+        "--link",
+        "delay 1ms",
+        "--mtu",
+        "100",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim(),
+        "socklab: error: --mtu 100: use 576 to 65535 (1500 is Ethernet's)"
+    );
+    let (code, out, err) = run(&[
+        "--dry-run",
+        "netem",
+        "--link",
+        "delay 1ms",
+        "--mtu",
+        "9000",
+        "--link-seed",
+        "7",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("would build a link (delay 1ms)"), "{out}");
+}

@@ -5,8 +5,7 @@
 //! metrics, facts and histogram buckets, exactly as the store keeps them).
 
 use std::borrow::Cow;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
@@ -17,8 +16,7 @@ use socklab_sys::process::child_dies_with_parent;
 use super::transport::Transport;
 use crate::model::params::Params;
 use crate::model::sample::{Interval, Sample};
-use crate::resources::Resources;
-use crate::workload::Workload;
+use crate::roles::argv::{Role, RoleArgs};
 use crate::LabError;
 
 /// Prefix of the client role's result line.
@@ -121,24 +119,31 @@ pub fn from_json(v: &Value) -> Result<Sample, String> {
     })
 }
 
-/// The role: runs one repetition of `kind` with `params` (its `to` an address: the client
-/// side only) on this host, and prints its sample.
-pub fn serve_rep(
-    exe: PathBuf,
-    kind: &str,
-    params: &Params,
-    label: &str,
-    stop: &dyn Fn() -> bool,
-) -> Result<(), LabError> {
-    let w = Workload::from_params(kind, params)?;
-    let mut res = Resources::new(exe);
-    let s = w.run(&mut res, label, stop);
-    let _ = res.finish();
-    let line = to_json(&s?).to_string();
-    let mut o = std::io::stdout().lock();
-    writeln!(o, "{SAMPLE}{line}")
-        .and_then(|()| o.flush())
-        .map_err(|e| LabError::Child(format!("cannot print the sample: {e}")))
+/// A host that runs a workload's client side for the controller (`--client-host`): how
+/// [`crate::resources::Resources`] reaches it (the role itself is
+/// [`crate::roles::remote::rep`]).
+pub trait ClientHost {
+    /// Runs one repetition of `kind` with `params` there; its sample, or why not
+    /// (`Interrupted` when stopped).
+    fn run_rep(
+        &self,
+        kind: &str,
+        params: &Params,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError>;
+}
+
+impl ClientHost for dyn Transport {
+    fn run_rep(
+        &self,
+        kind: &str,
+        params: &Params,
+        label: &str,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Sample, LabError> {
+        run_rep(self, kind, params, label, stop)
+    }
 }
 
 /// Runs one repetition of `kind` with `params` on the client host of `t`; its sample, or why
@@ -150,21 +155,16 @@ pub fn run_rep(
     label: &str,
     stop: &dyn Fn() -> bool,
 ) -> Result<Sample, LabError> {
-    let json = serde_json::to_string(params).map_err(|e| LabError::Child(e.to_string()))?;
-    let args: Vec<String> = [
-        "hosts",
-        "rep",
-        "--kind",
-        kind,
-        "--params",
-        &json,
-        "--label",
-        label,
-        "--until-eof",
-    ]
-    .map(String::from)
-    .to_vec();
-    let mut cmd = t.socklab(&args)?;
+    let role = RoleArgs {
+        role: Role::Rep {
+            kind: kind.to_string(),
+            params: params.clone(),
+            label: label.to_string(),
+        },
+        listen: None,
+        until_eof: true,
+    };
+    let mut cmd = t.socklab(&role)?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -17,6 +17,7 @@ use socklab_net::load::{LoadConfig, LoadHistograms, LoadReport, Part};
 use socklab_sys::process::child_dies_with_parent;
 
 use super::probe::now_ns;
+use crate::roles::argv::{Role, RoleArgs};
 use crate::LabError;
 
 /// Prefix of the generator role's result line.
@@ -156,17 +157,15 @@ pub fn run(
     let start = now_ns() + LEAD.as_nanos() as i128;
     let mut running = Vec::with_capacity(gens.len());
     for ((t, offset), c) in gens.iter().zip(&configs) {
-        let json = serde_json::to_string(c).map_err(|e| LabError::Child(e.to_string()))?;
-        let args: Vec<String> = vec![
-            "hosts".into(),
-            "generate".into(),
-            "--config".into(),
-            json,
-            "--start-at".into(),
-            (start + i128::from(*offset)).to_string(),
-            "--until-eof".into(),
-        ];
-        let mut cmd = t.socklab(&args)?;
+        let role = RoleArgs {
+            role: Role::Generate {
+                config: Box::new(c.clone()),
+                start_at: start + i128::from(*offset),
+            },
+            listen: None,
+            until_eof: true,
+        };
+        let mut cmd = t.socklab(&role)?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use socklab_sys::host::HostFacts;
 
 use super::transport::Transport;
+use crate::roles::argv::{Role, RoleArgs};
 use crate::LabError;
 
 /// This build's version, which every host of an experiment must run.
@@ -304,7 +305,7 @@ fn host_err(t: &dyn Transport, reason: impl Into<String>) -> LabError {
 
 /// Runs `socklab --version` on the host; an error unless it is this build's version.
 pub fn check_version(t: &dyn Transport) -> Result<(), LabError> {
-    let mut c = t.socklab(&["--version".into()])?;
+    let mut c = t.socklab(&RoleArgs::from(Role::Version))?;
     let out = c
         .stdin(Stdio::null())
         .output()
@@ -343,7 +344,7 @@ pub fn check_version(t: &dyn Transport) -> Result<(), LabError> {
 /// SSH reached) the path RTT and MTU.
 pub fn check(t: &dyn Transport, server_addr: Option<IpAddr>) -> Result<HostReport, LabError> {
     check_version(t)?;
-    let mut c = t.socklab(&["hosts".into(), "probe".into()])?;
+    let mut c = t.socklab(&RoleArgs::from(Role::Probe))?;
     c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use socklab_sys::process::{child_dies_with_parent, kill, Signal};
 
 use super::transport::{shell_quote, Stop, Transport};
+use crate::roles::argv::RoleArgs;
 use crate::LabError;
 
 /// How to reach hosts, shared by every command that takes hosts (`--ssh-config`,
@@ -226,9 +227,9 @@ impl Transport for Ssh {
         &self.name
     }
 
-    fn socklab(&self, args: &[String]) -> Result<Command, LabError> {
+    fn socklab(&self, role: &RoleArgs) -> Result<Command, LabError> {
         self.ensure()?;
-        Ok(self.session(&self.socklab_line(args)))
+        Ok(self.session(&self.socklab_line(&role.to_argv())))
     }
 
     fn shell(&self, line: &str) -> Result<Command, LabError> {

@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::roles::argv::RoleArgs;
 use crate::LabError;
 
 /// How a role started by a transport is stopped.
@@ -26,9 +27,10 @@ pub trait Transport: fmt::Debug + Send + Sync {
     /// The host's name as the user wrote it (`local` for this machine).
     fn name(&self) -> &str;
 
-    /// A command that runs `socklab ARGS…` on the host. For [`Stop::CloseStdin`] transports
-    /// the caller must pipe its stdin and keep it open while the role should run.
-    fn socklab(&self, args: &[String]) -> Result<Command, LabError>;
+    /// A command that runs `socklab` as `role` on the host (its one typed command line). For
+    /// [`Stop::CloseStdin`] transports the caller must pipe its stdin and keep it open while
+    /// the role should run.
+    fn socklab(&self, role: &RoleArgs) -> Result<Command, LabError>;
 
     /// A command that runs a shell command line on the host (`hosts install`, `uname -m`).
     fn shell(&self, line: &str) -> Result<Command, LabError>;
@@ -65,9 +67,9 @@ impl Transport for Local {
         "local"
     }
 
-    fn socklab(&self, args: &[String]) -> Result<Command, LabError> {
+    fn socklab(&self, role: &RoleArgs) -> Result<Command, LabError> {
         let mut c = Command::new(&self.exe);
-        c.args(args);
+        c.args(role.to_argv());
         Ok(c)
     }
 
@@ -96,6 +98,7 @@ pub fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::roles::argv::Role;
 
     #[test]
     fn words_are_quoted_for_the_remote_shell() {
@@ -111,7 +114,7 @@ mod tests {
     #[test]
     fn the_local_host_runs_the_binary_itself() {
         let l = Local::new(PathBuf::from("/bin/socklab"));
-        let c = l.socklab(&["sink".into()]).unwrap();
+        let c = l.socklab(&RoleArgs::from(Role::Sink)).unwrap();
         assert_eq!(c.get_program(), "/bin/socklab");
         assert_eq!(c.get_args().collect::<Vec<_>>(), ["sink"]);
         assert!(l.is_local());

@@ -9,7 +9,11 @@ use crate::LabError;
 /// One parameter of a workload, defined once: its name, its default as text (parsed by the same
 /// parser as a user's value; empty: unset, or a description in parentheses when the default is
 /// not a value), and its meaning. The same descriptor drives experiment-file checks, the key
-/// listings in errors, the docs and the CLI's defaults.
+/// listings in errors, the docs and the CLI: its flag (name, short form, value name), whether
+/// the flag takes a comma list (several values: an axis), a switch form (a flag without a value,
+/// and presets such as `--reverse` = `direction=down`), its help, and the modes of the command
+/// it belongs to (bulk's TCP or UDP). Built with const builders:
+/// `Key::new("streams", "1", "…").short('P').list()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
     /// The key (underscores).
@@ -18,12 +22,175 @@ pub struct Key {
     pub default: &'static str,
     /// One line of meaning.
     pub doc: &'static str,
+    /// The flag's long name without dashes; `None`: the key with dashes (`read_size`:
+    /// `read-size`).
+    pub flag: Option<&'static str>,
+    /// The flag's short form (`-P`).
+    pub short: Option<char>,
+    /// Whether the flag takes a comma list: one value is fixed, several are an axis.
+    pub list: bool,
+    /// Whether the flag is a switch: given without a value, it sets the key to `true`.
+    pub switch: bool,
+    /// Flags that set the key to one value (`--reverse` = `direction=down`).
+    pub presets: &'static [Preset],
+    /// The flag's help; `None`: [`Key::doc`].
+    pub help: Option<&'static str>,
+    /// The value's name in the help (`SIZE`, `D`).
+    pub value_name: Option<&'static str>,
+    /// The modes of a command the key belongs to ([`Modes::ALL`]: every one).
+    pub modes: Modes,
+    /// Whether values are byte sizes (printed with K/M/G by sweeps).
+    pub size: bool,
+    /// Whether the key has no flag of its own (set by the command, e.g. pingpong's `udp`).
+    pub no_flag: bool,
+}
+
+/// A flag that sets a key to a fixed value: `--reverse` is `direction=down`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    /// The long flag without dashes.
+    pub flag: &'static str,
+    /// Its short form.
+    pub short: Option<char>,
+    /// The value it sets.
+    pub value: &'static str,
+    /// Its help.
+    pub help: &'static str,
+}
+
+impl Preset {
+    /// `--flag` sets the key to `value`.
+    pub const fn new(flag: &'static str, value: &'static str, help: &'static str) -> Preset {
+        Preset {
+            flag,
+            short: None,
+            value,
+            help,
+        }
+    }
+
+    /// With a short form.
+    pub const fn short(mut self, c: char) -> Preset {
+        self.short = Some(c);
+        self
+    }
+}
+
+/// The modes of a command a key belongs to, as a bit set (bulk: [`Modes::TCP`] or
+/// [`Modes::UDP`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modes(pub u8);
+
+impl Modes {
+    /// Every mode.
+    pub const ALL: Modes = Modes(u8::MAX);
+    /// TCP (bulk without `--udp`).
+    pub const TCP: Modes = Modes(1);
+    /// UDP (bulk `--udp`).
+    pub const UDP: Modes = Modes(2);
+
+    /// Whether `self` includes `mode`.
+    pub const fn has(self, mode: Modes) -> bool {
+        self.0 & mode.0 != 0
+    }
+
+    /// Both sets.
+    pub const fn or(self, other: Modes) -> Modes {
+        Modes(self.0 | other.0)
+    }
 }
 
 impl Key {
     /// A descriptor.
     pub const fn new(name: &'static str, default: &'static str, doc: &'static str) -> Key {
-        Key { name, default, doc }
+        Key {
+            name,
+            default,
+            doc,
+            flag: None,
+            short: None,
+            list: false,
+            switch: false,
+            presets: &[],
+            help: None,
+            value_name: None,
+            modes: Modes::ALL,
+            size: false,
+            no_flag: false,
+        }
+    }
+
+    /// The flag's long name (without dashes), when it is not the key with dashes.
+    pub const fn flag(mut self, flag: &'static str) -> Key {
+        self.flag = Some(flag);
+        self
+    }
+
+    /// The flag's short form.
+    pub const fn short(mut self, c: char) -> Key {
+        self.short = Some(c);
+        self
+    }
+
+    /// The flag takes a comma list (several values: an axis).
+    pub const fn list(mut self) -> Key {
+        self.list = true;
+        self
+    }
+
+    /// The flag is a switch (no value: `true`).
+    pub const fn switch(mut self) -> Key {
+        self.switch = true;
+        self
+    }
+
+    /// Flags that set the key to fixed values.
+    pub const fn presets(mut self, presets: &'static [Preset]) -> Key {
+        self.presets = presets;
+        self
+    }
+
+    /// The flag's help, when not [`Key::doc`].
+    pub const fn help(mut self, help: &'static str) -> Key {
+        self.help = Some(help);
+        self
+    }
+
+    /// The value's name in the help.
+    pub const fn value_name(mut self, v: &'static str) -> Key {
+        self.value_name = Some(v);
+        self
+    }
+
+    /// The modes the key belongs to.
+    pub const fn modes(mut self, modes: Modes) -> Key {
+        self.modes = modes;
+        self
+    }
+
+    /// Values are byte sizes.
+    pub const fn size(mut self) -> Key {
+        self.size = true;
+        self
+    }
+
+    /// The key has no flag of its own.
+    pub const fn no_flag(mut self) -> Key {
+        self.no_flag = true;
+        self
+    }
+
+    /// The flag's long name (without dashes).
+    pub fn flag_name(&self) -> String {
+        match self.flag {
+            Some(f) => f.to_string(),
+            None => self.name.replace('_', "-"),
+        }
+    }
+
+    /// The flag's help text.
+    pub fn help_text(&self) -> &'static str {
+        self.help.unwrap_or(self.doc)
     }
 
     /// Whether the default is a value the key's parser reads (not empty, not a description
@@ -179,5 +346,27 @@ mod tests {
             .to_string();
         assert_eq!(e, "verify = 'maybe': not a boolean: write true or false");
         assert_eq!(p.to_text(), "read_size=1500 verify=maybe");
+    }
+
+    #[test]
+    fn key_builders_describe_the_flag() {
+        const REVERSE: &[Preset] = &[Preset::new("reverse", "down", "the sink sends").short('R')];
+        const K: Key = Key::new("read_size", "128K", "bytes per read")
+            .short('r')
+            .list()
+            .size()
+            .modes(Modes::TCP)
+            .presets(REVERSE);
+        assert_eq!(K.flag_name(), "read-size");
+        assert_eq!(K.help_text(), "bytes per read");
+        assert_eq!(K.short, Some('r'));
+        let k = K;
+        assert!(k.list && k.size && !k.switch);
+        assert!(k.modes.has(Modes::TCP) && !k.modes.has(Modes::UDP));
+        assert_eq!(K.presets[0].short, Some('R'));
+        let plain = Key::new("cc", "cubic", "congestion control");
+        assert!(plain.modes.has(Modes::UDP) && plain.modes.has(Modes::TCP));
+        assert_eq!(plain.flag("tcp-cc").help("h").flag_name(), "tcp-cc");
+        assert_eq!(plain.help("h").help_text(), "h");
     }
 }

@@ -46,6 +46,35 @@ use crate::resources::Resources;
 use crate::table::Table;
 use crate::LabError;
 
+/// How long one repetition of a cell takes, as far as its parameters say (`--dry-run` and the
+/// notice before a long plan add these up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeBounds {
+    /// It lasts at least this long (`None`: bounded by a count, or unknown).
+    pub at_least: Option<std::time::Duration>,
+    /// It ends within this (`None`: no bound known in advance).
+    pub at_most: Option<std::time::Duration>,
+    /// The upper bound is a timeout: the repetition may end much sooner.
+    pub by_timeout: bool,
+}
+
+impl TimeBounds {
+    /// A repetition that lasts exactly `d`, when known.
+    pub fn exactly(d: Option<std::time::Duration>) -> TimeBounds {
+        TimeBounds {
+            at_least: d,
+            at_most: d,
+            by_timeout: false,
+        }
+    }
+}
+
+/// The duration that `key` holds in `p`, if it is one.
+pub(crate) fn duration_of(p: &Params, key: &str) -> Option<std::time::Duration> {
+    p.get(key)
+        .and_then(|v| socklab_units::parse_duration(v).ok())
+}
+
 /// A table of the report that belongs to one workload (seed 004's per-file retransmissions,
 /// seed 002's design table), with its caption.
 #[derive(Debug, Clone)]
@@ -111,6 +140,11 @@ pub trait Spec: Sized {
     fn context(key: &str, value: &str) -> Params {
         let _ = (key, value);
         Params::new()
+    }
+
+    /// How long one repetition takes, as far as the parameters say (default: not known).
+    fn time_bounds(&self) -> TimeBounds {
+        TimeBounds::default()
     }
 
     /// Its own tables in the report.
@@ -250,6 +284,13 @@ macro_rules! workloads {
             pub fn params(&self) -> Params {
                 match self {
                     $(Workload::$variant(s) => s.params(),)*
+                }
+            }
+
+            /// How long one repetition takes (see [`Spec::time_bounds`]).
+            pub fn time_bounds(&self) -> TimeBounds {
+                match self {
+                    $(Workload::$variant(s) => Spec::time_bounds(s),)*
                 }
             }
 

@@ -38,15 +38,17 @@ impl PartialEq for PingSpec {
 }
 
 /// `size`.
-pub const SIZE: Key = Key::new("size", "64", "bytes per message");
+pub const SIZE: Key = Key::new("size", "64", "bytes per message").size().list();
 /// `count`.
-pub const COUNT: Key = Key::new("count", "500", "round trips per repetition (the seed: 500)");
+pub const COUNT: Key =
+    Key::new("count", "500", "round trips per repetition (the seed: 500)").short('n');
 /// `opts`.
 pub const OPTS: Key = Key::new(
     "opts",
     "baseline",
     "socket options: nodelay+quickack, server:sndbuf=64K, … (baseline: none)",
-);
+)
+.list();
 
 /// `timeout`.
 pub const TIMEOUT: Key = Key::new(
@@ -92,7 +94,7 @@ pub const KEYS: &[Key] = &[
         "self",
         "echo server HOST:PORT, or self to start one on loopback",
     ),
-    Key::new("udp", "false", "datagrams instead of a TCP connection"),
+    Key::new("udp", "false", "datagrams instead of a TCP connection").switch(),
     SIZE,
     COUNT,
     OPTS,
@@ -103,7 +105,9 @@ pub const KEYS: &[Key] = &[
         "new_connection",
         "false",
         "TCP: a new connection per message (where fastopen matters)",
-    ),
+    )
+    .flag("new-connection-per-message")
+    .switch(),
 ];
 
 /// The metrics of the ping-pong workload.

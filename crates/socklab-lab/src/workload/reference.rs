@@ -34,7 +34,7 @@ pub struct MemcpySpec(pub RefSpec);
 
 /// The keys of the reference workloads.
 pub const KEYS: &[Key] = &[
-    Key::new("size", "128K", "bytes per operation"),
+    Key::new("size", "128K", "bytes per operation").size(),
     Key::new("bytes", "1G", "total bytes to move"),
 ];
 

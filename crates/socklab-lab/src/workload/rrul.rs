@@ -51,7 +51,8 @@ pub const DURATION: Key = Key::new(
     "duration",
     "10s",
     "the loaded phase: the streams send this long (from their common start), probes beside them",
-);
+)
+.short('t');
 /// `probe_interval`.
 pub const PROBE_INTERVAL: Key = Key::new(
     "probe_interval",
@@ -69,13 +70,16 @@ pub const STREAMS: Key = Key::new(
     "streams",
     "4",
     "TCP streams each way in the loaded phase (flent's rrul: 4 up, 4 down)",
-);
+)
+.short('P')
+.list();
 /// `cc`.
 pub const CC: Key = Key::new(
     "cc",
     "cubic",
     "congestion control of every stream's sender and of the TCP probe connection (set and read back: this kernel's default is bbr)",
-);
+)
+.list();
 /// `interval`.
 pub const INTERVAL: Key = Key::new(
     "interval",
@@ -306,6 +310,14 @@ impl Spec for RrulSpec {
         };
         cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
         Ok(RrulSpec { cfg, link })
+    }
+
+    /// The idle phase, then the loaded one.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        let p = self.params();
+        let d = crate::workload::duration_of(&p, "idle")
+            .zip(crate::workload::duration_of(&p, "duration"));
+        crate::workload::TimeBounds::exactly(d.map(|(i, d)| i + d))
     }
 
     fn params(&self) -> Params {

@@ -125,3 +125,39 @@ fn summary_columns_follow_the_registry_and_are_known_metrics() {
         }
     }
 }
+
+/// Each workload bounds its own repetition's time from its parameters (the dry run adds them).
+#[test]
+fn each_workload_knows_its_time_bounds() {
+    use std::time::Duration;
+    let w = |kind: &str, p: Params| Workload::from_params(kind, &p).unwrap().time_bounds();
+    let s = Duration::from_secs;
+    assert_eq!(
+        w("bulk", Params::new().with("duration", "3s")),
+        TimeBounds::exactly(Some(s(3)))
+    );
+    assert_eq!(
+        w("bulk", Params::new().with("iterations", "100")),
+        TimeBounds::default()
+    );
+    let rrul = w(
+        "rrul",
+        Params::new().with("idle", "1s").with("duration", "4s"),
+    );
+    assert_eq!(rrul, TimeBounds::exactly(Some(s(5))));
+    let transfer = w("transfer", Params::new().with("timeout", "30s"));
+    assert_eq!(transfer.at_most, Some(s(30)));
+    assert!(transfer.by_timeout && transfer.at_least.is_none());
+    let load = w(
+        "load",
+        Params::new()
+            .with("to", "127.0.0.1:8080")
+            .with("duration", "5s")
+            .with("handler", "http")
+            .with("conn_requests", "10"),
+    );
+    assert_eq!((load.at_least, load.at_most), (None, Some(s(5))));
+    let udp = w("udp", Params::new().with("duration", "1s"));
+    assert!(udp.at_least == Some(s(1)) && udp.at_most > udp.at_least);
+    assert_eq!(w("pingpong", Params::new()), TimeBounds::default());
+}

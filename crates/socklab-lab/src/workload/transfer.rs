@@ -18,6 +18,7 @@ use crate::model::params::{parse_count, Key, Params};
 use crate::model::sample::Sample;
 use crate::model::stats::ExperimentStats;
 use crate::resources::{on_thread, LinkRun, Resources};
+use crate::roles::argv::Role;
 use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, RCV_SYS_S, RCV_USER_S};
 use crate::workload::link::{self, LinkParams};
@@ -123,13 +124,15 @@ pub const PROTO: Key = Key::new(
     "proto",
     "tcp",
     "tcp or rudp (socklab's reliable transport over UDP)",
-);
+)
+.list();
 /// `tcp_cc`.
 pub const TCP_CC: Key = Key::new(
     "tcp_cc",
     "cubic",
     "congestion control of both TCP sockets: cubic, bbr, reno (always set; n/a for rudp)",
-);
+)
+.list();
 /// `timeout`.
 pub const TIMEOUT: Key = Key::new(
     "timeout",
@@ -156,7 +159,9 @@ pub const KEYS: &[Key] = &[
         "10500",
         "seed-004: bytes per small file (the seed: 7 packets of 1500 bytes)",
     ),
-    Key::new("files", "", "custom: file sizes, e.g. \"1M,10K,10K\""),
+    Key::new("files", "", "custom: file sizes, e.g. \"1M,10K,10K\"")
+        .flag("file-sizes")
+        .value_name("SIZES"),
     TIMEOUT,
     Key::new("seed", "1", "seed of the files' pseudo-random content"),
 ];
@@ -254,6 +259,15 @@ impl Spec for TransferSpec {
         parse_spec(p)
     }
 
+    /// A repetition that has not finished by its `timeout` fails.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        crate::workload::TimeBounds {
+            at_least: None,
+            at_most: crate::workload::duration_of(&self.params(), "timeout"),
+            by_timeout: true,
+        }
+    }
+
     fn params(&self) -> Params {
         let mut p = Params::new();
         link::print(&mut p, &self.link);
@@ -331,22 +345,14 @@ impl Spec for TransferSpec {
             Some(d) => d.path().to_string_lossy().to_string(),
             None => remote_rx_dir(),
         };
-        let mut args = vec![
-            "transfer",
-            "serve",
-            "--proto",
-            self.proto.as_str(),
-            "--dir",
-            rx_text.as_str(),
-            "--once",
-        ];
-        if remote {
-            args.push("--remove-dir-at-exit");
-        }
-        if let Some(cc) = &self.tcp_cc {
-            args.extend(["--tcp-cc", cc.as_str()]);
-        }
-        let server = res.spawn(&args, in_link)?;
+        let role = Role::TransferServe {
+            proto: self.proto,
+            dir: rx_text,
+            once: true,
+            remove_dir_at_exit: remote,
+            tcp_cc: self.tcp_cc.clone(),
+        };
+        let server = res.spawn(&role, in_link)?;
         let to = server.addr();
         let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
         let (r, link_run) = res.in_client(in_link, || client(self, to, paths, stop))?;

@@ -81,13 +81,16 @@ pub const RATE: Key = Key::new(
     "rate",
     "1G",
     "offered rate, bits of UDP payload per second (K, M, G: decimal, as iperf3 -b), or max: the highest rate without loss, searched by trials",
-);
+)
+.list();
 /// `size`.
 pub const SIZE: Key = Key::new(
     "size",
     "1472",
     "bytes of UDP payload per datagram, 48 to 65507 (1472 fills a 1500-byte MTU)",
-);
+)
+.size()
+.list();
 /// `duration`.
 pub const DURATION: Key = Key::new("duration", "2s", "time to send");
 /// `gso`.
@@ -95,13 +98,15 @@ pub const GSO: Key = Key::new(
     "gso",
     "auto",
     "UDP GSO at the sender (64 datagrams per send): auto (where the path takes it), on, off (sendmmsg)",
-);
+)
+.list();
 /// `drain`.
 pub const DRAIN: Key = Key::new(
     "drain",
     "auto",
     "how long the receiver waits for stragglers after the first FIN; auto: 100ms plus twice the link's longest delay",
-);
+)
+.no_flag();
 /// `rcvbuf`.
 pub const RCVBUF: Key = Key::new(
     "rcvbuf",
@@ -122,7 +127,7 @@ pub const KEYS: &[Key] = &[
     SIZE,
     DURATION,
     GSO,
-    Key::new("sndbuf", "4M", "SO_SNDBUF of the sender"),
+    Key::new("sndbuf", "4M", "SO_SNDBUF of the sender").size(),
     RCVBUF,
     DRAIN,
     TRIAL,
@@ -402,6 +407,15 @@ impl Spec for UdpSpec {
             interval: p.parse_opt("interval", parse_udp_interval)?,
         };
         Ok(spec)
+    }
+
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        let (lo, hi) = UdpSpec::time_bounds(self);
+        crate::workload::TimeBounds {
+            at_least: Some(lo),
+            at_most: Some(hi),
+            by_timeout: false,
+        }
     }
 
     fn params(&self) -> Params {

@@ -5,7 +5,21 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use socklab_lab::workload::transfer;
 
-use super::{DbArg, LinkArgs, SummaryFormat};
+use socklab_lab::params::{Key, Modes};
+
+use super::{merged, DbArg, FlagTable, KeyFlags, LinkArgs, SummaryFormat};
+
+/// `socklab transfer`'s key flags: the transfer workload's keys.
+#[derive(Debug, Clone)]
+pub struct TransferFlags;
+
+impl FlagTable for TransferFlags {
+    const REPS: usize = 5;
+    const NAME: &'static str = "transfer";
+    fn keys() -> Vec<Key> {
+        merged(&[(transfer::KEYS, Modes::ALL)])
+    }
+}
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -15,43 +29,9 @@ pub struct TransferArgs {
     /// An emulated link between client and server (see `socklab netem --help`; needs root).
     #[command(flatten)]
     pub link: LinkArgs,
-    /// Transports to compare: tcp, rudp (list allowed).
-    #[arg(long, value_delimiter = ',', default_value = transfer::PROTO.default)]
-    pub proto: Vec<String>,
-    /// Congestion control of the TCP runs: cubic, bbr, reno (list allowed; always set and
-    /// recorded, this kernel's default may differ).
-    #[arg(long, value_delimiter = ',', default_value = transfer::TCP_CC.default)]
-    pub tcp_cc: Vec<String>,
-    /// seed-004 (10 large + 10 small files, interleaved) or custom (with --file-sizes).
-    #[arg(long)]
-    pub workload: Option<String>,
-    /// The file sizes of the custom workload, e.g. 1M,10K,10K (implies --workload custom).
-    #[arg(long, value_name = "SIZES")]
-    pub file_sizes: Option<String>,
-    /// seed-004: bytes per large file (default 987000).
-    #[arg(long, value_name = "SIZE")]
-    pub large: Option<String>,
-    /// seed-004: bytes per small file (default 10500).
-    #[arg(long, value_name = "SIZE")]
-    pub small: Option<String>,
-    /// A repetition not finished after this long fails (it is stored with failed = 1).
-    #[arg(long, default_value = transfer::TIMEOUT.default)]
-    pub timeout: String,
-    /// Seed of the files' content and of --order random.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Measured repetitions per configuration.
-    #[arg(long, short, default_value_t = 5)]
-    pub reps: usize,
-    /// Warm-up repetitions per configuration.
-    #[arg(long, default_value_t = 1)]
-    pub warmup: usize,
-    /// Run order: interleaved, random, sequential.
-    #[arg(long, default_value = "interleaved")]
-    pub order: String,
-    /// Experiment name in the store.
-    #[arg(long, default_value = "transfer")]
-    pub name: String,
+    /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
+    #[command(flatten)]
+    pub keys: KeyFlags<TransferFlags>,
     #[command(flatten)]
     pub format: SummaryFormat,
     /// Where the roles run (another host over SSH).

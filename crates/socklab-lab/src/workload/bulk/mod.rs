@@ -19,7 +19,7 @@ use socklab_units::{format_bps, parse_rate, Rate};
 use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::model::metric::{m, Better, Metric};
-use crate::model::params::{parse_bool, parse_count, Key, Params};
+use crate::model::params::{parse_bool, parse_count, Key, Params, Preset};
 use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::series;
@@ -64,17 +64,21 @@ pub const STRATEGY: Key = Key::new(
     "strategy",
     "single",
     "write, writev, single, sendmsg, sendfile, splice, zerocopy",
-);
+)
+.short('s')
+.list();
 /// `nbufs`.
-pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round");
+pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round").list();
 /// `bufsize`.
-pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)");
+pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)")
+    .size()
+    .list();
 /// `duration`.
-pub const DURATION: Key = Key::new("duration", "2s", "time to send");
+pub const DURATION: Key = Key::new("duration", "2s", "time to send").short('t');
 /// `cc`.
-pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket");
+pub const CC: Key = Key::new("cc", "cubic", "congestion control of the sending socket").list();
 /// `read_size`.
-pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink");
+pub const READ_SIZE: Key = Key::new("read_size", "128K", "bytes per read() at the sink").size();
 
 /// Largest `sndbuf` (1 GiB, as `--opts sndbuf=`): setsockopt takes an int.
 const MAX_SNDBUF: usize = 1 << 30;
@@ -89,22 +93,25 @@ pub const KEYS: &[Key] = &[
         "iterations",
         "",
         "rounds to send (one of iterations, duration, bytes)",
-    ),
+    )
+    .short('n'),
     DURATION,
-    Key::new("bytes", "", "bytes to send, rounded up to whole rounds"),
+    Key::new("bytes", "", "bytes to send, rounded up to whole rounds").size(),
     CC,
-    Key::new("nodelay", "false", "TCP_NODELAY on the sender"),
+    Key::new("nodelay", "false", "TCP_NODELAY on the sender").switch(),
     Key::new(
         "sndbuf",
         "",
         "SO_SNDBUF of the sender (default: autotuning)",
-    ),
+    )
+    .size(),
     READ_SIZE,
     Key::new(
         "verify",
         "false",
         "BLAKE3-hash the stream on both sides and compare",
-    ),
+    )
+    .switch(),
     Key::new("seed", "1", "seed of the payload pattern"),
     TIMEOUT,
     Key::new(
@@ -123,7 +130,8 @@ pub const KEYS: &[Key] = &[
         "pacing_rate",
         "",
         "SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal, as iperf3 --fq-rate), read back; the sink's for down streams (default: unlimited)",
-    ),
+    )
+    .list(),
     Key::new(
         "affinity",
         "",
@@ -142,14 +150,33 @@ pub const STREAMS: Key = Key::new(
     "streams",
     "1",
     "streams per direction (iperf3 -P), each its own connection and thread, started together; gbps is their total",
-);
+)
+.short('P')
+.list();
 
 /// `direction`.
 pub const DIRECTION: Key = Key::new(
     "direction",
     "up",
     "up (the client sends), down (the sink sends, iperf3 -R) or bidir (both at once, streams each way, iperf3 --bidir)",
-);
+)
+.no_flag()
+.presets(DIRECTIONS);
+
+/// The flags that set `direction`.
+const DIRECTIONS: &[Preset] = &[
+    Preset::new(
+        "reverse",
+        "down",
+        "The sink sends and the client reads (iperf3 -R): the same write strategies on the sink's side, the reads counted on the client",
+    )
+    .short('R'),
+    Preset::new(
+        "bidir",
+        "bidir",
+        "Both directions at once on separate connections, --streams each way (iperf3 --bidir), each direction with its own figures",
+    ),
+];
 
 /// A `pacing_rate`: bits per second.
 fn parse_pacing(s: &str) -> Result<u64, String> {
@@ -497,6 +524,14 @@ impl Spec for BulkSpec {
             .validate()
             .map_err(|e| LabError::Plan(e.to_string()))?;
         Ok(spec)
+    }
+
+    /// A bulk repetition lasts its `duration` (none with `iterations` or `bytes`).
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        crate::workload::TimeBounds::exactly(crate::workload::duration_of(
+            &self.params(),
+            "duration",
+        ))
     }
 
     fn params(&self) -> Params {

@@ -23,7 +23,8 @@ pub const OPTS: Key = Key::new(
     "opts",
     "",
     "socket options of every stream's two ends: nodelay+quickack, client:sndbuf=1M, server:cc=bbr, … as pingpong's (baseline: none; a list is an axis); each read back and stored, one the kernel did not apply marked not in effect (default: none, BULK/1)",
-);
+)
+.list();
 
 /// `opts_off`.
 pub const OPTS_OFF: Metric = m(

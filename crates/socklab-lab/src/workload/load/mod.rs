@@ -31,7 +31,7 @@ mod tests;
 
 pub use designs::{designs_table, DESIGNS_NOTE, DESIGNS_NOTE_NO_BASELINE};
 use run::run_load;
-pub use run::{load_config, sample, serve_args};
+pub use run::{load_config, sample, serve_role};
 pub use spec::workers;
 use spec::{parse_spec, print_spec};
 
@@ -144,18 +144,18 @@ pub const KEYS: &[Key] = &[
         "design",
         "epoll",
         "server design: iterative, fork, prefork-nolock, prefork-flock, prefork-mutex, prefork-fdpass, thread, prethread-mutex, prethread-handoff, prethread-accept, epoll, epoll-shared, epoll-exclusive, reuseport, uring, tokio",
-    ),
+    ).no_flag(),
     Key::new(
         "workers",
         "cores",
         "server workers (processes or threads) for the pool designs; cores = the number of CPUs",
-    ),
+    ).no_flag(),
     Key::new(
         "handler",
         "stevens",
         "protocol: stevens (count line, that many bytes back), echo, http",
-    ),
-    Key::new("body", "100", "http: response body bytes"),
+    ).flag("protocol"),
+    Key::new("body", "100", "http: response body bytes").no_flag(),
     Key::new(
         "clients",
         "10",
@@ -195,7 +195,7 @@ pub const KEYS: &[Key] = &[
         "conn_requests",
         "unlimited",
         "http/echo: requests per connection, then it stops (socklab load --loops)",
-    ),
+    ).no_flag(),
     Key::new("path", "/", "http: the path to GET"),
     Key::new("host", "(the address)", "http: the Host header"),
     Key::new(
@@ -207,12 +207,12 @@ pub const KEYS: &[Key] = &[
         "partial",
         "fail",
         "a run that stops early (interrupted, ephemeral ports exhausted): fail the repetition, or keep its figures as the sample (extra.report.aborted says why)",
-    ),
+    ).no_flag(),
     Key::new(
         "new_connection",
         "false",
         "http/echo: a new connection per request instead of keep-alive",
-    ),
+    ).flag("new-connection-per-request").switch(),
     Key::new("threads", "1", "load generator threads"),
     Key::new(
         "interval",
@@ -403,6 +403,22 @@ impl Spec for LoadSpec {
 
     fn parse(p: &Params) -> Result<Self, LabError> {
         parse_spec(p)
+    }
+
+    /// A run bounded by a count ends at its count, its duration only caps it.
+    fn time_bounds(&self) -> crate::workload::TimeBounds {
+        let p = self.params();
+        let counted = |k: &str| p.get(k).is_some_and(|v| v != "unlimited");
+        let d = crate::workload::duration_of(&p, "duration");
+        if counted("requests") || counted("conn_requests") || counted("loops") {
+            crate::workload::TimeBounds {
+                at_least: None,
+                at_most: d,
+                by_timeout: false,
+            }
+        } else {
+            crate::workload::TimeBounds::exactly(d)
+        }
     }
 
     fn params(&self) -> Params {

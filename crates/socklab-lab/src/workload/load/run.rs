@@ -2,6 +2,7 @@
 //! it, and the pure mapping of what they report to a [`Sample`].
 
 use super::*;
+use crate::roles::argv::Role;
 
 /// The generator's configuration for `spec` against `to`.
 pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
@@ -56,19 +57,14 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
     c
 }
 
-/// The `socklab serve` arguments of `spec` (without the address, which the child announces).
-pub fn serve_args(spec: &LoadSpec) -> Vec<String> {
-    vec![
-        "serve".into(),
-        "--design".into(),
-        spec.design.name().into(),
-        "--handler".into(),
-        spec.handler.name().into(),
-        "--workers".into(),
-        workers(spec).to_string(),
-        "--body".into(),
-        spec.body.to_string(),
-    ]
+/// The `socklab serve` role of `spec` (without the address, which the child announces).
+pub fn serve_role(spec: &LoadSpec) -> Role {
+    Role::Serve {
+        design: spec.design,
+        handler: spec.handler,
+        workers: workers(spec),
+        body: spec.body,
+    }
 }
 
 /// Runs the generator on its own thread, `stop()` turned into its flag: `None` when stopped
@@ -112,9 +108,7 @@ pub(super) fn run_load(
     let run_err = |source| LabError::run(label, source);
     let (server, to) = match spec.to {
         Target::SelfSink => {
-            let args = serve_args(spec);
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let s = res.spawn(&args, false)?;
+            let s = res.spawn(&serve_role(spec), false)?;
             let a = s.addr();
             (Some(s), a)
         }
