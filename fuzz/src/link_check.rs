@@ -1,9 +1,9 @@
-//! `netem check`'s probe datagrams (`socklab_net::link::check`): any bytes the receiver reads
+//! `netem check`'s probe datagrams (`socklab_link::check`): any bytes the receiver reads
 //! are an intact datagram or refused without panicking; a datagram the sender fills parses to
 //! its sequence number and send time; and the capacity phase's per-second counts take any
 //! arrival and origin times (both come from datagrams) without panicking.
-use socklab_net::link::capacity;
-use socklab_net::link::check::{fill, parse};
+use socklab_link::capacity;
+use socklab_link::check::{fill, parse};
 
 /// One input of the target.
 pub fn run(data: &[u8]) {

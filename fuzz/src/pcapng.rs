@@ -1,6 +1,6 @@
 //! socklab's pcapng reader never panics on any bytes, and a packet the encoder wrote reads back
 //! as it was.
-use socklab_net::link::pcapng::{self, Block};
+use socklab_link::pcapng::{self, Block};
 
 /// One input of the target.
 pub fn run(data: &[u8]) {

@@ -1,9 +1,9 @@
-//! The resume sidecar (`.NAME.sl-part.json`, read by `socklab_net::transfer::FileReceiver`
+//! The resume sidecar (`.NAME.sl-part.json`, read by `socklab_transfer::FileReceiver`
 //! when a transfer of the same file starts again): any sidecar text, beside a correct partial
 //! file, never panics; the ranges the receiver then claims (`Resume`) are sorted, disjoint and
 //! inside both the file and the partial file; and sending the whole file still ends with the
 //! verified file, whatever the sidecar said.
-use socklab_net::transfer::{Control, FileReceiver, Manifest};
+use socklab_transfer::{Control, FileReceiver, Manifest};
 
 /// The file the target resumes: its name and content.
 pub const NAME: &str = "f";

@@ -2,10 +2,10 @@
 //! pieces, and what they decode encodes back to the same bytes: the manifest
 //! (`encode(decode(b)) == b`, as its module documents), control records within the encoder's
 //! limits (detail text, Resume ranges) and TCP frames.
-use socklab_net::transfer::control::{MAX_DETAIL, MAX_RESUME_RANGES};
-use socklab_net::transfer::framing::{self, HEADER_LEN as FRAME_HEADER};
-use socklab_net::transfer::manifest::HEADER_LEN as MANIFEST_HEADER;
-use socklab_net::transfer::{Control, ControlDecoder, FrameDecoder, Manifest};
+use socklab_transfer::control::{MAX_DETAIL, MAX_RESUME_RANGES};
+use socklab_transfer::framing::{self, HEADER_LEN as FRAME_HEADER};
+use socklab_transfer::manifest::HEADER_LEN as MANIFEST_HEADER;
+use socklab_transfer::{Control, ControlDecoder, FrameDecoder, Manifest};
 
 fn manifest(data: &[u8]) {
     match Manifest::encoded_len(data) {

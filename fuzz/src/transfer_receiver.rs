@@ -1,4 +1,4 @@
-//! The transfer receiver's chunk handling (`socklab_net::transfer::FileReceiver`): any chunks a
+//! The transfer receiver's chunk handling (`socklab_transfer::FileReceiver`): any chunks a
 //! client sends (the manifest on stream 0, file data on the others, in any order, duplicated,
 //! overlapping, out of range) never panic and never write outside the target directory; what
 //! the receiver answers decodes; a file it calls verified is under its name with the
@@ -8,8 +8,8 @@
 //! the input).
 use std::sync::Arc;
 
-use socklab_net::transfer::limits::{MemoryBudget, ReceiveLimits};
-use socklab_net::transfer::{Control, FileReceiver};
+use socklab_transfer::limits::{MemoryBudget, ReceiveLimits};
+use socklab_transfer::{Control, FileReceiver};
 
 /// The chunks of an input: `(stream, offset, bytes)`.
 pub fn records(mut data: &[u8]) -> Vec<(u32, u64, &[u8])> {

@@ -1,8 +1,8 @@
-//! The tun driver's offload code (`socklab_net::link::vnet`) never panics on any bytes the
+//! The tun driver's offload code (`socklab_link::vnet`) never panics on any bytes the
 //! kernel could hand over: a virtio-net header and a packet, split into segments, grouped
 //! and joined again; every segment is a header plus a slice of the packet's payload, and the
 //! runs cover the segments in order.
-use socklab_net::link::vnet::{self, VnetHdr, HDR_LEN};
+use socklab_link::vnet::{self, VnetHdr, HDR_LEN};
 
 /// One input of the target.
 pub fn run(data: &[u8]) {

@@ -3,8 +3,8 @@
 //! receiver's collector keep its counts consistent; as text, a rate parses and prints back to
 //! itself or is refused.
 use socklab_net::udpbulk::collector::Collector;
-use socklab_net::udpbulk::parse_rate;
 use socklab_net::udpbulk::wire::{Header, HEADER_LEN};
+use socklab_units::parse_rate;
 
 /// One input of the target.
 pub fn run(data: &[u8]) {

@@ -1,5 +1,5 @@
 //! Size and duration parsers never panic; sizes print back to the same value.
-use socklab_net::units::{format_size, parse_duration, parse_size};
+use socklab_units::{format_size, parse_duration, parse_size};
 
 /// One input of the target.
 pub fn run(data: &[u8]) {

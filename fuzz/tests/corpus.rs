@@ -189,7 +189,7 @@ fn write_seeds() {
 
     let datagram = |seq, t, len| {
         let mut b = vec![0u8; len];
-        socklab_net::link::check::fill(&mut b, seq, t);
+        socklab_link::check::fill(&mut b, seq, t);
         b
     };
     seeds.push((
@@ -241,11 +241,9 @@ fn write_seeds() {
     let b = b"hello, receiver".to_vec();
     std::fs::write(src.path().join("a"), &a).unwrap();
     std::fs::write(src.path().join("d/b"), &b).unwrap();
-    let mut m = socklab_net::transfer::Manifest::from_paths(&[
-        src.path().join("a"),
-        src.path().join("d/b"),
-    ])
-    .unwrap();
+    let mut m =
+        socklab_transfer::Manifest::from_paths(&[src.path().join("a"), src.path().join("d/b")])
+            .unwrap();
     m.files[1].name = "d/b".into();
     let man = m.encode();
     seeds.push((
@@ -273,11 +271,11 @@ fn write_seeds() {
     let body = content();
     let src = tempfile::tempdir().unwrap();
     std::fs::write(src.path().join(NAME), &body).unwrap();
-    let m = socklab_net::transfer::Manifest::from_paths(&[src.path().join(NAME)]).unwrap();
+    let m = socklab_transfer::Manifest::from_paths(&[src.path().join(NAME)]).unwrap();
     let mut sidecars = Vec::new();
     for upto in [1000, 1500] {
         let dir = tempfile::tempdir().unwrap();
-        let mut rx = socklab_net::transfer::FileReceiver::new(dir.path()).unwrap();
+        let mut rx = socklab_transfer::FileReceiver::new(dir.path()).unwrap();
         rx.on_chunk(0, 0, &m.encode()).unwrap();
         rx.on_chunk(1, 0, &body[..upto]).unwrap();
         drop(rx);

@@ -15,7 +15,10 @@ struct Layout {
     pseudo: u32,
 }
 
-fn sum16(bytes: &[u8], mut acc: u32) -> u32 {
+/// The one IP checksum of socklab (RFC 1071), in its two halves so a pseudo-header's sum can be
+/// carried in: adds `bytes` as big-endian 16-bit words to `acc` (an odd last byte is padded
+/// with zero). The emulated link's offloads (`socklab-link`'s `vnet`) use it too.
+pub fn sum16(bytes: &[u8], mut acc: u32) -> u32 {
     let mut chunks = bytes.chunks_exact(2);
     for c in &mut chunks {
         acc += u32::from(u16::from_be_bytes([c[0], c[1]]));
@@ -26,11 +29,21 @@ fn sum16(bytes: &[u8], mut acc: u32) -> u32 {
     acc
 }
 
-fn fold(mut acc: u32) -> u16 {
+/// One's-complement fold of a [`sum16`] to 16 bits, not inverted (a partial checksum).
+pub fn fold16(mut acc: u32) -> u16 {
     while acc > 0xffff {
         acc = (acc & 0xffff) + (acc >> 16);
     }
-    !(acc as u16)
+    acc as u16
+}
+
+/// The Internet checksum of `bytes` (RFC 1071): the inverted fold of their sum.
+pub fn internet_checksum(bytes: &[u8]) -> u16 {
+    !fold16(sum16(bytes, 0))
+}
+
+fn fold(acc: u32) -> u16 {
+    !fold16(acc)
 }
 
 fn layout(p: &[u8]) -> Option<Layout> {
@@ -168,6 +181,22 @@ mod tests {
         p[60..].copy_from_slice(payload);
         assert!(fix_transport_checksum(&mut p));
         p
+    }
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 section 3: the words 0001 f203 f4f5 f6f7 sum to ddf2 (carries folded in);
+        // the checksum is its complement.
+        let b = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(sum16(&b, 0), 0x2_ddf0);
+        assert_eq!(fold16(sum16(&b, 0)), 0xddf2);
+        assert_eq!(internet_checksum(&b), 0x220d);
+        // The data with its checksum appended sums to all ones: the receiver's check.
+        let mut with = b.to_vec();
+        with.extend_from_slice(&0x220du16.to_be_bytes());
+        assert_eq!(internet_checksum(&with), 0);
+        // An odd length pads the last byte with zero.
+        assert_eq!(sum16(&[0x12], 0), 0x1200);
     }
 
     #[test]

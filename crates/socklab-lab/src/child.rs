@@ -12,8 +12,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use socklab_link::{Namespaces, Side, SERVER_ADDR};
 use socklab_net::childline::{effective_text, ChildLine};
-use socklab_net::link::{Namespaces, Side, SERVER_ADDR};
 use socklab_net::server::ServeReport;
 use socklab_sys::process::{child_dies_with_parent, kill, Signal};
 use socklab_sys::usage::{try_wait4, wait4, ExitStatus, Usage};

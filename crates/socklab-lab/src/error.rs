@@ -134,3 +134,44 @@ impl LabError {
         }
     }
 }
+
+/// An emulated link's error as the [`socklab_net::NetError`] it was before the link had its
+/// crate: the same variant and the same text, so [`LabError::Net`], [`LabError::run`] and the
+/// binary's matches on them keep working (the conversion at the lab's boundary).
+pub fn link_error(e: socklab_link::LinkError) -> socklab_net::NetError {
+    use socklab_link::LinkError as L;
+    use socklab_net::NetError as N;
+    match e {
+        L::Connect { addr, source } => N::Connect { addr, source },
+        L::Bind { addr, source, hint } => N::Bind { addr, source, hint },
+        L::Invalid(m) => N::Invalid(m),
+        L::Io { context, source } => N::Io { context, source },
+        L::Link(m) => N::Link(m),
+    }
+}
+
+impl From<socklab_link::LinkError> for LabError {
+    fn from(e: socklab_link::LinkError) -> LabError {
+        LabError::Net(link_error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_error_reaches_the_lab_with_its_text_and_variant() {
+        let e = socklab_link::LinkError::Link("tc: netem missing".into());
+        let text = e.to_string();
+        let lab: LabError = e.into();
+        assert!(matches!(lab, LabError::Net(socklab_net::NetError::Link(_))));
+        assert_eq!(lab.to_string(), text);
+        let bind = socklab_link::LinkError::bind(
+            "127.0.0.1:1".parse().unwrap(),
+            std::io::Error::from_raw_os_error(socklab_sys::errno::EACCES),
+        );
+        let text = bind.to_string();
+        assert_eq!(link_error(bind).to_string(), text);
+    }
+}

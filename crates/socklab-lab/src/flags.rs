@@ -6,7 +6,7 @@
 //! zipped), `--order` ([`parse_order`]); a key outside the command's mode is found by
 //! [`outside_mode`].
 
-use socklab_net::units::{format_size, parse_size};
+use socklab_units::{format_size, parse_size};
 
 use crate::model::params::{normalize_key, Key, Modes, Params, Preset};
 use crate::plan::{Axis, Group, Order};

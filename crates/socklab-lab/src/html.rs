@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use socklab_net::units::parse_size;
+use socklab_units::parse_size;
 
 use crate::markdown::inline_markdown;
 use crate::model::stats::{CellStats, ExperimentStats};

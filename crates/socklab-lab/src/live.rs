@@ -36,7 +36,7 @@ impl LiveExecutor {
 
 impl LiveExecutor {
     /// Records the emulated link's packets into a pcapng file ([`Resources::set_capture`]).
-    pub fn set_capture(&mut self, cfg: socklab_net::link::capture::CaptureConfig) {
+    pub fn set_capture(&mut self, cfg: socklab_link::capture::CaptureConfig) {
         self.res.set_capture(cfg);
     }
 }

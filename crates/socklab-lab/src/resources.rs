@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use socklab_net::link::capture::{Capture, CaptureConfig};
-use socklab_net::link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
-use socklab_net::transfer::workfiles::WorkFile;
+use socklab_link::capture::{Capture, CaptureConfig};
+use socklab_link::{Driver, EmulatedLink, LinkConfig, LinkReport, Namespaces};
+use socklab_transfer::workfiles::WorkFile;
 
 use crate::child::ServerChild;
 use crate::hosts::client::ClientHost;
@@ -105,7 +105,7 @@ impl LinkRun {
     /// The run of a link from its report since the run started.
     pub fn from_report(r: &LinkReport, desc: String) -> LinkRun {
         static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        let other = socklab_net::link::timing::SchedClass::Other;
+        let other = socklab_link::timing::SchedClass::Other;
         if (r.forward.sched == other || r.backward.sched == other)
             && !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
@@ -429,7 +429,7 @@ impl Resources {
             self.link_facts
                 .push(("link_driver".into(), driver.to_string()));
             if driver.uses_namespaces() {
-                let set: Vec<String> = socklab_net::link::ns::SYSCTLS
+                let set: Vec<String> = socklab_link::ns::SYSCTLS
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();
@@ -621,7 +621,7 @@ pub fn on_thread_until<T: Send + 'static>(
             Err(mpsc::RecvTimeoutError::Timeout) if t0.elapsed() > limit => {
                 return Err(format!(
                     "the {name} thread did not return within {}",
-                    socklab_net::units::format_duration(limit)
+                    socklab_units::format_duration(limit)
                 ))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}

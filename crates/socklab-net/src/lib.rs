@@ -11,10 +11,7 @@
 //! - [`cpus`] — CPU lists (`--affinity 0-3`), round-robin per stream;
 //! - [`send`] — the sending side of a stream (the write strategies), shared by `bulk` and the sink;
 //! - [`reference`] — pipe and memcpy bandwidth, the seed-000 reference rows;
-//! - [`link`] — emulated links: namespaces with the TUN driver, real netem, cleanup, `check`;
-//! - [`udpproxy`] — the no-root `udp-proxy` emulator driver;
 //! - [`udpbulk`] — UDP bulk (`socklab bulk --udp`): paced sender, receiver, their statistics;
-//! - [`transfer`] — the file-transfer application layer of `socklab transfer` (TCP and rudp);
 //! - [`load`] — the load generator of `socklab load` (stevens, echo, http; closed and open loop);
 //! - `memtrim` — giving a drained flood's heap back to the system (`malloc_trim`).
 
@@ -24,7 +21,6 @@ pub mod childline;
 pub mod cpus;
 pub mod echo;
 pub mod error;
-pub mod link;
 pub mod load;
 mod memtrim;
 pub mod partial;
@@ -40,13 +36,7 @@ pub mod sink;
 pub mod sockopt;
 pub mod states;
 pub mod strategy;
-pub mod transfer;
 pub mod udpbulk;
-pub mod udpproxy;
-pub mod units;
 
-pub use error::{
-    LinkKeyError, LinkValueError, MtuError, NetError, ParseNameError, SockOptError, TransferError,
-    UdpWireError,
-};
+pub use error::{NetError, ParseNameError, SockOptError, UdpWireError};
 pub use strategy::Strategy;

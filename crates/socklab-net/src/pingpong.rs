@@ -34,8 +34,8 @@ use socklab_sys::io::{poll_flags, poll_one};
 use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
 use crate::sockopt::{self, OptSet, Side};
-use crate::units::{format_duration, format_size, parse_size};
 use crate::{NetError, ParseNameError};
+use socklab_units::{format_duration, format_size, parse_size};
 
 /// Largest UDP message: one IPv4 datagram (65535 - 20 IP - 8 UDP header bytes).
 pub const MAX_UDP_SIZE: usize = 65507;

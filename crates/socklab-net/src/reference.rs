@@ -76,7 +76,7 @@ pub fn data_caches() -> Vec<(u8, u64)> {
                 return None;
             }
             let level: u8 = read("level")?.trim().parse().ok()?;
-            let size = crate::units::parse_size(read("size")?.trim()).ok()?;
+            let size = socklab_units::parse_size(read("size")?.trim()).ok()?;
             Some((level, size))
         })
         .collect();

@@ -41,8 +41,8 @@ use std::time::{Duration, Instant};
 use socklab_sys::tcp::{tcp_info, TcpInfo, INFINITE_SSTHRESH};
 use socklab_sys::usage::{getrusage, Who};
 
-use crate::units::format_duration;
 use crate::NetError;
+use socklab_units::format_duration;
 
 /// Shortest sampling interval.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);

@@ -13,8 +13,8 @@ use std::str::FromStr;
 use socket2::Socket;
 use socklab_sys::sockopt::{get, set, IntOpt};
 
-use crate::units::{format_size, parse_size};
 use crate::{NetError, SockOptError};
+use socklab_units::{format_size, parse_size};
 
 /// One socket option with its value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use socklab_impair::LinkSpec;
+use socklab_link::udpproxy;
 use socklab_net::udpbulk::{self, End, Gso, SendConfig, SinkConfig, TestReport, UdpSink};
-use socklab_net::udpproxy;
 
 struct Sink {
     addr: std::net::SocketAddr,

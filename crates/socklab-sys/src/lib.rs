@@ -17,6 +17,7 @@
 //! - [`host`] — facts about the machine (kernel, CPU, congestion control);
 //! - [`sched`] — CPU affinity of the calling thread;
 //! - [`fs`] — free space of a file system (`fstatvfs`);
+//! - [`ioerr`] — what an I/O error means to a socket loop (a timeout, a transient `accept()`);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
 //! - [`mmsg`] — batched UDP: `sendmmsg`, `recvmmsg` with kernel arrival times and the
@@ -33,6 +34,7 @@ pub mod epoll;
 pub mod fs;
 pub mod host;
 pub mod io;
+pub mod ioerr;
 pub mod mem;
 pub mod mmsg;
 pub mod netns;
@@ -71,6 +73,11 @@ pub mod errno {
         EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECANCELED, ECONNABORTED, ECONNREFUSED,
         ECONNRESET, EINPROGRESS, EINTR, EINVAL, EIO, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
     };
+}
+
+/// Flags of `open` that socklab passes, named, so crates above need no `libc`.
+pub mod oflag {
+    pub use libc::{O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK};
 }
 
 /// Flags of `send`/`recv` that socklab passes, named, so crates above need no `libc`.

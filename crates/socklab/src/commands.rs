@@ -16,10 +16,10 @@ use socklab_lab::store::Store;
 use socklab_lab::summary::experiment_stats_with;
 use socklab_lab::workload::Workload;
 use socklab_lab::LabError;
-use socklab_net::link::capture::CaptureConfig;
+use socklab_link::capture::CaptureConfig;
 use socklab_net::sink::SinkConfig;
-use socklab_net::units::{format_size, parse_duration, parse_size};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
+use socklab_units::{format_size, parse_duration, parse_size};
 
 use crate::cli::{BulkArgs, EchoArgs, PingArgs, SinkArgs, SummaryFormat};
 use crate::dryrun;

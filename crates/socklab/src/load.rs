@@ -12,8 +12,8 @@ use socklab_lab::store::Store;
 use socklab_lab::workload::{load, parse_target, Target, Workload};
 use socklab_lab::LabError;
 use socklab_net::load::{LoadProtocol, LoadReport, Timing};
-use socklab_net::units::format_duration;
 use socklab_sys::process::install_interrupt_flag;
+use socklab_units::format_duration;
 
 use crate::cli::{merged, FlagTable, KeyFlags, SummaryFormat};
 use crate::commands::{command_line, out, run_and_print, run_observed, usage, Failure};

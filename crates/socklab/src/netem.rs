@@ -1,9 +1,10 @@
 //! `socklab netem`: emulated links from the command line.
 
-use socklab_net::link::capture::{Capture, CaptureConfig};
-use socklab_net::link::ns::{self, Side};
-use socklab_net::link::{check_mtu, Driver, LinkConfig};
-use socklab_net::{LinkKeyError, NetError};
+use socklab_link::capture::{Capture, CaptureConfig};
+use socklab_link::ns::{self, Side};
+use socklab_link::{check_mtu, Driver, LinkConfig};
+use socklab_link::{LinkError, LinkKeyError};
+use socklab_net::NetError;
 use socklab_sys::process::install_interrupt_flag;
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
@@ -17,6 +18,15 @@ impl From<NetError> for Failure {
         match e {
             NetError::Invalid(m) => Failure::Usage(m),
             NetError::Interrupted => Failure::Interrupted("interrupted".into()),
+            other => Failure::Run(other.to_string()),
+        }
+    }
+}
+
+impl From<LinkError> for Failure {
+    fn from(e: LinkError) -> Self {
+        match e {
+            LinkError::Invalid(m) => Failure::Usage(m),
             other => Failure::Run(other.to_string()),
         }
     }
@@ -69,7 +79,7 @@ impl LinkArgs {
                 self.capture_snaplen
             )));
         }
-        let limit = socklab_net::units::parse_size(&self.capture_limit)
+        let limit = socklab_units::parse_size(&self.capture_limit)
             .map_err(|e| usage(format!("--capture-limit {}: {e}", self.capture_limit)))?;
         if limit < 128 * 1024 {
             return Err(usage(format!(
@@ -122,7 +132,7 @@ impl LinkArgs {
     }
 }
 
-/// The flag of a link key ([`socklab_net::link::KEYS`]).
+/// The flag of a link key ([`socklab_link::KEYS`]).
 fn flag_of(key: &str) -> &'static str {
     match key {
         "link" => "--link",

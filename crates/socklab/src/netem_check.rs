@@ -1,14 +1,10 @@
 //! `socklab netem check`: builds a link, probes each direction, prints configured against
-//! measured (a table, or with `--json` one object: see docs/impairment.md).
+//! measured (a table, or with `--json` one object: see docs/impairment.md). The probing and
+//! the verdicts are `socklab_link::check_run`'s; this file checks the flags and prints.
 
-use std::net::Ipv4Addr;
-
-use socklab_net::link::capture::Capture;
-use std::time::{Duration, Instant};
-
-use socklab_net::link::check::{compare_lagged, probe, CheckConfig, CheckRow, Endpoints};
-use socklab_net::link::ns::Side;
-use socklab_net::link::{Driver, EmulatedLink, LinkReport};
+use socklab_link::check::{CheckConfig, CheckRow};
+use socklab_link::check_run::{self, Direction, Verdict};
+use socklab_link::{Driver, EmulatedLink};
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 
 use crate::cli::LinkArgs;
@@ -44,25 +40,6 @@ fn print_rows(title: &str, rows: &[CheckRow]) -> String {
     s
 }
 
-/// A direction's verdict: its rows agree, some differ, or the emulator fell behind and the
-/// rows say nothing about the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    Agrees,
-    Differs,
-    Invalid,
-}
-
-impl Verdict {
-    fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Agrees => "agrees",
-            Verdict::Differs => "differs",
-            Verdict::Invalid => "invalid",
-        }
-    }
-}
-
 /// One probed direction, as text and as JSON.
 struct Probed {
     text: String,
@@ -70,50 +47,21 @@ struct Probed {
     verdict: Verdict,
 }
 
-/// Copies the model of `d` still holds (neither delivered nor dropped).
-fn in_flight(d: &socklab_net::link::DirReport) -> u64 {
-    let s = &d.stats;
-    (s.packets_in + s.duplicated)
-        .saturating_sub(s.dropped + s.queue_dropped + s.aqm_dropped + s.delivered)
-}
-
-/// Waits (at most `bound`) until the link's model in direction `forward` holds no packet: the
-/// probe's receiver stopped reading when the model said the last packet would leave, and the
-/// accounting must not leave any of them to the next probe.
-fn settle(link: &EmulatedLink, forward: bool, bound: Duration) {
-    let end = Instant::now() + bound;
-    while Instant::now() < end && !interrupted() {
-        let r = link.report();
-        if in_flight(if forward { &r.forward } else { &r.backward }) == 0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn probed(
-    title: &str,
-    direction: &str,
-    (spec, rows): (String, Vec<CheckRow>),
-    r: &socklab_net::link::check::ProbeResult,
-    size: usize,
-    acc: &LinkReport,
-) -> Probed {
-    let ok = rows.iter().all(|r| r.ok != Some(false));
-    let invalid = acc.invalid_reason();
-    let verdict = match (&invalid, ok) {
-        (Some(_), _) => Verdict::Invalid,
-        (None, true) => Verdict::Agrees,
-        (None, false) => Verdict::Differs,
-    };
+/// A direction's table, accounting and verdict as text, beside its JSON.
+fn shown(d: &Direction, size: usize) -> Probed {
+    let verdict = d.verdict();
+    let invalid = d.acc.invalid_reason();
     let mut text = print_rows(
-        &format!("{title} ({spec}), {} datagrams of {size} B sent", r.sent),
-        &rows,
+        &format!(
+            "{} ({}), {} datagrams of {size} B sent",
+            d.title, d.spec, d.probe.sent
+        ),
+        &d.rows,
     );
-    text += &accounting(acc);
+    text += &accounting(&d.acc);
     text += &format!(
         "  emulator CPU per packet: {:.0} ns\n",
-        acc.cpu_ns_per_packet()
+        d.acc.cpu_ns_per_packet()
     );
     text += &format!(
         "  verdict: {}\n",
@@ -125,15 +73,7 @@ fn probed(
     );
     Probed {
         text,
-        json: serde_json::json!({
-            "direction": direction,
-            "spec": spec,
-            "ok": verdict == Verdict::Agrees,
-            "verdict": verdict.as_str(),
-            "rows": rows.iter().map(CheckRow::to_json).collect::<Vec<_>>(),
-            "probe": r.to_json(),
-            "emulator": acc.to_json(),
-        }),
+        json: d.to_json(),
         verdict,
     }
 }
@@ -167,129 +107,22 @@ pub fn check(
     let ccfg = CheckConfig { packets, size };
     let stop = || interrupted();
     let capture = open_capture(link_args, "socklab netem check")?;
-    let mut dirs = Vec::new();
-    let link_json;
-    if cfg.driver == Driver::UdpProxy {
-        // Forward direction only: sender -> proxy -> receiver, all on loopback, no root.
-        let mut link = EmulatedLink::start(&cfg)?;
-        let pair = link.pair().clone();
-        let free = std::net::UdpSocket::bind("127.0.0.1:0")?;
-        let target = free.local_addr()?;
-        drop(free);
-        let via = link.route(target)?;
-        let ends = Endpoints {
-            sender_ns: None,
-            receiver_ns: None,
-            receiver_bind: Ipv4Addr::LOCALHOST,
-            receiver_port: target.port(),
-            via: Some(via),
-        };
-        let r = probe(&ends, &pair.forward, &ccfg, &stop)?;
-        let stats = link.stop()?;
-        let lag = stats.forward.mean_lag_us() * 1e3;
-        if interrupted() {
-            return Err(Failure::Interrupted(
-                "interrupted; the link was removed".into(),
-            ));
-        }
-        link_json = serde_json::json!({
-            "driver": "udp-proxy",
-            "offload": null,
-            "link": socklab_net::link::spec_text(&pair.forward),
-            "link_back": socklab_net::link::spec_text(&pair.backward),
-            "mtu": cfg.mtu,
-            "seed": cfg.seed,
-        });
-        dirs.push(probed(
-            &format!("client -> server via udp-proxy ({})", pair.describe()),
-            "client->server",
-            (
-                socklab_net::link::spec_text(&pair.forward),
-                compare_lagged(&pair.forward, &r, lag),
-            ),
-            &r,
-            size,
-            &stats,
+    let started = |link: &EmulatedLink| -> Result<(), Failure> {
+        eprintln!("socklab netem check: {}", describe(link)?);
+        Ok(())
+    };
+    let Some(run) = check_run::run(&cfg, &ccfg, capture.as_ref(), &stop, started)? else {
+        return Err(Failure::Interrupted(
+            "interrupted; the link was removed".into(),
         ));
-    } else {
-        let link = EmulatedLink::start_with(&cfg, capture.as_ref().and_then(Capture::tap))?;
-        eprintln!("socklab netem check: {}", describe(&link)?);
-        link_json = serde_json::json!({
-            "driver": link.driver().as_str(),
-            "offload": link.offload().map(|o| o.as_str()),
-            "link": socklab_net::link::spec_text(&link.pair().forward),
-            "link_back": socklab_net::link::spec_text(&link.pair().backward),
-            "mtu": cfg.mtu,
-            "seed": cfg.seed,
-        });
-        let n = link.namespaces()?;
-        for (title, direction, from, to, spec) in [
-            (
-                "client -> server",
-                "client->server",
-                Side::Client,
-                Side::Server,
-                &link.pair().forward,
-            ),
-            (
-                "server -> client",
-                "server->client",
-                Side::Server,
-                Side::Client,
-                &link.pair().backward,
-            ),
-        ] {
-            let ends = Endpoints {
-                sender_ns: Some(n.path(from)),
-                receiver_ns: Some(n.path(to)),
-                receiver_bind: to.addr(),
-                receiver_port: 0,
-                via: None,
-            };
-            let window = capture
-                .as_ref()
-                .map(|c| c.window(&format!("netem check, {title} probe")));
-            let before = link.mark(window);
-            let r = probe(&ends, spec, &ccfg, &stop)?;
-            settle(&link, from == Side::Client, Duration::from_secs(5));
-            if interrupted() {
-                return Err(Failure::Interrupted(
-                    "interrupted; the link was removed".into(),
-                ));
-            }
-            let acc = link.mark(window.map(|_| 0)).since(&before);
-            let d = if from == Side::Client {
-                &acc.forward
-            } else {
-                &acc.backward
-            };
-            let lag = d.mean_lag_us() * 1e3;
-            dirs.push(probed(
-                title,
-                direction,
-                (
-                    socklab_net::link::spec_text(spec),
-                    compare_lagged(spec, &r, lag),
-                ),
-                &r,
-                size,
-                &acc,
-            ));
-        }
-        link.stop()?;
-    }
+    };
+    let dirs: Vec<Probed> = run.directions.iter().map(|d| shown(d, size)).collect();
     let cap = close_capture(capture)?;
     let all_ok = dirs.iter().all(|d| d.verdict == Verdict::Agrees);
-    let verdict = if dirs.iter().any(|d| d.verdict == Verdict::Invalid) {
-        Verdict::Invalid
-    } else if all_ok {
-        Verdict::Agrees
-    } else {
-        Verdict::Differs
-    };
+    let verdict = run.verdict();
     if json {
         out_json(&serde_json::json!({
-            "link": link_json,
+            "link": run.link,
             "packets": packets,
             "size": size,
             "ok": all_ok,
@@ -314,8 +147,8 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use socklab_net::link::check::{ProbeResult, FROM_SPEC};
-    use socklab_net::link::DirReport;
+    use socklab_link::check::{ProbeResult, FROM_SPEC};
+    use socklab_link::{DirReport, LinkReport};
 
     fn row(ok: bool) -> CheckRow {
         CheckRow {
@@ -340,13 +173,16 @@ mod tests {
     }
 
     fn verdict(rows_ok: bool, late: u64) -> (Verdict, Probed) {
-        let p = probed(
-            "client -> server",
-            "client->server",
-            ("loss 1%".into(), vec![row(rows_ok)]),
-            &ProbeResult::default(),
+        let p = shown(
+            &Direction {
+                title: "client -> server".into(),
+                direction: "client->server",
+                spec: "loss 1%".into(),
+                rows: vec![row(rows_ok)],
+                probe: ProbeResult::default(),
+                acc: acc(late),
+            },
             200,
-            &acc(late),
         );
         (p.verdict, p)
     }

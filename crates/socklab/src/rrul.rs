@@ -70,7 +70,7 @@ pub struct RrulArgs {
     #[arg(long, value_name = "FILE.pcapng")]
     pub capture: Option<std::path::PathBuf>,
     /// Bytes kept of each captured packet.
-    #[arg(long, value_name = "BYTES", default_value_t = socklab_net::link::capture::DEFAULT_SNAPLEN)]
+    #[arg(long, value_name = "BYTES", default_value_t = socklab_link::capture::DEFAULT_SNAPLEN)]
     pub capture_snaplen: u32,
     /// Largest capture file.
     #[arg(long, value_name = "SIZE", default_value = "1G")]

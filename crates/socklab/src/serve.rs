@@ -9,8 +9,8 @@ use clap::Args;
 use socklab_lab::roles::{self, Say};
 use socklab_net::server::{self, Design, Handler, ServeConfig};
 use socklab_net::sockopt::OptSet;
-use socklab_net::units::{parse_duration, parse_size};
 use socklab_net::{ParseNameError, SockOptError};
+use socklab_units::{parse_duration, parse_size};
 
 use crate::commands::{parse_bind, usage, Failure};
 

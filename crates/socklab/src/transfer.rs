@@ -11,10 +11,10 @@ use socklab_lab::store::Store;
 
 use socklab_lab::roles::{self, Say};
 use socklab_lab::workload::{check_tcp_cc, parse_target, transfer, Proto, Target};
-use socklab_net::transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
-use socklab_net::transfer::{ReceiveLimits, SessionLimits, TcpServeOptions};
-use socklab_net::units::{parse_duration, parse_size};
 use socklab_sys::process::install_interrupt_flag;
+use socklab_transfer::tcp::{DEFAULT_MAX_SESSIONS, IDLE_TIMEOUT};
+use socklab_transfer::{ReceiveLimits, SessionLimits, TcpServeOptions};
+use socklab_units::{parse_duration, parse_size};
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
 use crate::commands::{
@@ -32,7 +32,7 @@ pub fn transfer(a: TransferArgs, dry: bool) -> Result<(), Failure> {
 
 fn parse_proto(s: &str) -> Result<Proto, Failure> {
     s.parse()
-        .map_err(|e: socklab_net::ParseNameError| usage(format!("--proto '{s}': {e}")))
+        .map_err(|e: socklab_transfer::ParseProtoError| usage(format!("--proto '{s}': {e}")))
 }
 
 /// `--tcp-cc` of a single transfer: checked for tcp (default cubic: always set, since this

@@ -10,7 +10,7 @@ use socklab_lab::params::Modes;
 use socklab_lab::plan::Plan;
 use socklab_lab::roles::{self, Say};
 use socklab_net::udpbulk::SinkConfig;
-use socklab_net::units::{format_size, parse_duration, parse_size};
+use socklab_units::{format_size, parse_duration, parse_size};
 
 use crate::cli::{BulkArgs, SinkArgs};
 use crate::commands::{command_line, order_seed, parse_bind, parse_order, usage, Failure};

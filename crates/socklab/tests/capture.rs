@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{assert_usage_error, root_or_skip, run};
-use socklab_net::link::pcapng::{self, Block};
+use socklab_link::pcapng::{self, Block};
 
 /// Per (interface name, description): packets, and how many comments carry each word.
 type Counts = HashMap<(String, String), HashMap<String, u64>>;

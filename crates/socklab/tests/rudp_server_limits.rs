@@ -16,7 +16,7 @@ use common::spawn_announced;
 use socklab_rudp::wire::{self, Frame, Header, Packet, PacketType, PacketWriter};
 use socklab_rudp::{Config, Connection, CLOSE_NO_PROGRESS};
 
-/// The server's defaults (socklab_net::transfer::sessions): table size, per-address share.
+/// The server's defaults (socklab_transfer::sessions): table size, per-address share.
 const TABLE: usize = 64;
 const PER_SOURCE: usize = 16;
 
@@ -247,7 +247,7 @@ impl Dripper {
     fn new(ip: &str, to: SocketAddr, cid: u64, file: &Path, base: Instant) -> Dripper {
         let sock = socket(ip, to);
         sock.set_nonblocking(true).unwrap();
-        let manifest = socklab_net::transfer::Manifest::from_paths(&[file.to_path_buf()])
+        let manifest = socklab_transfer::Manifest::from_paths(&[file.to_path_buf()])
             .unwrap()
             .encode();
         Dripper {
@@ -453,7 +453,7 @@ fn many_finished_sessions_leave_memory_flat_and_a_short_summary() {
         .collect();
     let mut rss_after_warmup = 0;
     for i in 0..SESSIONS {
-        socklab_net::transfer::send_rudp(to, &files, &Config::default(), Duration::from_secs(10))
+        socklab_transfer::send_rudp(to, &files, &Config::default(), Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("session {i}: {e}"));
         if i + 1 == WARMUP {
             rss_after_warmup = rss_kib(server.id());

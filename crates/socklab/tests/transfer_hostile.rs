@@ -315,8 +315,8 @@ fn declared_sizes_above_the_maximum_or_the_free_space_are_refused() {
 
     // 2^60 bytes: no disk has that much free. A raw client, since no real file is that big.
     let (server, addr) = serve_tcp_with(dst.path(), &["--max-file-size", "off"]);
-    let manifest = socklab_net::transfer::Manifest {
-        files: vec![socklab_net::transfer::Entry {
+    let manifest = socklab_transfer::Manifest {
+        files: vec![socklab_transfer::Entry {
             name: "huge".into(),
             size: 1 << 60,
             hash: [0; 32],

@@ -319,7 +319,7 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
 
 /// Parses an unsigned integer with optional K/M/G suffix.
 pub fn parse_count(s: &str) -> Result<u64, String> {
-    socklab_net::units::parse_size(s)
+    socklab_units::parse_size(s)
 }
 
 /// Parses a size that must fit in `usize`.

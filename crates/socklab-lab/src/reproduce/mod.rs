@@ -28,8 +28,8 @@ mod tests;
 
 use std::fmt::Write as _;
 
-use socklab_net::units::parse_size;
 use socklab_stats::{bimodal, mann_whitney, welch, MannWhitney, Welch};
+use socklab_units::parse_size;
 
 use crate::model::stats::ExperimentStats;
 use crate::svg::esc;

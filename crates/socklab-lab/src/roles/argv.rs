@@ -6,11 +6,11 @@
 
 use std::net::IpAddr;
 
-use socklab_net::link::capture::CaptureConfig;
-use socklab_net::link::LinkConfig;
+use socklab_link::capture::CaptureConfig;
+use socklab_link::LinkConfig;
 use socklab_net::load::LoadConfig;
 use socklab_net::server::{Design, Handler};
-use socklab_net::transfer::Proto;
+use socklab_transfer::Proto;
 
 use crate::model::params::Params;
 use crate::LabError;

@@ -6,10 +6,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use socklab_net::link::capture::{Capture, CaptureConfig};
-use socklab_net::link::ns::{self, Side};
-use socklab_net::link::{EmulatedLink, LinkConfig, LinkReport};
-use socklab_net::NetError;
+use socklab_link::capture::{Capture, CaptureConfig};
+use socklab_link::ns::{self, Side};
+use socklab_link::{EmulatedLink, LinkConfig, LinkError, LinkReport};
 use socklab_sys::process::{
     child_dies_with_parent, dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
 };
@@ -17,12 +16,11 @@ use socklab_sys::process::{
 use super::argv::{Role, RoleArgs};
 use super::RoleError;
 
-/// A net error as `netem` reports it: a refused value is a usage error, an interruption an
-/// interruption.
-fn net(e: NetError) -> RoleError {
+/// A link error as `netem` reports it: a refused value is a usage error, anything else a
+/// failed run.
+fn net(e: LinkError) -> RoleError {
     match e {
-        NetError::Invalid(m) => RoleError::Usage(m),
-        NetError::Interrupted => RoleError::Interrupted("interrupted".into()),
+        LinkError::Invalid(m) => RoleError::Usage(m),
         other => RoleError::Run(other.to_string()),
     }
 }
@@ -40,7 +38,7 @@ fn out_json(v: &serde_json::Value) -> Result<(), RoleError> {
     ))
 }
 
-pub fn describe(link: &EmulatedLink) -> Result<String, NetError> {
+pub fn describe(link: &EmulatedLink) -> Result<String, LinkError> {
     let n = link.namespaces()?;
     Ok(format!(
         "link {} <-> {} (driver {}, seed {}): {}; client {}, server {}",
@@ -56,7 +54,7 @@ pub fn describe(link: &EmulatedLink) -> Result<String, NetError> {
 
 /// The queue discipline's drops and marks, netem's ECN marks and the wait at the bottleneck,
 /// when there was any (issue 19).
-fn bottleneck_line(st: &socklab_net::link::Stats) -> Option<String> {
+fn bottleneck_line(st: &socklab_link::Stats) -> Option<String> {
     (st.aqm_dropped + st.aqm_marked + st.loss_marked + st.queue_delay_sum_ns > 0).then(|| {
         format!(
             "aqm {} dropped, {} ECN-marked; loss ECN-marked {}; bottleneck wait mean {:.3} ms max {:.3} ms",
@@ -115,7 +113,7 @@ pub fn accounting(r: &LinkReport) -> String {
 }
 
 /// Closes a capture and says what it holds on stderr.
-pub fn close_capture(c: Option<Capture>) -> Result<Option<serde_json::Value>, NetError> {
+pub fn close_capture(c: Option<Capture>) -> Result<Option<serde_json::Value>, LinkError> {
     let Some(c) = c else { return Ok(None) };
     let s = c.finish()?;
     eprintln!("socklab netem: {}", s.describe());

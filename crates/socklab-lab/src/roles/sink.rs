@@ -1,8 +1,8 @@
 //! The `sink` role (TCP): the bulk receiver's main loop.
 
 use socklab_net::sink::{Sink, SinkConfig};
-use socklab_net::units::format_size;
 use socklab_sys::process::interrupted;
+use socklab_units::format_size;
 
 use super::{print_server_cpu, server_started, RoleError, Say};
 

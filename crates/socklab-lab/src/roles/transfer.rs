@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::transfer::{
+use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+use socklab_transfer::{
     FileOutcome, ServerSession, SessionLimits, SessionLog, TcpServeOptions, TransferError,
     TransferReport,
 };
-use socklab_net::units::{format_duration, format_size};
-use socklab_sys::process::{install_interrupt_flag, interrupt_flag};
+use socklab_units::{format_duration, format_size};
 
 use super::{server_started, RoleError, Say};
 use crate::table::{num, Table};
@@ -128,7 +128,7 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
         .then(|| RemoveAtExit(cfg.dir.clone()));
     let run = |e: TransferError| RoleError::Run(e.to_string());
     if let Some(age) = cfg.partial_max_age {
-        let r = socklab_net::transfer::reclaim_partials(&cfg.dir, age).map_err(run)?;
+        let r = socklab_transfer::reclaim_partials(&cfg.dir, age).map_err(run)?;
         if r.files > 0 && !say.quiet {
             eprintln!(
                 "reclaimed {} partial file(s) ({} bytes) older than {} in '{}'",
@@ -146,7 +146,7 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
                 socklab_net::sink::listen(bind).map_err(|e| RoleError::Run(e.to_string()))?;
             let addr = listener.local_addr()?;
             announce(addr, cfg, say, cfg.tcp.cc.as_deref())?;
-            socklab_net::transfer::serve_tcp_with(
+            socklab_transfer::serve_tcp_with(
                 listener,
                 &cfg.dir,
                 &cfg.tcp,
@@ -161,7 +161,7 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
                 .map_err(|e| RoleError::Run(format!("cannot bind UDP {bind}: {e}")))?;
             let addr = socket.local_addr()?;
             announce(addr, cfg, say, None)?;
-            socklab_net::transfer::serve_rudp_with(
+            socklab_transfer::serve_rudp_with(
                 socket,
                 &cfg.dir,
                 &socklab_rudp::Config::default(),
@@ -232,7 +232,7 @@ pub fn send(cfg: &SendConfig) -> Result<String, RoleError> {
     install_interrupt_flag()?;
     let proto = cfg.proto;
     let to = cfg.to;
-    let r = socklab_net::transfer::send(proto, to, &cfg.files, cfg.cc.as_deref(), cfg.timeout)
+    let r = socklab_transfer::send(proto, to, &cfg.files, cfg.cc.as_deref(), cfg.timeout)
         .map_err(|e| RoleError::Run(e.to_string()))?;
     let (summary, extra) = match &r {
         TransferReport::Tcp(r) => (

@@ -3,8 +3,8 @@
 
 use socklab_net::childline::ChildLine;
 use socklab_net::udpbulk::{SinkConfig, TestReport, UdpSink};
-use socklab_net::units::format_size;
 use socklab_sys::process::interrupted;
+use socklab_units::format_size;
 
 use super::{out, print_server_cpu, server_started, RoleError, Say};
 

@@ -4,7 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use socklab_net::units::{format_duration, parse_duration};
+use socklab_units::{format_duration, parse_duration};
 
 use crate::model::params::parse_usize;
 

@@ -1,14 +1,14 @@
 //! The link keys: an emulated link under a workload (bulk, pingpong, transfer). The keys, their
-//! parser and printer are `socklab_net::link`'s (one link type, one parser); this file adapts
+//! parser and printer are `socklab_link`'s (one link type, one parser); this file adapts
 //! them to the lab's [`Key`] descriptors and errors, and checks what a link demands of a
 //! workload. The client runs on the link's client side, the self-started server on its server
 //! side (a namespace, or behind a relay on loopback with `udp-proxy`).
 
 use std::time::Duration;
 
-use socklab_net::error::LinkKeyError;
-use socklab_net::link::{LinkConfig, KEYS as NET_KEYS};
-use socklab_net::units::format_duration;
+use socklab_link::LinkKeyError;
+use socklab_link::{LinkConfig, KEYS as NET_KEYS};
+use socklab_units::format_duration;
 
 use crate::model::params::{Key, Params};
 use crate::workload::key::Target;
@@ -30,7 +30,7 @@ pub const SEED: Key = key(4);
 /// `link_valid`.
 pub const VALID: Key = key(5);
 
-/// The link keys (those of `socklab_net::link::KEYS`). `link` comes first: the others need it.
+/// The link keys (those of `socklab_link::KEYS`). `link` comes first: the others need it.
 pub const KEYS: &[Key] = &[key(0), key(1), DRIVER, MTU, SEED, VALID];
 
 /// Reads the link keys; `None` when `link` is absent (then the others must be too).

@@ -72,7 +72,7 @@ impl TimeBounds {
 /// The duration that `key` holds in `p`, if it is one.
 pub(crate) fn duration_of(p: &Params, key: &str) -> Option<std::time::Duration> {
     p.get(key)
-        .and_then(|v| socklab_net::units::parse_duration(v).ok())
+        .and_then(|v| socklab_units::parse_duration(v).ok())
 }
 
 /// A table of the report that belongs to one workload (seed 004's per-file retransmissions,

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use socklab_net::pingpong::{PingConfig, PingResult, Reply};
 use socklab_net::sockopt::{OptSet, Side, SockOpt};
-use socklab_net::units::{format_duration, format_size, parse_duration};
 use socklab_stats::Summary;
+use socklab_units::{format_duration, format_size, parse_duration};
 
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{parse_bool, Key, Params};

@@ -2,7 +2,7 @@
 //! threads, and memory copy bandwidth, the ceilings a socket is measured against.
 
 use socklab_net::reference::{self, RefResult};
-use socklab_net::units::{format_size, parse_size};
+use socklab_units::{format_size, parse_size};
 
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{Key, Params};

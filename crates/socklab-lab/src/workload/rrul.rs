@@ -12,7 +12,7 @@ use socklab_net::bulk::{BulkConfig, Flow, Limit};
 use socklab_net::rrul::log::{added, mean_rtt_us, Phase, ProbeLog};
 use socklab_net::rrul::{RrulConfig, RrulResult, MAX_PHASE};
 use socklab_net::series::{Direction, Sampling, TcpInterval};
-use socklab_net::units::{format_duration, parse_duration};
+use socklab_units::{format_duration, parse_duration};
 
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{Key, Params};

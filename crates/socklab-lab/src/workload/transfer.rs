@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
-use socklab_net::transfer::workfiles::{self, WorkFile};
-use socklab_net::transfer::TransferReport;
-use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_sys::usage::Usage;
+use socklab_transfer::workfiles::{self, WorkFile};
+use socklab_transfer::TransferReport;
+use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{parse_count, Key, Params};
@@ -25,7 +25,7 @@ use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
-pub use socklab_net::transfer::Proto;
+pub use socklab_transfer::Proto;
 
 /// Seed 004's file sizes: its packets carried 1500 bytes, a large file was 658 packets and a
 /// small one 7, so 658 × 1500 = 987000 and 7 × 1500 = 10500 bytes.
@@ -421,7 +421,7 @@ fn client(
     let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
     on_thread(
         "transfer-client",
-        move |_| socklab_net::transfer::send(proto, to, &paths, cc.as_deref(), timeout),
+        move |_| socklab_transfer::send(proto, to, &paths, cc.as_deref(), timeout),
         stop,
         timeout + Duration::from_secs(30),
         Duration::ZERO,

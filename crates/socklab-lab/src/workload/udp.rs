@@ -15,10 +15,9 @@ use socklab_net::udpbulk::search::FLOOR_BPS;
 use socklab_net::udpbulk::stats::Interval as UdpInterval;
 use socklab_net::udpbulk::wire::{HEADER_LEN, MAX_DATAGRAM};
 use socklab_net::udpbulk::{
-    format_bps, parse_rate, Gso, Rate, RateSearch, SearchConfig, SendConfig, SendResult,
-    TestReport, Trial,
+    Gso, RateSearch, SearchConfig, SendConfig, SendResult, TestReport, Trial,
 };
-use socklab_net::units::{format_duration, format_size};
+use socklab_units::{format_bps, format_duration, format_size, parse_rate, Rate};
 
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{Key, Params};

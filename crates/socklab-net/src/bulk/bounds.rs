@@ -87,7 +87,7 @@ impl<'a> Bounds<'a> {
 
     /// The test's error after a failed call: the bound that gave up, else the I/O error.
     pub fn error(&self, cfg: &BulkConfig, doing: &str, e: io::Error) -> NetError {
-        let fmt = crate::units::format_duration;
+        let fmt = socklab_units::format_duration;
         let peer = cfg.to.to_string();
         let moved = self.moved;
         let (count, stopped) = if self.receiving {

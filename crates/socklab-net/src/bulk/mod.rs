@@ -181,9 +181,9 @@ impl BulkConfig {
             (Some(t), Limit::Duration(d)) if t <= d => {
                 return bad(format!(
                     "`timeout` {} is not longer than `duration` {}: the test could never finish; give more, e.g. `timeout` {}",
-                    crate::units::format_duration(t),
-                    crate::units::format_duration(d),
-                    crate::units::format_duration(d + GRACE)
+                    socklab_units::format_duration(t),
+                    socklab_units::format_duration(d),
+                    socklab_units::format_duration(d + GRACE)
                 ))
             }
             _ => {}

@@ -297,7 +297,7 @@ impl<'a, 'b> Running<'a, 'b> {
                     return Err(NetError::Timeout(format!(
                         "every stream ended but the sink at {} sent {reported} of {want_results} results within {}: it stopped answering",
                         cfg.to,
-                        crate::units::format_duration(RESULT_WAIT)
+                        socklab_units::format_duration(RESULT_WAIT)
                     )))
                 }
             };

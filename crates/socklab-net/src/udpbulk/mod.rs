@@ -17,13 +17,12 @@
 //! - [`collector`] — tests at the receiver and their ends (sans-IO), [`collector::TestReport`];
 //! - [`pacer`] — the send schedule (sans-IO);
 //! - [`search`] — `--rate max`: the highest rate without loss (sans-IO);
-//! - [`rate`] — rates as text;
+//! - rates as text (`--rate`) live in `socklab_units::rate`;
 //! - [`sender`] — the live sender (GSO or `sendmmsg`);
 //! - [`receiver`] — the live receiver (`recvmmsg` with kernel arrival times).
 
 pub mod collector;
 pub mod pacer;
-pub mod rate;
 pub mod receiver;
 pub mod search;
 pub mod sender;
@@ -31,7 +30,6 @@ pub mod stats;
 pub mod wire;
 
 pub use collector::{End, TestReport};
-pub use rate::{format_bps, parse_rate, Rate};
 pub use receiver::{SinkConfig, SinkTotals, UdpSink};
 pub use search::{RateSearch, SearchConfig, Trial};
 pub use sender::{send, Gso, SendConfig, SendResult};

@@ -34,7 +34,7 @@ impl Default for SearchConfig {
     fn default() -> Self {
         SearchConfig {
             start_bps: 500_000_000,
-            max_bps: super::rate::MAX_BPS,
+            max_bps: socklab_units::MAX_BPS,
             max_trials: 14,
             precision: 0.05,
             max_loss: 0.0,

@@ -18,8 +18,6 @@
 //! delay is meaningful only where both ends share the clock (one host: loopback, socklab's
 //! emulated links); jitter (RFC 3550) only uses differences and holds across hosts.
 
-use crate::error::UdpWireError;
-
 /// `SLUB`.
 pub const MAGIC: u32 = 0x534c_5542;
 /// The version this build writes and reads.
@@ -132,6 +130,31 @@ impl Header {
             fin,
         })
     }
+}
+
+/// Why a datagram is not one of `socklab bulk --udp` (this module's header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UdpWireError {
+    /// Shorter than the header.
+    #[error("datagram of {0} bytes, shorter than the {len}-byte header", len = HEADER_LEN)]
+    Short(usize),
+    /// Not socklab's magic number.
+    #[error("not a socklab UDP bulk datagram (magic {0:#010x})")]
+    Magic(u32),
+    /// A version this build does not speak.
+    #[error("UDP bulk datagram version {0}, this socklab speaks {v}", v = VERSION)]
+    Version(u8),
+    /// The header checksum does not match (the header was damaged on the way).
+    #[error("UDP bulk datagram header checksum mismatch")]
+    Check,
+    /// Flags or a length that this version does not define.
+    #[error("UDP bulk datagram with unknown flags {flags:#04x} or header length {len}")]
+    Layout {
+        /// The flags byte.
+        flags: u8,
+        /// The header length field.
+        len: u16,
+    },
 }
 
 #[cfg(test)]

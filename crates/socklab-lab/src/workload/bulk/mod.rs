@@ -14,9 +14,9 @@ use serde_json::json;
 use socklab_net::bulk::{BulkConfig, BulkResult, Flow, Limit};
 use socklab_net::cpus::CpuList;
 use socklab_net::series::{LiveTcp, Sampling, TcpInterval};
-use socklab_net::udpbulk::{format_bps, parse_rate, Rate};
-use socklab_net::units::{format_duration, format_size, parse_duration, parse_size};
 use socklab_net::Strategy;
+use socklab_units::{format_bps, parse_rate, Rate};
+use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{parse_bool, parse_count, Key, Params, Preset};

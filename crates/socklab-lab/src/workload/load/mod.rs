@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use socklab_net::load::{LoadConfig, LoadProtocol, LoadReport};
 use socklab_net::server::{Design, Handler};
-use socklab_net::units::{format_duration, format_size, parse_size};
+use socklab_units::{format_duration, format_size, parse_size};
 
 use crate::child::ServerExit;
 use crate::model::metric::{m, Better, Metric};
