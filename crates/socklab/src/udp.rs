@@ -1,6 +1,6 @@
 //! `socklab sink --udp` (the UDP bulk receiver) and `socklab bulk --udp` (a plan of the `udp`
-//! workload): argument checks and printing; the work is in `socklab_net::udpbulk` and
-//! `socklab_lab::workload::udp`.
+//! workload): calls and printing; the checks are in `socklab_lab::workload::udp::command` and
+//! `socklab_lab::roles::udp_sink`.
 
 use std::net::SocketAddr;
 
