@@ -13,6 +13,9 @@ use crate::plan::{Axis, Group, Order};
 use crate::workload::Workload;
 use crate::LabError;
 
+mod plan;
+pub use plan::{open_store, PlanFlags};
+
 /// The values a command line gave for one key: a flag's values (a comma list split), a
 /// switch's `true`, or a preset's value.
 #[derive(Debug, Clone, PartialEq, Eq)]

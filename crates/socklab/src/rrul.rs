@@ -2,15 +2,13 @@
 //! one per `--link` (and per `--streams`, `--cc`), stored and printed like `socklab bulk`.
 
 use clap::Args;
-use socklab_lab::flags::{self, Rules};
+use socklab_lab::flags::open_store;
 use socklab_lab::params::{Key, Modes};
 use socklab_lab::plan::Plan;
-use socklab_lab::store::Store;
-use socklab_lab::workload::rrul;
-use socklab_sys::process::install_interrupt_flag;
+use socklab_lab::workload::rrul::{self, command};
 
 use crate::cli::{merged, DbArg, FlagTable, KeyFlags, LinkArgs, SummaryFormat};
-use crate::commands::{command_line, parse_order, run_and_print, usage, Failure};
+use crate::commands::{run_and_print, Failure};
 use crate::dryrun;
 
 /// The examples and notes under `socklab rrul --help`.
@@ -70,7 +68,7 @@ pub struct RrulArgs {
     #[arg(long, value_name = "FILE.pcapng")]
     pub capture: Option<std::path::PathBuf>,
     /// Bytes kept of each captured packet.
-    #[arg(long, value_name = "BYTES", default_value_t = socklab_link::capture::DEFAULT_SNAPLEN)]
+    #[arg(long, value_name = "BYTES", default_value_t = command::CAPTURE_SNAPLEN)]
     pub capture_snaplen: u32,
     /// Largest capture file.
     #[arg(long, value_name = "SIZE", default_value = "1G")]
@@ -106,24 +104,9 @@ impl RrulArgs {
 
 /// The plan of `socklab rrul`.
 pub fn plan(a: &RrulArgs) -> Result<Plan, Failure> {
-    if a.link_back.is_some() && a.link.is_empty() {
-        return Err(usage(
-            "--link-back needs --link: the server → client direction of which link?",
-        ));
-    }
-    let mut group = flags::group("rrul", &a.keys.given, &Rules::default())?;
+    let mut group = command::group(&a.keys.given, !a.link.is_empty(), a.link_back.is_some())?;
     a.link_args().add_to(&mut group);
-    let k = &a.keys;
-    let order = parse_order(&k.order, a.seed)?;
-    Ok(Plan::build(
-        &k.name,
-        "",
-        &[group],
-        k.reps,
-        k.warmup,
-        order,
-        &command_line(),
-    )?)
+    Ok(a.keys.plan_flags(a.seed).plan(&[group])?)
 }
 
 /// `socklab rrul`.
@@ -133,8 +116,7 @@ pub fn rrul(a: RrulArgs, dry: bool) -> Result<(), Failure> {
     if dry {
         return dryrun::print_plan(&dryrun::keeping_invalid(plan, a.format.keep_invalid));
     }
-    let mut store = Store::open(&a.db.db)?;
-    install_interrupt_flag()?;
+    let mut store = open_store(&a.db.db)?;
     let hosts = socklab_lab::hosts::HostPlan::default();
     run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref()).map(|_| ())
 }

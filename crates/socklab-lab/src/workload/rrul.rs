@@ -25,6 +25,8 @@ use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
+pub mod command;
+
 /// The parameters of a latency-under-load test.
 #[derive(Debug, Clone)]
 pub struct RrulSpec {

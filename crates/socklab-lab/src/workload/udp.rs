@@ -29,6 +29,8 @@ use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
 use crate::LabError;
 
+pub mod command;
+
 /// The parameters of a UDP bulk test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UdpSpec {

@@ -23,11 +23,13 @@ use crate::workload::key::{bounded, duration_in, parse_target, Target};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
+pub mod command;
 mod designs;
 mod run;
 mod spec;
 #[cfg(test)]
 mod tests;
+pub mod text;
 
 pub use designs::{designs_table, DESIGNS_NOTE, DESIGNS_NOTE_NO_BASELINE};
 use run::run_load;
