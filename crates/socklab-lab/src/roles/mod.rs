@@ -6,6 +6,7 @@
 pub mod argv;
 pub mod echo;
 pub mod netem;
+pub mod netem_args;
 pub mod remote;
 pub mod serve;
 pub mod sink;

@@ -19,7 +19,7 @@ use super::RoleError;
 
 /// A net error as `netem` reports it: a refused value is a usage error, an interruption an
 /// interruption.
-fn net(e: NetError) -> RoleError {
+pub(super) fn net(e: NetError) -> RoleError {
     match e {
         NetError::Invalid(m) => RoleError::Usage(m),
         NetError::Interrupted => RoleError::Interrupted("interrupted".into()),
