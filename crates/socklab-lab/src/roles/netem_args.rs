@@ -8,7 +8,7 @@ use socklab_net::link::ns::{self, Side};
 use socklab_net::link::{check_mtu, Driver};
 use socklab_net::LinkKeyError;
 
-pub use socklab_net::link::capture::{Capture, CaptureConfig};
+pub use socklab_net::link::capture::{Capture, CaptureConfig, DEFAULT_SNAPLEN};
 pub use socklab_net::link::LinkConfig;
 pub use socklab_net::NetError;
 
