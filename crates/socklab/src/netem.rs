@@ -1,7 +1,6 @@
 //! `socklab netem`: emulated links from the command line. The checks and the roles are the
 //! lab's (`socklab_lab::roles::netem_args`, `roles::netem`); this prints.
 
-use socklab_lab::roles::install_interrupt_flag;
 use socklab_lab::roles::netem_args::{
     self as args, Capture, CaptureConfig, LinkConfig, LinkFlags, NetError,
 };
@@ -9,7 +8,6 @@ use socklab_lab::roles::netem_args::{
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
 use crate::commands::{out, Failure};
 use crate::dryrun;
-use socklab_lab::roles;
 pub(crate) use socklab_lab::roles::netem::{accounting, close_capture, describe};
 
 impl From<NetError> for Failure {
@@ -60,49 +58,27 @@ impl LinkArgs {
 }
 
 pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
-    match a.action {
-        None => run_across(&a.link, a.server.as_deref(), &a.cmd, a.json, dry),
-        Some(NetemCommand::Up { name, link, json }) => {
-            let (cfg, capture, said) = args::check_up(&name, &link.flags())?;
-            if dry {
-                return dryrun::print_checked(&said);
-            }
-            Ok(roles::netem::up(&name, &cfg, capture, json)?)
-        }
-        Some(NetemCommand::Down { name, json }) => {
-            let said = args::check_down(&name)?;
-            if dry {
-                return dryrun::print_checked(&said);
-            }
-            Ok(roles::netem::down(&name, json)?)
-        }
-        Some(NetemCommand::Exec { name, side, cmd }) => {
-            let (side, said) = args::check_exec(&name, &side, &cmd)?;
-            if dry {
-                return dryrun::print_checked(&said);
-            }
-            Ok(roles::netem::exec(&name, side, &cmd)?)
-        }
-        Some(NetemCommand::List { .. }) if dry => {
-            dryrun::print_checked("socklab netem list would list the sl- namespaces")
-        }
-        Some(NetemCommand::List { json }) => Ok(roles::netem::list(json)?),
+    let said = match a.action {
+        None => args::across(&a.link.flags(), a.server.as_deref(), &a.cmd, a.json, dry)?,
+        Some(NetemCommand::Up { name, link, json }) => args::up(&name, &link.flags(), json, dry)?,
+        Some(NetemCommand::Down { name, json }) => args::down(&name, json, dry)?,
+        Some(NetemCommand::Exec { name, side, cmd }) => args::exec(&name, &side, &cmd, dry)?,
+        Some(NetemCommand::List { json }) => args::list(json, dry)?,
         Some(NetemCommand::Check {
             link,
             packets,
             size,
             json,
-        }) => crate::netem_check::check(&link, packets, size, json, dry),
-        Some(NetemCommand::Cleanup { .. }) if dry => dryrun::print_checked(
-            "socklab netem cleanup would remove the leftovers named sl- of dead runs",
-        ),
-        Some(NetemCommand::Cleanup { all, json }) => Ok(roles::netem::cleanup(all, json)?),
-        Some(NetemCommand::Daemon { name, link }) => {
-            let cfg = link.config(Some(name.clone()))?;
-            let capture = open_capture(&link, &format!("lasting link {name}"))?;
-            Ok(roles::netem::daemon(&name, &cfg, capture)?)
-        }
-    }
+        }) => return crate::netem_check::check(&link, packets, size, json, dry),
+        Some(NetemCommand::Cleanup { all, json }) => args::cleanup(all, json, dry)?,
+        Some(NetemCommand::Daemon { name, link }) => args::daemon(&name, &link.flags())?,
+    };
+    dry_run(said)
+}
+
+/// A command without a plan that the lab checked: on a dry run, its line.
+pub(crate) fn dry_run(said: Option<String>) -> Result<(), Failure> {
+    said.map_or(Ok(()), |s| dryrun::print_checked(&s))
 }
 
 /// Pretty JSON and a newline on stdout.
@@ -117,20 +93,4 @@ pub(crate) fn out_json(v: &serde_json::Value) -> Result<(), Failure> {
 /// without `--capture`.
 pub(crate) fn open_capture(link_args: &LinkArgs, label: &str) -> Result<Option<Capture>, Failure> {
     Ok(link_args.flags().open_capture(label)?)
-}
-
-fn run_across(
-    link_args: &LinkArgs,
-    server: Option<&str>,
-    cmd: &[String],
-    json: bool,
-    dry: bool,
-) -> Result<(), Failure> {
-    let (cfg, said) = args::check_across(&link_args.flags(), server, cmd)?;
-    if dry {
-        return dryrun::print_checked(&said);
-    }
-    install_interrupt_flag()?;
-    let capture = open_capture(link_args, &format!("socklab netem -- {}", cmd.join(" ")))?;
-    Ok(roles::netem::run_across(&cfg, capture, server, cmd, json)?)
 }

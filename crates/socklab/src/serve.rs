@@ -60,7 +60,7 @@ pub struct ServeArgs {
 
 /// Runs `socklab serve`: the role checks the arguments (its errors name keys, printed as flags).
 pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
-    let cfg = roles::serve::ServeArgs {
+    let given = roles::serve::ServeArgs {
         design: a.design,
         workers: a.workers,
         handler: a.handler,
@@ -70,17 +70,10 @@ pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
         backlog: a.backlog,
         opts: a.opts,
         idle_timeout: a.idle_timeout,
-    }
-    .config()?;
-    if dry {
-        return crate::dryrun::print_checked(&roles::serve::dry_run_text(&cfg));
-    }
-    if let Some(n) = a.nofile {
-        roles::serve::set_nofile_checked(n)?;
-    }
+    };
     let say = Say {
         announce: a.announce,
         quiet: a.quiet,
     };
-    Ok(roles::serve::run(&cfg, say)?)
+    crate::netem::dry_run(roles::serve::serve(&given, a.nofile, say, dry)?)
 }

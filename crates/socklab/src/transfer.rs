@@ -37,16 +37,12 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         partial_max_age: a.partial_max_age,
         remove_dir_at_exit: a.remove_dir_at_exit,
     };
-    let cfg = given.config(|m| crate::flags::in_flags(m, &[]))?;
-    given.check_dir(dry)?;
-    if dry {
-        return crate::dryrun::print_checked(&args::serve_dry_run_text(&cfg));
-    }
     let say = Say {
         announce: a.announce,
         quiet: a.quiet,
     };
-    Ok(roles::transfer::serve(&cfg, say)?)
+    let words = |m: &str| crate::flags::in_flags(m, &[]);
+    crate::netem::dry_run(args::serve(&given, words, say, dry)?)
 }
 
 /// `transfer send`: the files, checked by the role; its report printed.

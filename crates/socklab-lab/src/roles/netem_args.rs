@@ -1,6 +1,7 @@
 //! The emulated link as a command gives it ([`LinkFlags`]: `netem` and the measuring
-//! commands), and the checks of `netem`'s own commands before they build anything. Each error
-//! names its key in backticks (the binary prints it as the flag).
+//! commands), and `netem`'s own commands: checked before they build anything, then run (the
+//! roles in [`super::netem`]), or on a dry run the line that says what they would do. Each
+//! error names its key in backticks (the binary prints it as the flag).
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +13,8 @@ pub use socklab_net::link::capture::{Capture, CaptureConfig, DEFAULT_SNAPLEN};
 pub use socklab_net::link::LinkConfig;
 pub use socklab_net::NetError;
 
-use super::netem::net;
-use super::RoleError;
+use super::netem::{self, net};
+use super::{install_interrupt_flag, RoleError};
 use crate::plan::{Axis, Group};
 
 fn usage(m: impl Into<String>) -> RoleError {
@@ -251,6 +252,94 @@ pub fn check_exec(name: &str, side: &str, cmd: &[String]) -> Result<(Side, Strin
     ))
 }
 
+/// `netem -- CMD` (see [`netem::run_across`]); on a dry run, the line to print.
+pub fn across(
+    link: &LinkFlags,
+    server: Option<&str>,
+    cmd: &[String],
+    json: bool,
+    dry: bool,
+) -> Result<Option<String>, RoleError> {
+    let (cfg, said) = check_across(link, server, cmd)?;
+    if dry {
+        return Ok(Some(said));
+    }
+    install_interrupt_flag()?;
+    let capture = link.open_capture(&format!("socklab netem -- {}", cmd.join(" ")))?;
+    netem::run_across(&cfg, capture, server, cmd, json)?;
+    Ok(None)
+}
+
+/// `netem up NAME`; on a dry run, the line to print.
+pub fn up(
+    name: &str,
+    link: &LinkFlags,
+    json: bool,
+    dry: bool,
+) -> Result<Option<String>, RoleError> {
+    let (cfg, capture, said) = check_up(name, link)?;
+    if dry {
+        return Ok(Some(said));
+    }
+    netem::up(name, &cfg, capture, json)?;
+    Ok(None)
+}
+
+/// `netem daemon NAME`: the process that keeps a lasting link.
+pub fn daemon(name: &str, link: &LinkFlags) -> Result<Option<String>, RoleError> {
+    let cfg = link.config(Some(name.to_string()))?;
+    let capture = link.open_capture(&format!("lasting link {name}"))?;
+    netem::daemon(name, &cfg, capture)?;
+    Ok(None)
+}
+
+/// `netem down NAME`; on a dry run, the line to print.
+pub fn down(name: &str, json: bool, dry: bool) -> Result<Option<String>, RoleError> {
+    let said = check_down(name)?;
+    if dry {
+        return Ok(Some(said));
+    }
+    netem::down(name, json)?;
+    Ok(None)
+}
+
+/// `netem exec NAME SIDE -- CMD`; on a dry run, the line to print.
+pub fn exec(
+    name: &str,
+    side: &str,
+    cmd: &[String],
+    dry: bool,
+) -> Result<Option<String>, RoleError> {
+    let (side, said) = check_exec(name, side, cmd)?;
+    if dry {
+        return Ok(Some(said));
+    }
+    netem::exec(name, side, cmd)?;
+    Ok(None)
+}
+
+/// `netem list`; on a dry run, the line to print.
+pub fn list(json: bool, dry: bool) -> Result<Option<String>, RoleError> {
+    if dry {
+        return Ok(Some(
+            "socklab netem list would list the sl- namespaces".into(),
+        ));
+    }
+    netem::list(json)?;
+    Ok(None)
+}
+
+/// `netem cleanup`; on a dry run, the line to print.
+pub fn cleanup(all: bool, json: bool, dry: bool) -> Result<Option<String>, RoleError> {
+    if dry {
+        return Ok(Some(
+            "socklab netem cleanup would remove the leftovers named sl- of dead runs".into(),
+        ));
+    }
+    netem::cleanup(all, json)?;
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,5 +426,17 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("give the command to run after --"));
+    }
+
+    #[test]
+    fn a_dry_run_checks_and_builds_nothing() {
+        assert_eq!(
+            down("lab1", false, true).unwrap().as_deref(),
+            Some("socklab netem down would remove the link lab1")
+        );
+        assert!(down("Bad Name", false, true).is_err());
+        let (_, said) = check_exec("lab1", "client", &["sh".into()]).unwrap();
+        assert_eq!(said, "socklab netem exec would run 'sh' in sl-lab1-c");
+        assert!(list(false, true).unwrap().is_some());
     }
 }

@@ -95,6 +95,25 @@ pub fn dry_run_text(cfg: &ServeConfig) -> String {
     )
 }
 
+/// `serve`: the arguments checked, the descriptor limit set (`nofile`), then [`run`]; on a
+/// dry run, the line to print.
+pub fn serve(
+    args: &ServeArgs,
+    nofile: Option<u64>,
+    say: Say,
+    dry: bool,
+) -> Result<Option<String>, RoleError> {
+    let cfg = args.config()?;
+    if dry {
+        return Ok(Some(dry_run_text(&cfg)));
+    }
+    if let Some(n) = nofile {
+        set_nofile_checked(n)?;
+    }
+    run(&cfg, say)?;
+    Ok(None)
+}
+
 /// `idle_timeout`: a positive duration, or `off`/`none`.
 pub fn parse_idle(text: &str) -> Result<Option<Duration>, RoleError> {
     if matches!(text.trim().to_ascii_lowercase().as_str(), "off" | "none") {
@@ -259,5 +278,14 @@ mod tests {
             ..args()
         })
         .starts_with("`opts` "));
+    }
+
+    #[test]
+    fn a_dry_run_checks_and_says_what_it_would_run() {
+        let said = serve(&args(), Some(3), Say::default(), true).unwrap();
+        assert_eq!(
+            said.as_deref(),
+            Some("socklab serve would run iterative (stevens) on [::]:0")
+        );
     }
 }

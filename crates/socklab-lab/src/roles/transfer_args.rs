@@ -10,7 +10,7 @@ use socklab_net::transfer::{ReceiveLimits, SessionLimits, TcpServeOptions};
 use socklab_net::units::{parse_duration, parse_size};
 
 use super::transfer::{DirError, SendConfig, ServeConfig};
-use super::{parse_bind, RoleError};
+use super::{parse_bind, RoleError, Say};
 use crate::workload::{check_tcp_cc, parse_target, Proto, Target};
 
 /// Most sessions `max_sessions` may allow (each is a thread).
@@ -224,6 +224,24 @@ impl ServeArgs {
     }
 }
 
+/// `transfer serve`: the arguments and the directory checked (the directory made), then
+/// [`super::transfer::serve`]; on a dry run, the line to print. `words`: as in
+/// [`ServeArgs::config`].
+pub fn serve(
+    args: &ServeArgs,
+    words: fn(&str) -> String,
+    say: Say,
+    dry: bool,
+) -> Result<Option<String>, RoleError> {
+    let cfg = args.config(words)?;
+    args.check_dir(dry)?;
+    if dry {
+        return Ok(Some(serve_dry_run_text(&cfg)));
+    }
+    super::transfer::serve(&cfg, say)?;
+    Ok(None)
+}
+
 /// What a dry run of `transfer serve` says.
 pub fn serve_dry_run_text(cfg: &ServeConfig) -> String {
     format!(
@@ -419,5 +437,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .ends_with("does not exist: name the files to send"));
+    }
+
+    #[test]
+    fn a_dry_run_makes_no_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("incoming");
+        let a = ServeArgs {
+            dir: dir.clone(),
+            ..serve_args()
+        };
+        let said = serve(&a, |m| m.to_string(), Say::default(), true)
+            .unwrap()
+            .unwrap();
+        assert!(
+            said.starts_with("socklab transfer serve would listen on [::]:0 (tcp)"),
+            "{said}"
+        );
+        assert!(!dir.exists());
+        std::fs::write(&dir, b"x").unwrap();
+        let e = serve(&a, |m| m.to_string(), Say::default(), true).unwrap_err();
+        assert!(e.to_string().starts_with("`dir` '"), "{e}");
     }
 }
