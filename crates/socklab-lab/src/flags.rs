@@ -211,5 +211,38 @@ pub fn sweep_values(spec: &str, keys: &[Key]) -> Result<(String, Vec<String>), L
     Ok((key, vals))
 }
 
+/// `socklab transfer`'s groups: the keys given, one group per protocol (in the order given,
+/// repeats dropped); `tcp_cc` varies for tcp only (rudp records n/a).
+pub fn transfer_groups(given: &[Given]) -> Result<Vec<Group>, LabError> {
+    use crate::workload::transfer::{PROTO, TCP_CC};
+    let split = [PROTO.name, TCP_CC.name];
+    let rest: Vec<Given> = given
+        .iter()
+        .filter(|g| !split.contains(&g.key.name))
+        .cloned()
+        .collect();
+    let base = group("transfer", &rest, &Rules::default())?;
+    let listed = |key: &Key| match given.iter().find(|g| g.key.name == key.name) {
+        Some(g) => g.values.clone(),
+        None => key.default.split(',').map(str::to_string).collect(),
+    };
+    let mut protos: Vec<String> = Vec::new();
+    for p in listed(&PROTO) {
+        if !protos.contains(&p) {
+            protos.push(p);
+        }
+    }
+    let mut groups = Vec::new();
+    for p in protos {
+        let mut g = base.clone();
+        g.fixed.set("proto", p.as_str());
+        if p.trim() == "tcp" {
+            list_axis("tcp_cc", &listed(&TCP_CC), &mut g.axes, &mut g.fixed);
+        }
+        groups.push(g);
+    }
+    Ok(groups)
+}
+
 #[cfg(test)]
 mod tests;

@@ -233,7 +233,7 @@ pub struct LinkArgs {
     #[arg(long, value_name = "FILE.pcapng")]
     pub capture: Option<PathBuf>,
     /// Bytes kept of each captured packet (65535: whole packets).
-    #[arg(long, value_name = "BYTES", default_value_t = socklab_link::capture::DEFAULT_SNAPLEN)]
+    #[arg(long, value_name = "BYTES", default_value_t = socklab_lab::roles::netem_args::DEFAULT_SNAPLEN)]
     pub capture_snaplen: u32,
     /// Largest capture file; packets past it are counted, not written.
     #[arg(long, value_name = "SIZE", default_value = "1G")]

@@ -188,7 +188,7 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
 
 // ---------------------------------------------------------------------------------------- bulk
 
-pub(crate) use socklab_lab::flags::{list_axis, parse_order};
+pub(crate) use socklab_lab::flags::parse_order;
 
 /// The seed of `--order random`: bulk's `--seed` (the payload's too), else 1.
 pub(crate) fn order_seed(text: Option<&str>) -> Result<u64, Failure> {

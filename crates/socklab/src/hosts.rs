@@ -5,13 +5,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use socklab_lab::hosts::{
-    install, probe, HostPlan, HostReport, Local, Ssh, SshOptions, Transport, LOCAL,
-};
+use socklab_lab::hosts::command::{self as cmd, HostFlags};
+use socklab_lab::hosts::{install, HostPlan, SshOptions};
 use socklab_lab::roles;
-use socklab_lab::table::Table;
+use socklab_lab::LabError;
 
-use crate::commands::{out, usage, Failure};
+use crate::commands::{out, Failure};
 
 #[derive(Debug, Subcommand)]
 pub enum HostsCommand {
@@ -111,150 +110,63 @@ impl SshArgs {
     }
 }
 
-fn exe() -> Result<PathBuf, Failure> {
-    std::env::current_exe()
-        .map_err(|e| Failure::Run(format!("cannot find the socklab binary: {e}")))
+/// A host's error, as it happens: one line on stderr.
+fn say_error(e: &LabError) {
+    eprintln!(
+        "socklab: error: {}",
+        crate::flags::in_flags(&e.to_string(), &[])
+    );
 }
 
-/// The transport of one host named on the command line.
-fn connect(name: &str, ssh: &SshOptions) -> Result<Box<dyn Transport>, socklab_lab::LabError> {
-    if name == LOCAL {
-        return Ok(Box::new(Local::new(
-            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("socklab")),
-        )));
-    }
-    Ok(Box::new(Ssh::connect(name, ssh)?))
+/// The end of a command over several hosts: exit 1 naming those that failed.
+fn ended(failed: Option<String>) -> Result<(), Failure> {
+    failed.map_or(Ok(()), |m| Err(Failure::Run(m)))
 }
 
 pub fn hosts(c: HostsCommand, dry: bool) -> Result<(), Failure> {
     match c {
         HostsCommand::Check { hosts, ssh, json } => {
             if dry {
-                return crate::dryrun::print_checked(&format!(
-                    "socklab hosts check would connect to {}",
-                    hosts.join(", ")
-                ));
+                return crate::dryrun::print_checked(&cmd::check_dry_run_text(&hosts));
             }
-            let opts = ssh.options();
-            let mut reports: Vec<HostReport> = Vec::new();
-            let mut failed = Vec::new();
-            for h in &hosts {
-                match connect(h, &opts).and_then(|t| probe::check(t.as_ref(), None)) {
-                    Ok(r) => reports.push(r),
-                    Err(e) => {
-                        eprintln!(
-                            "socklab: error: {}",
-                            crate::flags::in_flags(&e.to_string(), &[])
-                        );
-                        failed.push(h.clone());
-                    }
-                }
-            }
-            if json {
-                out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&reports).unwrap_or_default()
-                ))?;
-            } else if !reports.is_empty() {
-                out(&check_table(&reports).to_text())?;
-            }
-            match failed.len() {
-                0 => Ok(()),
-                n => Err(Failure::Run(format!(
-                    "{n} of {} host(s) failed the check: {}",
-                    hosts.len(),
-                    failed.join(", ")
-                ))),
-            }
+            let (text, failed) = cmd::check(&hosts, &ssh.options(), json, say_error);
+            out(&text)?;
+            ended(failed)
         }
         HostsCommand::Install { hosts, ssh, dir } => {
-            if dir.trim().is_empty() {
-                return Err(usage("--dir '': name a directory, e.g. ~/.local/bin"));
-            }
+            let said = cmd::check_install(&hosts, &dir)?;
             if dry {
-                return crate::dryrun::print_checked(&format!(
-                    "socklab hosts install would copy this binary to {dir}/socklab on {}",
-                    hosts.join(", ")
-                ));
+                return crate::dryrun::print_checked(&said);
             }
-            let exe = exe()?;
-            let opts = ssh.options();
-            let mut failed = Vec::new();
-            for h in &hosts {
-                match connect(h, &opts).and_then(|t| install::install(t.as_ref(), &exe, &dir)) {
-                    Ok(said) => out(&format!("{h}: installed {dir}/socklab ({said})\n"))?,
+            let exe = cmd::this_exe()?;
+            ended(cmd::install(
+                &hosts,
+                &ssh.options(),
+                &exe,
+                &dir,
+                |r| match r {
+                    Ok(line) => out(&line),
                     Err(e) => {
-                        eprintln!(
-                            "socklab: error: {}",
-                            crate::flags::in_flags(&e.to_string(), &[])
-                        );
-                        failed.push(h.clone());
+                        say_error(&e);
+                        Ok(())
                     }
-                }
-            }
-            match failed.len() {
-                0 => Ok(()),
-                n => Err(Failure::Run(format!(
-                    "{n} of {} host(s) not installed: {}",
-                    hosts.len(),
-                    failed.join(", ")
-                ))),
-            }
+                },
+            )?)
         }
         HostsCommand::Rep {
             kind,
             params,
             label,
         } => {
-            let p: socklab_lab::params::Params = serde_json::from_str(&params)
-                .map_err(|e| usage(format!("--params: not a parameter object: {e}")))?;
-            roles::remote::rep(exe()?, &kind, &p, &label).map_err(Failure::from)
+            let p = cmd::rep_params(&params)?;
+            Ok(roles::remote::rep(cmd::this_exe()?, &kind, &p, &label)?)
         }
         HostsCommand::Generate { config, start_at } => {
-            let cfg: socklab_net::load::LoadConfig = serde_json::from_str(&config)
-                .map_err(|e| usage(format!("--config: not a load configuration: {e}")))?;
+            let cfg = cmd::generate_config(&config)?;
             Ok(roles::remote::generate(&cfg, start_at)?)
         }
-        HostsCommand::Probe { bind } => {
-            let ip = crate::commands::parse_bind(&bind)?;
-            probe::serve_probe(ip).map_err(|e| Failure::Run(format!("hosts probe: {e}")))
-        }
+        HostsCommand::Probe { bind } => Ok(cmd::probe(&bind)?),
     }
-}
-
-fn check_table(reports: &[HostReport]) -> Table {
-    let mut t = Table::new(&[
-        "host",
-        "socklab",
-        "kernel",
-        "cpu",
-        "cores",
-        "cc (default; available)",
-        "addr",
-        "mtu",
-        "rtt ms",
-        "clock offset",
-    ]);
-    t.left = vec![
-        true, true, true, true, false, true, true, false, false, false,
-    ];
-    for r in reports {
-        let f = &r.facts;
-        t.row(vec![
-            r.name.clone(),
-            f.socklab_version.clone(),
-            f.kernel.clone(),
-            f.cpu_model.clone(),
-            f.cores.to_string(),
-            format!("{}; {}", f.cc_default, f.cc_available),
-            r.addr.map_or("-".into(), |a| a.to_string()),
-            r.mtu.map_or("-".into(), |m| m.to_string()),
-            r.rtt_us
-                .map_or("-".into(), |u| format!("{:.3}", u / 1000.0)),
-            r.clock_text(),
-        ]);
-    }
-    t
 }
 
 /// Where the roles of a measuring command run: on every command that takes hosts.
@@ -282,46 +194,24 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
+    /// The flags as the lab takes them.
+    fn flags(&self) -> HostFlags {
+        HostFlags {
+            server_host: self.server_host.clone(),
+            server_addr: self.server_addr.clone(),
+            client_host: self.client_host.clone(),
+            generators: self.generators.clone(),
+            ssh: self.ssh.options(),
+        }
+    }
+
     /// The checked host plan.
     pub fn plan(&self) -> Result<HostPlan, Failure> {
-        let server_addr = match &self.server_addr {
-            Some(a) => Some(a.trim_matches(|c| c == '[' || c == ']').parse().map_err(|_| {
-                usage(format!(
-                    "--server-addr '{a}' is not an IP address: give the address the clients reach the server host at, e.g. 192.0.2.10"
-                ))
-            })?),
-            None => None,
-        };
-        let plan = HostPlan {
-            server: self.server_host.clone(),
-            server_addr,
-            client: self.client_host.clone(),
-            generators: self
-                .generators
-                .iter()
-                .map(|g| g.trim().to_string())
-                .collect(),
-            ssh: self.ssh.options(),
-        };
-        plan.check()?;
-        if let Some(f) = &plan.ssh.config {
-            if !f.is_file() {
-                return Err(usage(format!(
-                    "--ssh-config '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
-                    f.display()
-                )));
-            }
-        }
-        Ok(plan)
+        Ok(self.flags().plan()?)
     }
 
     /// Refuses a server host beside a server somebody else started (`--to`).
     pub fn check_to(&self, to: Option<&str>) -> Result<(), Failure> {
-        match (&self.server_host, to) {
-            (Some(h), Some(t)) if h != LOCAL => Err(usage(format!(
-                "--server-host {h} starts the server there, --to {t} names one already running: give one of them"
-            ))),
-            _ => Ok(()),
-        }
+        Ok(self.flags().check_to(to)?)
     }
 }

@@ -2,20 +2,10 @@
 //! the Stevens protocol, echo, discard or HTTP, until SIGINT/SIGTERM; then the classic servers'
 //! `user time = U, sys time = S` line and the per-worker counts.
 
-use std::net::SocketAddr;
-use std::time::Duration;
-
 use clap::Args;
 use socklab_lab::roles::{self, Say};
-use socklab_net::server::{self, Design, Handler, ServeConfig};
-use socklab_net::sockopt::OptSet;
-use socklab_net::{ParseNameError, SockOptError};
-use socklab_units::{parse_duration, parse_size};
 
-use crate::commands::{parse_bind, usage, Failure};
-
-/// The idle timeout when `--idle-timeout` is not given.
-pub const DEFAULT_IDLE_TIMEOUT: &str = "10s";
+use crate::commands::Failure;
 
 /// The help text after the options.
 pub const AFTER_HELP: &str = concat!(
@@ -55,7 +45,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "baseline", value_name = "SET")]
     pub opts: String,
     /// Close a connection that completes no request for this long ('off': never).
-    #[arg(long, default_value = DEFAULT_IDLE_TIMEOUT, value_name = "DURATION")]
+    #[arg(long, default_value = roles::serve::DEFAULT_IDLE_TIMEOUT, value_name = "DURATION")]
     pub idle_timeout: String,
     /// Set the soft RLIMIT_NOFILE (open descriptors) before serving, like `ulimit -n N`.
     #[arg(long, value_name = "N")]
@@ -68,109 +58,22 @@ pub struct ServeArgs {
     pub quiet: bool,
 }
 
-/// `--idle-timeout`: a positive duration, or `off`/`none`.
-fn parse_idle(text: &str) -> Result<Option<Duration>, Failure> {
-    if matches!(text.trim().to_ascii_lowercase().as_str(), "off" | "none") {
-        return Ok(None);
-    }
-    match parse_duration(text) {
-        Ok(d) if d.is_zero() => Err(usage(format!(
-            "--idle-timeout '{text}': give the clients some time, e.g. --idle-timeout 10s (or 'off')"
-        ))),
-        Ok(d) => Ok(Some(d)),
-        Err(e) => Err(usage(format!("--idle-timeout {e}"))),
-    }
-}
-
-/// `--nofile N`: the soft limit, checked against the hard one (the role's error, with its
-/// flag).
-fn set_nofile(n: u64) -> Result<(), Failure> {
-    use roles::serve::NofileError;
-    roles::serve::set_nofile(n).map_err(|e| match e {
-        NofileError::Read(e) => Failure::from(e),
-        e @ NofileError::Set { .. } => Failure::Run(format!("--nofile {e}")),
-        e => usage(format!("--nofile {e}")),
-    })
-}
-
-/// Checks the arguments and builds the configuration.
-fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
-    let design: Design = a
-        .design
-        .parse()
-        .map_err(|e: ParseNameError| usage(e.to_string()))?;
-    let handler: Handler = a
-        .handler
-        .parse()
-        .map_err(|e: ParseNameError| usage(e.to_string()))?;
-    let body = parse_size(&a.body).map_err(|e| usage(format!("--body {e}")))? as usize;
-    let opts: OptSet = a
-        .opts
-        .parse()
-        .map_err(|e: SockOptError| usage(format!("--opts {e}")))?;
-    opts.validate(false)
-        .map_err(|e| usage(format!("--opts {e}")))?;
-    if a.backlog < 1 {
-        return Err(usage(format!(
-            "--backlog {} is too small: use a positive queue length, e.g. 1024",
-            a.backlog
-        )));
-    }
-    let workers = a.workers.unwrap_or_else(socklab_sys::host::cores);
-    // Checked here too (the server checks them when it starts), so --dry-run names them.
-    if workers == 0 || workers > server::MAX_WORKERS {
-        return Err(usage(format!(
-            "--workers {workers} is out of range: use 1 to {}",
-            server::MAX_WORKERS
-        )));
-    }
-    if body > server::handler::HTTP_MAX_BODY {
-        return Err(usage(format!(
-            "--body {} is too large: use at most {} bytes",
-            a.body,
-            server::handler::HTTP_MAX_BODY
-        )));
-    }
-    Ok(ServeConfig {
-        bind: SocketAddr::new(parse_bind(&a.bind)?, a.port),
-        design,
-        workers,
-        handler,
-        body,
-        backlog: a.backlog,
-        opts,
-        idle_timeout: parse_idle(&a.idle_timeout)?,
-    })
-}
-
-/// Runs `socklab serve`.
+/// Runs `socklab serve`: the role checks the arguments (its errors name keys, printed as flags).
 pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
-    let cfg = config(&a)?;
-    if dry {
-        return crate::dryrun::print_checked(&format!(
-            "socklab serve would run {} ({}) on {}",
-            cfg.design, cfg.handler, cfg.bind
-        ));
-    }
-    if let Some(n) = a.nofile {
-        set_nofile(n)?;
-    }
+    let given = roles::serve::ServeArgs {
+        design: a.design,
+        workers: a.workers,
+        handler: a.handler,
+        body: a.body,
+        port: a.port,
+        bind: a.bind,
+        backlog: a.backlog,
+        opts: a.opts,
+        idle_timeout: a.idle_timeout,
+    };
     let say = Say {
         announce: a.announce,
         quiet: a.quiet,
     };
-    Ok(roles::serve::run(&cfg, say)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idle_timeout_parses_durations_and_off() {
-        assert_eq!(parse_idle("10s").unwrap(), Some(Duration::from_secs(10)));
-        assert_eq!(parse_idle("off").unwrap(), None);
-        assert!(parse_idle("0s").unwrap_err().message().contains("'0s'"));
-        assert!(parse_idle("soon").is_err());
-    }
+    crate::netem::dry_run(roles::serve::serve(&given, a.nofile, say, dry)?)
 }

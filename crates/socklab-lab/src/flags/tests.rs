@@ -156,3 +156,22 @@ fn orders_parse_and_a_bad_one_names_the_choices() {
         "--order 'shuffled': choose interleaved, random or sequential"
     );
 }
+
+#[test]
+fn transfer_has_a_group_per_protocol_and_tcp_cc_varies_for_tcp_only() {
+    use crate::workload::transfer::{PROTO, TCP_CC};
+    let given = vec![
+        Given::new(PROTO, ["tcp", "rudp", "tcp"]),
+        Given::new(TCP_CC, ["cubic", "bbr"]),
+    ];
+    let groups = transfer_groups(&given).unwrap();
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0].fixed.get("proto"), Some("tcp"));
+    assert_eq!(groups[0].axes.len(), 1);
+    assert_eq!(groups[1].fixed.get("proto"), Some("rudp"));
+    assert!(groups[1].axes.is_empty());
+    assert_eq!(groups[1].fixed.get("tcp_cc"), None);
+    let defaults = transfer_groups(&[]).unwrap();
+    assert_eq!(defaults.len(), 1);
+    assert_eq!(defaults[0].fixed.get("tcp_cc"), Some("cubic"));
+}

@@ -11,6 +11,7 @@
 //! connected again) and gives back their facts for the store.
 
 pub mod client;
+pub mod command;
 pub mod generators;
 pub mod install;
 pub mod probe;

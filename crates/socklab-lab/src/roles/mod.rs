@@ -6,17 +6,20 @@
 pub mod argv;
 pub mod echo;
 pub mod netem;
+pub mod netem_args;
 pub mod remote;
 pub mod serve;
 pub mod sink;
 pub mod transfer;
+pub mod transfer_args;
 pub mod udp_sink;
 
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use socklab_net::childline::ChildLine;
-use socklab_sys::process::install_interrupt_flag;
+/// Catches SIGINT/SIGTERM in a flag (the binary calls it before a long run).
+pub use socklab_sys::process::install_interrupt_flag;
 
 pub use argv::{Listen, Role, RoleArgs};
 
@@ -58,6 +61,17 @@ impl From<socklab_net::NetError> for RoleError {
             other => RoleError::Run(other.to_string()),
         }
     }
+}
+
+/// A role's `bind` address: an IP address, bracketed or not (`[::1]`).
+pub fn parse_bind(bind: &str) -> Result<IpAddr, RoleError> {
+    bind.trim_matches(|c| c == '[' || c == ']')
+        .parse()
+        .map_err(|_| {
+            RoleError::Usage(format!(
+                "`bind` '{bind}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::"
+            ))
+        })
 }
 
 /// What a server role says: its child lines on stdout (`announce`), its lines for people on

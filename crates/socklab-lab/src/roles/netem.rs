@@ -18,7 +18,7 @@ use super::RoleError;
 
 /// A link error as `netem` reports it: a refused value is a usage error, anything else a
 /// failed run.
-fn net(e: LinkError) -> RoleError {
+pub(super) fn net(e: LinkError) -> RoleError {
     match e {
         LinkError::Invalid(m) => RoleError::Usage(m),
         other => RoleError::Run(other.to_string()),

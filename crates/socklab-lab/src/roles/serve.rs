@@ -2,11 +2,140 @@
 //! servers' `user time = U, sys time = S` line and the per-worker counts (and, announcing, a
 //! `STATS {json}` line).
 
+use std::net::SocketAddr;
+use std::time::Duration;
+
 use socklab_net::childline::ChildLine;
-use socklab_net::server::{self, ServeConfig};
+use socklab_net::server::{self, Design, Handler, ServeConfig};
+use socklab_net::sockopt::OptSet;
+use socklab_units::{parse_duration, parse_size};
+
 use socklab_sys::process::interrupt_flag;
 
-use super::{out, server_started, RoleError, Say};
+use super::{out, parse_bind, server_started, RoleError, Say};
+
+/// The idle timeout when `idle_timeout` is not given.
+pub const DEFAULT_IDLE_TIMEOUT: &str = "10s";
+
+/// `serve`'s arguments as given (text, unchecked); [`ServeArgs::config`] checks them.
+#[derive(Debug, Clone)]
+pub struct ServeArgs {
+    /// The server design's name.
+    pub design: String,
+    /// Workers of the pool designs (default: the number of cores).
+    pub workers: Option<usize>,
+    /// The protocol's name.
+    pub handler: String,
+    /// HTTP body size (a size as text).
+    pub body: String,
+    /// The port.
+    pub port: u16,
+    /// The address (text).
+    pub bind: String,
+    /// listen() backlog.
+    pub backlog: i32,
+    /// Server-side socket options (an option set as text).
+    pub opts: String,
+    /// The idle timeout (a duration, or `off`).
+    pub idle_timeout: String,
+}
+
+impl ServeArgs {
+    /// Checks the arguments (errors name the key) and builds the configuration.
+    pub fn config(&self) -> Result<ServeConfig, RoleError> {
+        let usage = RoleError::Usage;
+        let design: Design = self.design.parse().map_err(|e| usage(format!("{e}")))?;
+        let handler: Handler = self.handler.parse().map_err(|e| usage(format!("{e}")))?;
+        let body = parse_size(&self.body).map_err(|e| usage(format!("`body` {e}")))? as usize;
+        let opts: OptSet = self
+            .opts
+            .parse()
+            .map_err(|e| usage(format!("`opts` {e}")))?;
+        opts.validate(false)
+            .map_err(|e| usage(format!("`opts` {e}")))?;
+        if self.backlog < 1 {
+            return Err(usage(format!(
+                "`backlog` {} is too small: use a positive queue length, e.g. 1024",
+                self.backlog
+            )));
+        }
+        let workers = self.workers.unwrap_or_else(socklab_sys::host::cores);
+        // Checked here too (the server checks them when it starts), so a dry run names them.
+        if workers == 0 || workers > server::MAX_WORKERS {
+            return Err(usage(format!(
+                "`workers` {workers} is out of range: use 1 to {}",
+                server::MAX_WORKERS
+            )));
+        }
+        if body > server::handler::HTTP_MAX_BODY {
+            return Err(usage(format!(
+                "`body` {} is too large: use at most {} bytes",
+                self.body,
+                server::handler::HTTP_MAX_BODY
+            )));
+        }
+        Ok(ServeConfig {
+            bind: SocketAddr::new(parse_bind(&self.bind)?, self.port),
+            design,
+            workers,
+            handler,
+            body,
+            backlog: self.backlog,
+            opts,
+            idle_timeout: parse_idle(&self.idle_timeout)?,
+        })
+    }
+}
+
+/// What a dry run of `serve` says.
+pub fn dry_run_text(cfg: &ServeConfig) -> String {
+    format!(
+        "socklab serve would run {} ({}) on {}",
+        cfg.design, cfg.handler, cfg.bind
+    )
+}
+
+/// `serve`: the arguments checked, the descriptor limit set (`nofile`), then [`run`]; on a
+/// dry run, the line to print.
+pub fn serve(
+    args: &ServeArgs,
+    nofile: Option<u64>,
+    say: Say,
+    dry: bool,
+) -> Result<Option<String>, RoleError> {
+    let cfg = args.config()?;
+    if dry {
+        return Ok(Some(dry_run_text(&cfg)));
+    }
+    if let Some(n) = nofile {
+        set_nofile_checked(n)?;
+    }
+    run(&cfg, say)?;
+    Ok(None)
+}
+
+/// `idle_timeout`: a positive duration, or `off`/`none`.
+pub fn parse_idle(text: &str) -> Result<Option<Duration>, RoleError> {
+    if matches!(text.trim().to_ascii_lowercase().as_str(), "off" | "none") {
+        return Ok(None);
+    }
+    match parse_duration(text) {
+        Ok(d) if d.is_zero() => Err(RoleError::Usage(format!(
+            "`idle_timeout` '{text}': give the clients some time, e.g. `idle_timeout` 10s (or 'off')"
+        ))),
+        Ok(d) => Ok(Some(d)),
+        Err(e) => Err(RoleError::Usage(format!("`idle_timeout` {e}"))),
+    }
+}
+
+/// `nofile`: [`set_nofile`], its error naming the key (a refused `setrlimit` is a failed run).
+pub fn set_nofile_checked(n: u64) -> Result<(), RoleError> {
+    set_nofile(n).map_err(|e| match e {
+        NofileError::Read(e) => RoleError::from(e),
+        e @ NofileError::Set { .. } => RoleError::Run(format!("`nofile` {e}")),
+        e => RoleError::Usage(format!("`nofile` {e}")),
+    })
+}
 
 /// The fewest descriptors a server can run with.
 pub const MIN_NOFILE: u64 = 16;
@@ -96,5 +225,67 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn idle_timeout_parses_durations_and_off() {
+        assert_eq!(parse_idle("10s").unwrap(), Some(Duration::from_secs(10)));
+        assert_eq!(parse_idle("off").unwrap(), None);
+        assert!(parse_idle("0s").unwrap_err().to_string().contains("'0s'"));
+        assert!(parse_idle("soon").is_err());
+    }
+
+    fn args() -> ServeArgs {
+        ServeArgs {
+            design: "iterative".into(),
+            workers: Some(2),
+            handler: "stevens".into(),
+            body: "100".into(),
+            port: 0,
+            bind: "::".into(),
+            backlog: 1024,
+            opts: "baseline".into(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT.into(),
+        }
+    }
+
+    #[test]
+    fn bad_serve_arguments_name_their_key() {
+        assert!(args().config().is_ok());
+        let e = |a: ServeArgs| a.config().unwrap_err().to_string();
+        assert!(e(ServeArgs {
+            backlog: 0,
+            ..args()
+        })
+        .starts_with("`backlog` 0 is too small"));
+        assert!(e(ServeArgs {
+            workers: Some(0),
+            ..args()
+        })
+        .starts_with("`workers` 0 is out"));
+        assert!(e(ServeArgs {
+            bind: "x".into(),
+            ..args()
+        })
+        .starts_with("`bind` 'x' is not"));
+        assert!(e(ServeArgs {
+            body: "1G".into(),
+            ..args()
+        })
+        .starts_with("`body` 1G is too large"));
+        assert!(e(ServeArgs {
+            opts: "bogus".into(),
+            ..args()
+        })
+        .starts_with("`opts` "));
+    }
+
+    #[test]
+    fn a_dry_run_checks_and_says_what_it_would_run() {
+        let said = serve(&args(), Some(3), Say::default(), true).unwrap();
+        assert_eq!(
+            said.as_deref(),
+            Some("socklab serve would run iterative (stevens) on [::]:0")
+        );
     }
 }

@@ -119,6 +119,27 @@ pub fn check_tcp_cc(s: &str) -> Result<String, String> {
     }
 }
 
+/// A repetition that failed is stored with `failed = 1` and its reason; the command still
+/// exits 1 so scripts notice: the message saying so, `None` when none failed.
+pub fn failed_repetitions(
+    store: &crate::store::Store,
+    id: i64,
+) -> Result<Option<String>, LabError> {
+    let samples = store.samples(id)?;
+    let failed = samples
+        .iter()
+        .filter(|s| s.metrics.get("failed").copied() == Some(1.0))
+        .count();
+    if failed == 0 {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{failed} of {} repetitions failed (stored with failed = 1; the reasons: socklab results export {id} `json` `db` {})",
+        samples.len(),
+        store.path().display()
+    )))
+}
+
 /// `proto`.
 pub const PROTO: Key = Key::new(
     "proto",
