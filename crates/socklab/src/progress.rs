@@ -13,58 +13,37 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use socklab_lab::plan::{Cell, Plan};
 use socklab_lab::runner::{Observer, Sample};
 use socklab_lab::series::LiveSink;
-use socklab_lab::session::{LiveBuffer, Tally};
+use socklab_lab::session::{LiveBuffer, LiveWrite, Tally};
 
 pub use socklab_lab::session::LiveLines;
 
-/// The live lines of a time series, written to stdout (stderr for
-/// [`LiveLines::TextStderr`]) around the progress `bar`, if one is drawn.
-#[derive(Clone)]
-struct LivePrinter(LiveBuffer);
-
-impl LivePrinter {
-    fn new(mode: LiveLines) -> LivePrinter {
-        LivePrinter(LiveBuffer::new(mode))
-    }
-
-    fn sink(
-        &self,
-        experiment: i64,
-        cell: &Cell,
-        rep: usize,
-        warmup: bool,
-        bar: Option<ProgressBar>,
-    ) -> Option<LiveSink> {
-        let stderr = self.0.mode() == LiveLines::TextStderr;
-        let write = Arc::new(move |text: &str| {
-            // A closed stdout ends the command when it next prints its results.
-            let print = || {
-                if stderr {
-                    eprint!("{text}");
-                } else {
-                    let mut o = std::io::stdout().lock();
-                    let _ = o.write_all(text.as_bytes());
-                    let _ = o.flush();
-                }
-            };
-            match &bar {
-                Some(b) => b.suspend(print),
-                None => print(),
+/// Writes live lines to stdout (stderr for [`LiveLines::TextStderr`]) around the progress
+/// `bar`, if one is drawn.
+fn writer(live: &LiveBuffer, bar: Option<ProgressBar>) -> LiveWrite {
+    let stderr = live.mode() == LiveLines::TextStderr;
+    Arc::new(move |text: &str| {
+        // A closed stdout ends the command when it next prints its results.
+        let print = || {
+            if stderr {
+                eprint!("{text}");
+            } else {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(text.as_bytes());
+                let _ = o.flush();
             }
-        });
-        self.0.sink(experiment, cell, rep, warmup, write)
-    }
-
-    fn flush(&self) {
-        self.0.flush();
-    }
+        };
+        match &bar {
+            Some(b) => b.suspend(print),
+            None => print(),
+        }
+    })
 }
 
 /// The CLI's observer.
 pub struct Progress {
     bar: Option<ProgressBar>,
     tally: Tally,
-    live: LivePrinter,
+    live: LiveBuffer,
     experiment: i64,
 }
 
@@ -74,14 +53,14 @@ impl Progress {
         Progress {
             bar: None,
             tally: Tally::default(),
-            live: LivePrinter::new(LiveLines::Off),
+            live: LiveBuffer::new(LiveLines::Off),
             experiment: 0,
         }
     }
 
     /// Prints the intervals of a time series as they close.
     pub fn with_live(mut self, live: LiveLines) -> Progress {
-        self.live = LivePrinter::new(live);
+        self.live = LiveBuffer::new(live);
         self
     }
 }
@@ -114,8 +93,8 @@ impl Observer for Progress {
     }
 
     fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
-        self.live
-            .sink(self.experiment, cell, rep, warmup, self.bar.clone())
+        let write = writer(&self.live, self.bar.clone());
+        self.live.sink(self.experiment, cell, rep, warmup, write)
     }
 
     fn retry(&mut self, cell: &Cell, rep: usize) {
@@ -156,7 +135,7 @@ const ONE_RUN_QUIET: Duration = Duration::from_secs(3);
 pub struct OneRun {
     enabled: bool,
     shown: Option<(ProgressBar, Arc<AtomicBool>, JoinHandle<()>)>,
-    live: LivePrinter,
+    live: LiveBuffer,
     experiment: i64,
 }
 
@@ -166,14 +145,14 @@ impl OneRun {
         OneRun {
             enabled: enabled && std::io::stderr().is_terminal(),
             shown: None,
-            live: LivePrinter::new(LiveLines::Off),
+            live: LiveBuffer::new(LiveLines::Off),
             experiment: 0,
         }
     }
 
     /// Prints the intervals of a time series as they close.
     pub fn with_live(mut self, live: LiveLines) -> OneRun {
-        self.live = LivePrinter::new(live);
+        self.live = LiveBuffer::new(live);
         self
     }
 
@@ -193,7 +172,8 @@ impl Observer for OneRun {
 
     fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
         let bar = self.shown.as_ref().map(|(b, _, _)| b.clone());
-        self.live.sink(self.experiment, cell, rep, warmup, bar)
+        self.live
+            .sink(self.experiment, cell, rep, warmup, writer(&self.live, bar))
     }
 
     fn run_start(&mut self, cell: &Cell, _rep: usize, _warmup: bool) {
