@@ -98,6 +98,9 @@ pub enum LabError {
         /// The error.
         source: std::io::Error,
     },
+    /// The results database to read does not exist.
+    #[error("results database '{}' does not exist: run an experiment first, or name the file with `db` PATH", .0.display())]
+    NoStore(PathBuf),
 }
 
 impl LabError {

@@ -371,7 +371,7 @@ pub struct SinkArgs {
     pub idle_timeout: String,
     /// Connections served at once (each on its own thread); one more is refused with
     /// `ERROR sink busy`.
-    #[arg(long, default_value_t = socklab_net::sink::DEFAULT_MAX_CONNS, value_name = "N")]
+    #[arg(long, default_value_t = socklab_lab::roles::sink::DEFAULT_MAX_CONNS, value_name = "N")]
     pub max_conns: usize,
     /// Receive UDP datagrams of `socklab bulk --udp` instead: count each test's arrivals,
     /// losses, copies, reordering, jitter and one-way delay, and report it.

@@ -5,122 +5,26 @@
 
 use std::io::{IsTerminal, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use socklab_lab::plan::{Cell, Plan};
 use socklab_lab::runner::{Observer, Sample};
-use socklab_lab::sample::Interval;
-use socklab_lab::series::{live_json, live_line, LiveSink};
-use socklab_lab::table::num;
+use socklab_lab::series::LiveSink;
+use socklab_lab::session::{LiveBuffer, LiveWrite, Tally};
 
-/// Where the live lines of a time series go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LiveLines {
-    /// Nowhere (suites: stored only).
-    Off,
-    /// A text line each on stdout.
-    Text,
-    /// A text line each on stderr (stdout holds CSV).
-    TextStderr,
-    /// A JSON object a line on stdout.
-    Json,
-}
+pub use socklab_lab::session::LiveLines;
 
-impl LiveLines {
-    /// The lines of a command printing `--json` or `--csv` (or neither).
-    pub fn for_format(json: bool, csv: bool) -> LiveLines {
-        match (json, csv) {
-            (true, _) => LiveLines::Json,
-            (_, true) => LiveLines::TextStderr,
-            _ => LiveLines::Text,
-        }
-    }
-}
-
-/// How often buffered live lines are written at most: a 10 ms interval would otherwise cost a
-/// `write()` (and a wake-up of whoever reads the pipe) per line, measurably on a busy core.
-const FLUSH_EVERY: Duration = Duration::from_millis(100);
-
-/// Live lines not yet written, and around which progress bar to write them.
-struct Pending {
-    text: String,
-    last: Instant,
-    bar: Option<ProgressBar>,
-}
-
-/// Prints the live lines of a time series, one per interval, in order; buffered and written
-/// at most every [`FLUSH_EVERY`], and at the end of each repetition.
-#[derive(Clone)]
-struct LivePrinter {
-    mode: LiveLines,
-    pending: Arc<Mutex<Pending>>,
-}
-
-impl LivePrinter {
-    fn new(mode: LiveLines) -> LivePrinter {
-        LivePrinter {
-            mode,
-            pending: Arc::new(Mutex::new(Pending {
-                text: String::new(),
-                last: Instant::now(),
-                bar: None,
-            })),
-        }
-    }
-
-    /// The sink of repetition `rep` of `cell` of experiment `experiment`; lines are written
-    /// around the progress `bar`, if one is drawn.
-    fn sink(
-        &self,
-        experiment: i64,
-        cell: &Cell,
-        rep: usize,
-        warmup: bool,
-        bar: Option<ProgressBar>,
-    ) -> Option<LiveSink> {
-        if self.mode == LiveLines::Off {
-            return None;
-        }
-        self.flush();
-        self.lock().bar = bar;
-        let (label, index) = (cell.label.clone(), cell.index);
-        let printer = self.clone();
-        Some(Arc::new(move |i: &Interval| {
-            let line = match printer.mode {
-                LiveLines::Json => live_json(experiment, index, &label, rep, warmup, i).to_string(),
-                _ => live_line(&label, rep, warmup, i),
-            };
-            let mut p = printer.lock();
-            p.text.push_str(&line);
-            p.text.push('\n');
-            if p.last.elapsed() >= FLUSH_EVERY {
-                printer.write(&mut p);
-            }
-        }))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Writes what is buffered.
-    fn flush(&self) {
-        let mut p = self.lock();
-        self.write(&mut p);
-    }
-
-    fn write(&self, p: &mut Pending) {
-        p.last = Instant::now();
-        if p.text.is_empty() {
-            return;
-        }
-        let text = std::mem::take(&mut p.text);
+/// Writes live lines to stdout (stderr for [`LiveLines::TextStderr`]) around the progress
+/// `bar`, if one is drawn.
+fn writer(live: &LiveBuffer, bar: Option<ProgressBar>) -> LiveWrite {
+    let stderr = live.mode() == LiveLines::TextStderr;
+    Arc::new(move |text: &str| {
+        // A closed stdout ends the command when it next prints its results.
         let print = || {
-            // A closed stdout ends the command when it next prints its results.
-            if self.mode == LiveLines::TextStderr {
+            if stderr {
                 eprint!("{text}");
             } else {
                 let mut o = std::io::stdout().lock();
@@ -128,21 +32,18 @@ impl LivePrinter {
                 let _ = o.flush();
             }
         };
-        match &p.bar {
+        match &bar {
             Some(b) => b.suspend(print),
             None => print(),
         }
-    }
+    })
 }
 
 /// The CLI's observer.
 pub struct Progress {
     bar: Option<ProgressBar>,
-    name: String,
-    total: usize,
-    done: usize,
-    t0: Instant,
-    live: LivePrinter,
+    tally: Tally,
+    live: LiveBuffer,
     experiment: i64,
 }
 
@@ -151,54 +52,24 @@ impl Progress {
     pub fn new() -> Progress {
         Progress {
             bar: None,
-            name: String::new(),
-            total: 0,
-            done: 0,
-            t0: Instant::now(),
-            live: LivePrinter::new(LiveLines::Off),
+            tally: Tally::default(),
+            live: LiveBuffer::new(LiveLines::Off),
             experiment: 0,
         }
     }
 
     /// Prints the intervals of a time series as they close.
     pub fn with_live(mut self, live: LiveLines) -> Progress {
-        self.live = LivePrinter::new(live);
+        self.live = LiveBuffer::new(live);
         self
-    }
-}
-
-fn describe(s: &Sample) -> String {
-    if let Some(g) = s.get("gbps") {
-        format!("{} Gbit/s", num(g))
-    } else if let Some(t) = s.get("total_us") {
-        format!(
-            "{} us, p50 {} us",
-            num(t),
-            s.get("rtt_p50_us").map(num).unwrap_or_default()
-        )
-    } else if let Some(t) = s.get("total_s") {
-        format!(
-            "{} s, {} Mbit/s, retx {}",
-            num(t),
-            s.get("goodput_mbps").map(num).unwrap_or_default(),
-            s.get("retx").map(num).unwrap_or_default()
-        )
-    } else if s.get("failed") == Some(1.0) {
-        "failed".to_string()
-    } else if let Some(r) = s.get("rebind_ok") {
-        format!("rebind {}", if r > 0.0 { "ok" } else { "failed" })
-    } else {
-        String::new()
     }
 }
 
 impl Observer for Progress {
     fn start(&mut self, plan: &Plan, experiment: i64, runs: usize) {
-        self.name = plan.name.clone();
+        let (tally, line) = Tally::start(plan, experiment, runs);
+        self.tally = tally;
         self.experiment = experiment;
-        self.total = runs;
-        self.done = 0;
-        self.t0 = Instant::now();
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(runs as u64);
             bar.set_style(
@@ -211,38 +82,23 @@ impl Observer for Progress {
             bar.set_prefix(format!("{} (experiment {experiment})", plan.name));
             self.bar = Some(bar);
         } else {
-            eprintln!(
-                "experiment {experiment} '{}': {} cells, {runs} runs",
-                plan.name,
-                plan.cells.len()
-            );
+            eprintln!("{line}");
         }
     }
 
     fn run_start(&mut self, cell: &Cell, rep: usize, warmup: bool) {
         if let Some(b) = &self.bar {
-            b.set_message(format!(
-                "{}{} rep {}",
-                cell.label,
-                if warmup { " (warm-up)" } else { "" },
-                rep + 1
-            ));
+            b.set_message(Tally::running(cell, rep, warmup));
         }
     }
 
     fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
-        self.live
-            .sink(self.experiment, cell, rep, warmup, self.bar.clone())
+        let write = writer(&self.live, self.bar.clone());
+        self.live.sink(self.experiment, cell, rep, warmup, write)
     }
 
     fn retry(&mut self, cell: &Cell, rep: usize) {
-        self.total += 1;
-        let line = format!(
-            "{} | {}: a repetition was marked invalid (emu_valid = 0); running it again as rep {} (a cell gets at most 2 × reps attempts)",
-            self.name,
-            cell.label,
-            rep + 1
-        );
+        let line = self.tally.retry(cell, rep);
         match &self.bar {
             Some(b) => {
                 b.inc_length(1);
@@ -254,24 +110,10 @@ impl Observer for Progress {
 
     fn run_done(&mut self, cell: &Cell, rep: usize, warmup: bool, sample: &Sample) {
         self.live.flush();
-        self.done += 1;
+        self.tally.done();
         match &self.bar {
             Some(b) => b.inc(1),
-            None => {
-                let elapsed = self.t0.elapsed().as_secs_f64();
-                let eta = elapsed / self.done as f64 * self.total.saturating_sub(self.done) as f64;
-                eprintln!(
-                    "[{}/{}] {} | {}{} rep {}: {} (ETA {:.0}s)",
-                    self.done,
-                    self.total,
-                    self.name,
-                    cell.label,
-                    if warmup { " warm-up" } else { "" },
-                    rep + 1,
-                    describe(sample),
-                    eta
-                );
-            }
+            None => eprintln!("{}", self.tally.done_line(cell, rep, warmup, sample)),
         }
     }
 
@@ -293,7 +135,7 @@ const ONE_RUN_QUIET: Duration = Duration::from_secs(3);
 pub struct OneRun {
     enabled: bool,
     shown: Option<(ProgressBar, Arc<AtomicBool>, JoinHandle<()>)>,
-    live: LivePrinter,
+    live: LiveBuffer,
     experiment: i64,
 }
 
@@ -303,14 +145,14 @@ impl OneRun {
         OneRun {
             enabled: enabled && std::io::stderr().is_terminal(),
             shown: None,
-            live: LivePrinter::new(LiveLines::Off),
+            live: LiveBuffer::new(LiveLines::Off),
             experiment: 0,
         }
     }
 
     /// Prints the intervals of a time series as they close.
     pub fn with_live(mut self, live: LiveLines) -> OneRun {
-        self.live = LivePrinter::new(live);
+        self.live = LiveBuffer::new(live);
         self
     }
 
@@ -330,7 +172,8 @@ impl Observer for OneRun {
 
     fn live(&mut self, cell: &Cell, rep: usize, warmup: bool) -> Option<LiveSink> {
         let bar = self.shown.as_ref().map(|(b, _, _)| b.clone());
-        self.live.sink(self.experiment, cell, rep, warmup, bar)
+        self.live
+            .sink(self.experiment, cell, rep, warmup, writer(&self.live, bar))
     }
 
     fn run_start(&mut self, cell: &Cell, _rep: usize, _warmup: bool) {

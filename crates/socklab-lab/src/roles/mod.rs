@@ -4,6 +4,7 @@
 //! child lines on stdout) and how it ends ([`RoleError`]) are the role's.
 
 pub mod argv;
+pub mod checks;
 pub mod echo;
 pub mod netem;
 pub mod netem_args;

@@ -1,10 +1,56 @@
 //! The `sink` role (TCP): the bulk receiver's main loop.
 
+use std::net::SocketAddr;
+
+use socklab_net::protocol::MAX_READ_SIZE;
 use socklab_net::sink::{Sink, SinkConfig};
 use socklab_sys::process::interrupted;
-use socklab_units::format_size;
+use socklab_units::{format_size, parse_size};
+
+use super::checks::{idle_timeout, parse_bind};
 
 use super::{print_server_cpu, server_started, RoleError, Say};
+/// Connections the sink serves at once by default.
+pub use socklab_net::sink::DEFAULT_MAX_CONNS;
+
+/// The sink's configuration from its command line (text where the command line has text):
+/// `bind` an IP address, `read_size` 1 to 64M, `idle_timeout` positive. Errors name the key
+/// and the fix.
+pub fn config(
+    bind: &str,
+    port: u16,
+    read_size: &str,
+    idle: &str,
+    max_conns: usize,
+) -> Result<SinkConfig, RoleError> {
+    let ip = parse_bind(bind)?;
+    let bad = |why: String| RoleError::Usage(format!("`read_size` {why}"));
+    let read_size = match parse_size(read_size).map_err(bad)? {
+        n @ 1.. if n <= MAX_READ_SIZE as u64 => n as usize,
+        _ => {
+            return Err(bad(format!(
+                "{read_size}: use 1 to {}",
+                format_size(MAX_READ_SIZE as u64)
+            )))
+        }
+    };
+    Ok(SinkConfig {
+        bind: SocketAddr::new(ip, port),
+        read_size,
+        idle_timeout: idle_timeout(idle)?,
+        max_conns,
+        ..SinkConfig::default()
+    })
+}
+
+/// What the sink would do, for a dry run.
+pub fn dry_text(cfg: &SinkConfig) -> String {
+    format!(
+        "socklab sink would listen on {} (raw clients read {} bytes at a time)",
+        cfg.bind,
+        format_size(cfg.read_size as u64)
+    )
+}
 
 /// Listens as `cfg` says and serves until SIGINT/SIGTERM; then (unless quiet) the CPU time
 /// and the connections served.
@@ -33,4 +79,26 @@ pub fn run(cfg: SinkConfig, say: Say) -> Result<(), RoleError> {
         eprintln!("connections served = {served}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sink_config_from_its_flags() {
+        let cfg = config("::1", 5001, "1500", "30s", 8).unwrap();
+        assert_eq!(cfg.bind, "[::1]:5001".parse().unwrap());
+        assert_eq!((cfg.read_size, cfg.max_conns), (1500, 8));
+        assert_eq!(
+            dry_text(&cfg),
+            "socklab sink would listen on [::1]:5001 (raw clients read 1500 bytes at a time)"
+        );
+        let e = config("::", 0, "0", "30s", 1).unwrap_err().to_string();
+        assert_eq!(e, "`read_size` 0: use 1 to 64M");
+        let e = config("::", 0, "1G", "30s", 1).unwrap_err().to_string();
+        assert_eq!(e, "`read_size` 1G: use 1 to 64M");
+        assert!(config("::", 0, "1K", "0s", 1).is_err());
+        assert!(config("nowhere", 0, "1K", "1s", 1).is_err());
+    }
 }

@@ -1,0 +1,155 @@
+//! The commands that read the results database: `results` (list, show, series, export) and
+//! `report`; their text, the binary prints it.
+
+use std::path::{Path, PathBuf};
+
+use super::{stats_text, StatsFormat};
+use crate::report::write_report;
+use crate::series_export;
+use crate::store::Store;
+use crate::table::Table;
+use crate::{output, LabError};
+
+/// Opens the results database at `db` to read it; it must exist.
+pub fn open_existing(db: &Path) -> Result<Store, LabError> {
+    if !db.exists() {
+        return Err(LabError::NoStore(db.to_path_buf()));
+    }
+    Store::open_read_only(db)
+}
+
+/// An export's format from `format` or its shorthands `csv` / `json`.
+pub fn export_format(format: &str, csv: bool, json: bool) -> String {
+    if csv {
+        "csv".to_string()
+    } else if json {
+        "json".to_string()
+    } else {
+        format.to_string()
+    }
+}
+
+/// What `socklab results` reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// The experiments, a line each.
+    List,
+    /// An experiment's statistics.
+    Show(StatsFormat),
+    /// An experiment's time series, in this format (csv or json).
+    Series(String),
+    /// An experiment's repetitions, in this format (csv or json).
+    Export(String),
+}
+
+impl Query {
+    /// A dry run's words for it, reading `db`.
+    pub fn dry_text(&self, db: &Path) -> String {
+        let what = match self {
+            Query::List => "list the experiments",
+            Query::Show(_) => "show an experiment's statistics",
+            Query::Export(_) => "export an experiment's repetitions",
+            Query::Series(_) => "export an experiment's time series",
+        };
+        format!("socklab results would {what} from '{}'", db.display())
+    }
+
+    /// Its text from `store`, of experiment `id` (default: the newest); `None` when no id is
+    /// given and the store holds no experiment.
+    pub fn text(&self, store: &Store, id: Option<i64>) -> Result<Option<String>, LabError> {
+        if *self == Query::List {
+            return list_text(store).map(Some);
+        }
+        let Some(id) = id.map_or_else(|| store.latest_experiment(), |i| Ok(Some(i)))? else {
+            return Ok(None);
+        };
+        let json = |v: serde_json::Value| {
+            format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
+        };
+        let unknown = |f: &str| LabError::Plan(format!("`format` '{f}': choose csv or json"));
+        Ok(Some(match self {
+            Query::List => unreachable!("listed above"),
+            Query::Show(format) => stats_text(store, id, *format, false)?,
+            Query::Series(f) => match f.as_str() {
+                "csv" => series_export::series_csv(store, id)?,
+                "json" => json(series_export::series_json(store, id)?),
+                other => return Err(unknown(other)),
+            },
+            Query::Export(f) => match f.as_str() {
+                "csv" => output::samples_csv(store, &[id])?,
+                "json" => json(output::samples_json(store, id)?),
+                other => return Err(unknown(other)),
+            },
+        }))
+    }
+}
+
+/// The experiments of `store`, a row each.
+fn list_text(store: &Store) -> Result<String, LabError> {
+    let mut t = Table::new(&[
+        "id", "created", "name", "status", "cells", "samples", "command",
+    ]);
+    t.left = vec![false, true, true, true, false, false, true];
+    for e in store.experiments()? {
+        t.row(vec![
+            e.id.to_string(),
+            e.created_at,
+            e.name,
+            e.status,
+            e.cells.to_string(),
+            e.samples.to_string(),
+            e.command,
+        ]);
+    }
+    Ok(t.to_text())
+}
+
+/// `socklab report`: which experiments (none: all), the title, the directory, whether invalid
+/// repetitions are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportRun {
+    /// Experiment ids (empty: every experiment).
+    pub experiments: Vec<i64>,
+    /// The report's title.
+    pub title: String,
+    /// The directory written.
+    pub out: PathBuf,
+    /// Keep invalid repetitions in the statistics.
+    pub keep_invalid: bool,
+}
+
+impl ReportRun {
+    /// A dry run's words for it, reading `db`.
+    pub fn dry_text(&self, db: &Path) -> String {
+        format!(
+            "socklab report would read {} from '{}' and write index.html, report.md and results.csv into '{}'",
+            if self.experiments.is_empty() {
+                "every experiment".to_string()
+            } else {
+                format!("experiments {:?}", self.experiments)
+            },
+            db.display(),
+            self.out.display()
+        )
+    }
+
+    /// Writes the report from the database at `db`; returns the line that says where.
+    pub fn write(&self, db: &Path) -> Result<String, LabError> {
+        let store = open_existing(db)?;
+        let ids = if self.experiments.is_empty() {
+            store.experiments()?.into_iter().map(|e| e.id).collect()
+        } else {
+            for &id in &self.experiments {
+                store.experiment(id)?;
+            }
+            self.experiments.clone()
+        };
+        let files = write_report(&store, &ids, &self.title, &self.out, self.keep_invalid)?;
+        Ok(format!(
+            "report: {} (also {} and {})\n",
+            files.html.display(),
+            files.markdown.display(),
+            files.csv.display()
+        ))
+    }
+}

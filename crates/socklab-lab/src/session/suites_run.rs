@@ -1,0 +1,135 @@
+//! `socklab lab`: the built-in suites, run one after the other, each experiment's table
+//! printed as it ends, then one report of them all.
+
+use std::path::PathBuf;
+
+use super::{print, run, Printer};
+use crate::dryrun::{estimate, plan_text};
+use crate::hosts::HostPlan;
+use crate::output;
+use crate::plan::Plan;
+use crate::report::write_report;
+use crate::runner::Observer;
+use crate::store::Store;
+use crate::suites::{self, Suite};
+use crate::summary::{experiment_stats, experiment_stats_with};
+use crate::table::Table;
+use crate::LabError;
+
+/// The suites, whether each can run here, and what each reproduces: a table.
+pub fn suites_text() -> String {
+    let mut t = Table::new(&["suite", "status", "reproduces"]);
+    t.left = vec![true, true, true];
+    for s in suites::SUITES {
+        let status = match s.unavailable_reason() {
+            None => "available".to_string(),
+            Some(why) => format!("unavailable: {why}"),
+        };
+        t.row(vec![s.name.to_string(), status, s.reproduces.to_string()]);
+    }
+    t.to_text()
+}
+
+/// `socklab lab`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabRun {
+    /// Short runs.
+    pub quick: bool,
+    /// The suites to run (none: every available one).
+    pub suites: Vec<String>,
+    /// The report's directory.
+    pub out: PathBuf,
+    /// The report's title (the command, as people type it).
+    pub title: String,
+    /// Keep invalid repetitions (run each once).
+    pub keep_invalid: bool,
+}
+
+impl LabRun {
+    /// The suites chosen: those named, else every one available here.
+    pub fn suites(&self) -> Result<Vec<&'static Suite>, LabError> {
+        if self.suites.is_empty() {
+            return Ok(suites::SUITES.iter().filter(|s| s.available()).collect());
+        }
+        self.suites.iter().map(|n| suites::suite(n)).collect()
+    }
+
+    /// The plans of the suites `chosen`.
+    pub fn plans(&self, chosen: &[&Suite]) -> Result<Vec<Plan>, LabError> {
+        let mut plans = Vec::new();
+        for s in chosen {
+            plans.extend(s.plans(self.quick)?);
+        }
+        for p in &mut plans {
+            p.retry_invalid = !self.keep_invalid;
+        }
+        Ok(plans)
+    }
+
+    /// A dry run's text: every plan, then the runs in all.
+    pub fn dry_text(&self, plans: &[Plan]) -> String {
+        let mut s: String = plans.iter().map(plan_text).collect();
+        let total: usize = plans.iter().map(|p| estimate(p).runs).sum();
+        s += &format!(
+            "dry run: {} experiment{}, {total} runs in all; then a report in '{}'\n",
+            plans.len(),
+            if plans.len() == 1 { "" } else { "s" },
+            self.out.display()
+        );
+        s
+    }
+
+    /// Runs `plans` into `store`, printing each experiment's table as it ends (an experiment
+    /// whose repetitions partly failed too, and the next runs), then writes the report of
+    /// those that ran and says where.
+    pub fn run(
+        &self,
+        plans: &[Plan],
+        store: &mut Store,
+        hosts: &HostPlan,
+        observer: &mut dyn Observer,
+        printer: &mut dyn Printer,
+    ) -> Result<(), LabError> {
+        let t0 = std::time::Instant::now();
+        let mut ids = Vec::new();
+        let mut failure = None;
+        for plan in plans {
+            // Suites store their time series; the live lines are for one-off commands.
+            match run(plan, store, hosts, None, observer, printer) {
+                Ok(id) => {
+                    ids.push(id);
+                    let st = experiment_stats_with(store, id, self.keep_invalid)?;
+                    print(printer, &output::human(&st))?;
+                    print(printer, "\n")?;
+                }
+                // The experiment ran to its end: report it and go on with the next.
+                Err((Some(id), e @ LabError::Failed { .. })) => {
+                    ids.push(id);
+                    print(printer, &output::human(&experiment_stats(store, id)?))?;
+                    print(printer, "\n")?;
+                    failure = Some(e);
+                }
+                Err((id, e)) => {
+                    ids.extend(id);
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if !ids.is_empty() {
+            let files = write_report(store, &ids, &self.title, &self.out, self.keep_invalid)?;
+            print(
+                printer,
+                &format!(
+                    "lab finished in {:.0} s; results in {}; report: {} (also {} and {})\n",
+                    t0.elapsed().as_secs_f64(),
+                    store.path().display(),
+                    files.html.display(),
+                    files.markdown.display(),
+                    files.csv.display()
+                ),
+            )?;
+        }
+        failure.map_or(Ok(()), Err)
+    }
+}
