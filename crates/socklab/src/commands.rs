@@ -96,10 +96,6 @@ impl From<RoleError> for Failure {
     }
 }
 
-pub fn usage(m: impl Into<String>) -> Failure {
-    Failure::Usage(m.into())
-}
-
 pub fn out(s: &str) -> Result<(), Failure> {
     Ok(Terminal.out(s)?)
 }

@@ -8,7 +8,6 @@ mod hosts;
 mod labcmds;
 mod load;
 mod netem;
-mod netem_check;
 mod progress;
 mod rrul;
 mod serve;

@@ -1,14 +1,11 @@
 //! `socklab netem`: emulated links from the command line. The checks and the roles are the
 //! lab's (`socklab_lab::roles::netem_args`, `roles::netem`); this prints.
 
-use socklab_lab::roles::netem_args::{
-    self as args, Capture, CaptureConfig, LinkConfig, LinkError, LinkFlags, NetError,
-};
+use socklab_lab::roles::netem_args::{self as args, CaptureConfig, LinkError, LinkFlags, NetError};
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
-use crate::commands::{out, Failure};
+use crate::commands::Failure;
 use crate::dryrun;
-pub(crate) use socklab_lab::roles::netem::{accounting, close_capture, describe};
 
 impl From<NetError> for Failure {
     fn from(e: NetError) -> Self {
@@ -45,16 +42,6 @@ impl LinkArgs {
         }
     }
 
-    /// The checked link configuration (`tag`: a lasting link's name).
-    pub fn config(&self, tag: Option<String>) -> Result<LinkConfig, Failure> {
-        Ok(self.flags().config(tag)?)
-    }
-
-    /// `--capture` and its bounds, checked (`None` without `--capture`).
-    pub fn capture_config(&self) -> Result<Option<CaptureConfig>, Failure> {
-        Ok(self.flags().capture_config()?)
-    }
-
     /// [`LinkArgs::capture_config`] for a measuring command, whose link needs `--link`.
     pub fn workload_capture(&self) -> Result<Option<CaptureConfig>, Failure> {
         Ok(self.flags().workload_capture()?)
@@ -78,7 +65,7 @@ pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
             packets,
             size,
             json,
-        }) => return crate::netem_check::check(&link, packets, size, json, dry),
+        }) => socklab_lab::roles::netem_check::check(&link.flags(), packets, size, json, dry)?,
         Some(NetemCommand::Cleanup { all, json }) => args::cleanup(all, json, dry)?,
         Some(NetemCommand::Daemon { name, link }) => args::daemon(&name, &link.flags())?,
     };
@@ -88,18 +75,4 @@ pub fn netem(a: NetemArgs, dry: bool) -> Result<(), Failure> {
 /// A command without a plan that the lab checked: on a dry run, its line.
 pub(crate) fn dry_run(said: Option<String>) -> Result<(), Failure> {
     said.map_or(Ok(()), |s| dryrun::print_checked(&s))
-}
-
-/// Pretty JSON and a newline on stdout.
-pub(crate) fn out_json(v: &serde_json::Value) -> Result<(), Failure> {
-    out(&format!(
-        "{}\n",
-        serde_json::to_string_pretty(v).unwrap_or_default()
-    ))
-}
-
-/// `--capture` of a netem command: the capture (its window 0 labelled `label`); `None`
-/// without `--capture`.
-pub(crate) fn open_capture(link_args: &LinkArgs, label: &str) -> Result<Option<Capture>, Failure> {
-    Ok(link_args.flags().open_capture(label)?)
 }

@@ -8,6 +8,7 @@ pub mod checks;
 pub mod echo;
 pub mod netem;
 pub mod netem_args;
+pub mod netem_check;
 pub mod remote;
 pub mod serve;
 pub mod sink;

@@ -18,6 +18,12 @@ use super::RoleError;
 
 /// A link error as `netem` reports it: a refused value is a usage error, anything else a
 /// failed run.
+impl From<LinkError> for RoleError {
+    fn from(e: LinkError) -> Self {
+        net(e)
+    }
+}
+
 pub(super) fn net(e: LinkError) -> RoleError {
     match e {
         LinkError::Invalid(m) => RoleError::Usage(m),

@@ -1,16 +1,16 @@
 //! `socklab netem check`: builds a link, probes each direction, prints configured against
-//! measured (a table, or with `--json` one object: see docs/impairment.md). The probing and
-//! the verdicts are `socklab_link::check_run`'s; this file checks the flags and prints.
+//! measured (a table, or with `json` one object: see docs/impairment.md). The probing and the
+//! verdicts are `socklab_link::check_run`'s; this role checks its arguments (errors name their
+//! keys), runs the check and prints.
 
 use socklab_link::check::{CheckConfig, CheckRow};
 use socklab_link::check_run::{self, Direction, Verdict};
 use socklab_link::{Driver, EmulatedLink};
-use socklab_sys::process::{install_interrupt_flag, interrupted};
+use socklab_sys::process::interrupted;
 
-use crate::cli::LinkArgs;
-use crate::commands::{out, usage, Failure};
-use crate::dryrun;
-use crate::netem::{accounting, close_capture, describe, open_capture, out_json};
+use super::netem::{accounting, close_capture, describe, net};
+use super::netem_args::LinkFlags;
+use super::{install_interrupt_flag, out, RoleError};
 
 fn print_rows(title: &str, rows: &[CheckRow]) -> String {
     let width = |f: fn(&CheckRow) -> &str, min: usize| {
@@ -78,50 +78,57 @@ fn shown(d: &Direction, size: usize) -> Probed {
     }
 }
 
+/// `netem check` with `packets` datagrams of `size` bytes each way: on a dry run the line that
+/// says what it would do (nothing built); else the table (or with `json` the object) printed,
+/// and an error when a direction differs or the emulator fell behind.
 pub fn check(
-    link_args: &LinkArgs,
+    flags: &LinkFlags,
     packets: u64,
     size: usize,
     json: bool,
     dry: bool,
-) -> Result<(), Failure> {
+) -> Result<Option<String>, RoleError> {
     if !(24..=8192).contains(&size) {
-        return Err(usage(format!("--size {size}: use 24 to 8192 bytes")));
+        return Err(RoleError::Usage(format!(
+            "`size` {size}: use 24 to 8192 bytes"
+        )));
     }
     if packets == 0 || packets > 1_000_000 {
-        return Err(usage(format!("--packets {packets}: use 1 to 1000000")));
+        return Err(RoleError::Usage(format!(
+            "`packets` {packets}: use 1 to 1000000"
+        )));
     }
-    let cfg = link_args.config(None)?;
-    if link_args.capture_config()?.is_some() && cfg.driver == Driver::UdpProxy {
-        return Err(usage(
-            "--capture records what socklab's own emulator does between namespaces: use --driver tun (root)",
+    let cfg = flags.config(None)?;
+    if flags.capture_config()?.is_some() && cfg.driver == Driver::UdpProxy {
+        return Err(RoleError::Usage(
+            "`capture` records what socklab's own emulator does between namespaces: use `link_driver` tun (root)".into(),
         ));
     }
     if dry {
-        return dryrun::print_checked(&format!(
+        return Ok(Some(format!(
             "socklab netem check would build a link ({}) and send {packets} datagrams of {size} B each way",
-            link_args.link.as_deref().unwrap_or("no impairment")
-        ));
+            flags.link.as_deref().unwrap_or("no impairment")
+        )));
     }
     install_interrupt_flag()?;
     let ccfg = CheckConfig { packets, size };
     let stop = || interrupted();
-    let capture = open_capture(link_args, "socklab netem check")?;
-    let started = |link: &EmulatedLink| -> Result<(), Failure> {
-        eprintln!("socklab netem check: {}", describe(link)?);
+    let capture = flags.open_capture("socklab netem check")?;
+    let started = |link: &EmulatedLink| -> Result<(), RoleError> {
+        eprintln!("socklab netem check: {}", describe(link).map_err(net)?);
         Ok(())
     };
     let Some(run) = check_run::run(&cfg, &ccfg, capture.as_ref(), &stop, started)? else {
-        return Err(Failure::Interrupted(
+        return Err(RoleError::Interrupted(
             "interrupted; the link was removed".into(),
         ));
     };
     let dirs: Vec<Probed> = run.directions.iter().map(|d| shown(d, size)).collect();
-    let cap = close_capture(capture)?;
+    let cap = close_capture(capture).map_err(net)?;
     let all_ok = dirs.iter().all(|d| d.verdict == Verdict::Agrees);
     let verdict = run.verdict();
     if json {
-        out_json(&serde_json::json!({
+        let v = serde_json::json!({
             "link": run.link,
             "packets": packets,
             "size": size,
@@ -129,16 +136,20 @@ pub fn check(
             "verdict": verdict.as_str(),
             "directions": dirs.iter().map(|d| d.json.clone()).collect::<Vec<_>>(),
             "capture": cap,
-        }))?;
+        });
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        ))?;
     } else {
         out(&dirs.iter().map(|d| d.text.as_str()).collect::<String>())?;
     }
     match verdict {
-        Verdict::Agrees => Ok(()),
-        Verdict::Invalid => Err(Failure::Run(
+        Verdict::Agrees => Ok(None),
+        Verdict::Invalid => Err(RoleError::Run(
             "invalid: the emulator fell behind its schedule during the probe, so the check cannot say whether the link agrees; run it again on a quieter machine (see INVALID above)".into(),
         )),
-        Verdict::Differs => Err(Failure::Run(
+        Verdict::Differs => Err(RoleError::Run(
             "some measured values differ from the expected ones beyond their intervals (see DIFFERS above)".into(),
         )),
     }
