@@ -1,7 +1,7 @@
 //! Workload parameter parsing never panics; a parsed workload prints to parameters that parse
 //! back to the same workload. Input: lines of `key=value`, the first line names the workload.
 //! (The `to` key is skipped: resolving arbitrary host names would do DNS look-ups.)
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
 use socklab_lab::workload::Workload;
 
 /// One input of the target.
@@ -12,7 +12,7 @@ pub fn run(data: &[u8]) {
     let mut p = Params::new();
     for l in lines {
         if let Some((k, v)) = l.split_once('=') {
-            if socklab_lab::params::normalize_key(k) != "to" {
+            if socklab_lab::model::params::normalize_key(k) != "to" {
                 p.set(k, v);
             }
         }

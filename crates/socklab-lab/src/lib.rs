@@ -46,5 +46,3 @@ mod testkit;
 mod trust_tests;
 
 pub use error::LabError;
-// Old paths of the model's modules, kept for the binary until it is rewritten (issue 25).
-pub use model::{params, sample};

@@ -1,6 +1,6 @@
 //! Command-line definitions (clap derive). Parsing only: checked values go to `socklab-lab`.
 
-use socklab_lab::params::{Key, Modes};
+use socklab_lab::model::params::{Key, Modes};
 use socklab_lab::workload::{bulk, link, pingpong, udp, Spec};
 use std::path::PathBuf;
 

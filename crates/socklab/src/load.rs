@@ -2,7 +2,7 @@
 
 use clap::Args;
 use socklab_lab::flags::{open_store, PlanFlags};
-use socklab_lab::params::{Key, Modes};
+use socklab_lab::model::params::{Key, Modes};
 use socklab_lab::plan::Group;
 use socklab_lab::workload::load::{self, command, text};
 

@@ -3,7 +3,7 @@
 
 use clap::Args;
 use socklab_lab::flags::open_store;
-use socklab_lab::params::{Key, Modes};
+use socklab_lab::model::params::{Key, Modes};
 use socklab_lab::plan::Plan;
 use socklab_lab::workload::rrul::{self, command};
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::run;
-use socklab_lab::params::Params;
+use socklab_lab::model::params::Params;
 use socklab_lab::plan::{Axis, Group, Order, Plan};
 use socklab_lab::runner::Sample;
 use socklab_lab::store::Store;

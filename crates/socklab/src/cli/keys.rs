@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use socklab_lab::flags::Given;
-use socklab_lab::params::{Key, Modes};
+use socklab_lab::model::params::{Key, Modes};
 
 /// A measuring command's flags: its keys, and the defaults of its plan flags.
 pub trait FlagTable {
@@ -222,7 +222,7 @@ impl<T: FlagTable> Args for KeyFlags<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use socklab_lab::params::Preset;
+    use socklab_lab::model::params::Preset;
 
     #[derive(Debug, Clone)]
     struct Table;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use socklab_lab::workload::transfer;
 
-use socklab_lab::params::{Key, Modes};
+use socklab_lab::model::params::{Key, Modes};
 
 use super::{merged, DbArg, FlagTable, KeyFlags, LinkArgs, SummaryFormat};
 
