@@ -209,7 +209,6 @@ fn no_non_test_source_file_is_over_800_lines() {
 }
 
 #[test]
-#[ignore = "until issue 25 parts land"]
 fn no_library_names_a_flag_outside_the_argv_module() {
     let root = workspace();
     let mut found = Vec::new();
