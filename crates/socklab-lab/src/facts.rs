@@ -35,7 +35,7 @@ const MEANINGS: &[(&str, &str)] = &[
     ("serve_stats", "socklab serve's own accounting"),
     (
         "plan_fingerprint",
-        "plan fingerprint (what --resume matches)",
+        "plan fingerprint (what `resume` matches)",
     ),
     (
         "retry_invalid",
@@ -242,7 +242,7 @@ mod tests {
         );
         assert_eq!(
             read("plan_fingerprint", "ab12"),
-            pair("plan fingerprint (what --resume matches)", "ab12")
+            pair("plan fingerprint (what `resume` matches)", "ab12")
         );
         assert_eq!(
             read("host[server lab2]_kernel", "Linux 6.1 x86_64"),

@@ -77,7 +77,7 @@ pub fn parse_order(s: &str, seed: u64) -> Result<Order, LabError> {
         "random" => Ok(Order::Random(seed)),
         "sequential" => Ok(Order::Sequential),
         _ => Err(LabError::Plan(format!(
-            "--order '{s}': choose interleaved, random or sequential"
+            "`order` '{s}': choose interleaved, random or sequential"
         ))),
     }
 }
@@ -127,7 +127,7 @@ pub fn group(kind: &str, given: &[Given], rules: &Rules) -> Result<Group, LabErr
                 let both = [a.values.clone(), b.values.clone()];
                 let axis = Axis::zipped(&[a.key.name, b.key.name], &both).map_err(|e| {
                     LabError::Plan(format!(
-                        "{}/{}: {e} (or --cross for every combination)",
+                        "{}/{}: {e} (or `cross` for every combination)",
                         flag_of(&a.key),
                         flag_of(&b.key)
                     ))
@@ -153,7 +153,7 @@ pub fn group(kind: &str, given: &[Given], rules: &Rules) -> Result<Group, LabErr
 pub fn sweep_values(spec: &str, keys: &[Key]) -> Result<(String, Vec<String>), LabError> {
     let bad = |why: &str| {
         LabError::Plan(format!(
-            "--sweep '{spec}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10"
+            "`sweep` '{spec}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10"
         ))
     };
     let (key, range) = spec.split_once('=').ok_or_else(|| bad("missing '='"))?;

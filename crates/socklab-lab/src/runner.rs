@@ -246,7 +246,7 @@ fn execute(plan: &Plan, ctx: &mut Ctx<'_>, stored: &[StoredRun]) -> Result<RunSu
     let retry_fact = if plan.retry_invalid {
         "on: up to 2 × reps attempts per cell"
     } else {
-        "off (--keep-invalid)"
+        "off (`keep_invalid`)"
     };
     let mut outcome = ctx
         .store

@@ -3,6 +3,7 @@
 
 use crate::file;
 use crate::plan::Plan;
+use crate::roles::argv::shown;
 use crate::LabError;
 
 /// A built-in suite.
@@ -51,11 +52,7 @@ impl Suite {
                 self.name
             )));
         }
-        let cmd = format!(
-            "socklab lab{} --suite {}",
-            if quick { " --quick" } else { "" },
-            self.name
-        );
+        let cmd = shown::lab_suite(self.name, quick);
         self.files
             .iter()
             .map(|(name, text)| {
@@ -134,8 +131,9 @@ pub const SUITES: &[Suite] = &[
 pub fn suite(name: &str) -> Result<&'static Suite, LabError> {
     SUITES.iter().find(|s| s.name == name).ok_or_else(|| {
         LabError::Plan(format!(
-            "unknown suite '{name}': choose one of {} (see `socklab lab --list`)",
-            SUITES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            "unknown suite '{name}': choose one of {} (see `{}`)",
+            SUITES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+            shown::lab_list()
         ))
     })
 }

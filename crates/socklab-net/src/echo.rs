@@ -358,7 +358,7 @@ impl EchoServer {
                 log(&EchoEvent::Error {
                     peer: Some(peer),
                     what: format!(
-                        "datagram longer than --max-message {max} bytes: dropped, not echoed"
+                        "datagram longer than `max_message` {max} bytes: dropped, not echoed"
                     ),
                 });
                 continue;

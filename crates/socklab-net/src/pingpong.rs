@@ -342,7 +342,7 @@ fn connect_error(cfg: &PingConfig, done: u64, source: io::Error) -> NetError {
     };
     NetError::io(
         format!(
-            "cannot connect to {}{after} (is `socklab echo --port {}` running there?)",
+            "cannot connect to {}{after} (is `socklab echo` with `port` {} running there?)",
             cfg.to,
             cfg.to.port()
         ),

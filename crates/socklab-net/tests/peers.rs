@@ -163,7 +163,7 @@ fn beyond_max_conns_a_client_is_refused_in_one_line() {
     })
     .unwrap_err()
     .to_string();
-    assert!(e.contains("sink busy") && e.contains("--max-conns"), "{e}");
+    assert!(e.contains("sink busy") && e.contains("`max_conns`"), "{e}");
     let rep = sink.report_within(HANG);
     assert!(
         matches!(&rep.outcome, Outcome::Refused(w) if w.contains("sink busy")),

@@ -41,7 +41,7 @@ pub enum TransferError {
     #[error("{0}")]
     Timeout(String),
     /// The transfer server could not be reached.
-    #[error("cannot reach a transfer server at {addr}: {source} (start one there with `socklab transfer serve --proto tcp|rudp --port PORT --dir DIR`)")]
+    #[error("cannot reach a transfer server at {addr}: {source} (start one there with `socklab transfer serve`, its `proto` tcp|rudp, `port` PORT and `dir` DIR)")]
     Connect {
         /// Where we tried.
         addr: SocketAddr,

@@ -1,28 +1,48 @@
 //! Library messages in the command's words: the libraries name a parameter by its key in
 //! backticks (`` `timeout` 0s: … ``, the words of an experiment file); the binary prints it as
 //! the flag that sets it (`--timeout 0s: …`). One function, [`in_flags`], does it for every
-//! library error the binary prints.
+//! library error the binary prints. A key's flag comes from its descriptor ([`Key::flag`]):
+//! the command's workload keys, then the link keys; a key without a flag of its own is the key
+//! with dashes, but for [`NO_FLAG`].
 
-/// Keys whose flag is not the key with dashes, in every command.
-const FLAGS: &[(&str, &str)] = &[
-    ("link_driver", "--driver"),
-    ("link_mtu", "--mtu"),
-    ("conn_requests", "--loops"),
-];
+use socklab_lab::model::params::Key;
+use socklab_lab::workload::{bulk, link, load, pingpong, rrul, transfer, udp};
 
-/// `socklab load`'s keys whose flag has another name (`handler` is `serve --handler` too).
-pub const LOAD: &[(&str, &str)] = &[
-    ("handler", "--protocol"),
-    ("new_connection", "--new-connection-per-request"),
-];
+use crate::cli::Command;
 
-/// `socklab pingpong`'s keys whose flag has another name.
-pub const PINGPONG: &[(&str, &str)] = &[("new_connection", "--new-connection-per-message")];
+/// The key descriptors of one command: its workloads' keys (a key's flag is its own).
+pub type Keys = &'static [&'static [Key]];
 
-/// The flag of `key`: the command's own exceptions (`extra`) first, then those of every
-/// command, else the key with dashes (`link_seed` → `--link-seed`).
-pub fn flag(key: &str, extra: &[(&str, &str)]) -> String {
-    match extra.iter().chain(FLAGS).find(|(k, _)| *k == key) {
+/// Keys without a flag of their own (no descriptor, or one marked `no_flag`) that a command
+/// sets through another flag: load's `conn_requests` is `socklab load --loops` (http, echo).
+const NO_FLAG: &[(&str, &str)] = &[("conn_requests", "--loops")];
+
+/// `socklab load`'s keys (`handler` is `--protocol`; it is `serve --handler` elsewhere).
+pub const LOAD: Keys = &[load::KEYS];
+
+/// `socklab pingpong`'s keys (`new_connection` is `--new-connection-per-message`).
+pub const PINGPONG: Keys = &[pingpong::KEYS];
+
+/// The keys whose flags `command` takes (none for a command without workload keys).
+pub fn keys_of(command: &Command) -> Keys {
+    match command {
+        Command::Bulk(_) => &[bulk::KEYS, udp::KEYS],
+        Command::Pingpong(_) => PINGPONG,
+        Command::Transfer(_) => &[transfer::KEYS],
+        Command::Load(_) => LOAD,
+        Command::Rrul(_) => &[rrul::KEYS],
+        _ => &[],
+    }
+}
+
+/// The flag of `key`: its descriptor's among `keys` (a command's, see [`keys_of`]) or the
+/// link keys', else [`NO_FLAG`]'s, else the key with dashes (`link_seed` → `--link-seed`).
+pub fn flag(key: &str, keys: &[&[Key]]) -> String {
+    let mut described = keys.iter().chain(&[link::KEYS]).flat_map(|ks| ks.iter());
+    if let Some(k) = described.find(|k| k.name == key && !k.no_flag) {
+        return format!("--{}", k.flag_name());
+    }
+    match NO_FLAG.iter().find(|(k, _)| *k == key) {
         Some((_, f)) => f.to_string(),
         None => format!("--{}", key.replace('_', "-")),
     }
@@ -40,7 +60,7 @@ fn is_key(s: &str) -> bool {
 
 /// `msg` with every marked key (`` `read_size` ``) replaced by its flag (`--read-size`);
 /// other backticked text is left as it is.
-pub fn in_flags(msg: &str, extra: &[(&str, &str)]) -> String {
+pub fn in_flags(msg: &str, keys: &[&[Key]]) -> String {
     let mut out = String::with_capacity(msg.len());
     let mut rest = msg;
     while let Some(open) = rest.find('`') {
@@ -49,7 +69,7 @@ pub fn in_flags(msg: &str, extra: &[(&str, &str)]) -> String {
         let inner = &after[..close];
         out.push_str(&rest[..open]);
         if is_key(inner) {
-            out.push_str(&flag(inner, extra));
+            out.push_str(&flag(inner, keys));
             rest = &after[close + 1..];
         } else {
             // Not a key: keep the opening backtick, and look again from the closing one
@@ -128,5 +148,53 @@ mod tests {
             "start `socklab sink` or raise --timeout"
         );
         assert_eq!(in_flags("`a b``streams`", &[]), "`a b`--streams");
+    }
+
+    #[test]
+    fn a_flag_comes_from_the_key_descriptor() {
+        // Every workload key of a command with a flag of its own, and every link key, prints
+        // as its descriptor's flag.
+        let commands: [Keys; 5] = [
+            LOAD,
+            PINGPONG,
+            &[bulk::KEYS, udp::KEYS],
+            &[transfer::KEYS],
+            &[rrul::KEYS],
+        ];
+        for keys in commands {
+            let described = keys.iter().flat_map(|ks| ks.iter()).chain(link::KEYS);
+            for k in described.filter(|k| !k.no_flag) {
+                let want = format!("--{}", k.flag_name());
+                assert_eq!(flag(k.name, keys), want, "{}", k.name);
+            }
+        }
+        assert_eq!(
+            flag("link_mtu", &[]),
+            format!("--{}", link::MTU.flag_name())
+        );
+        assert_eq!(in_flags("`body` 0", LOAD), "--body 0");
+    }
+
+    #[test]
+    fn the_exceptions_are_only_keys_without_a_flag_of_their_own() {
+        let all = [
+            bulk::KEYS,
+            udp::KEYS,
+            pingpong::KEYS,
+            transfer::KEYS,
+            load::KEYS,
+            rrul::KEYS,
+            link::KEYS,
+        ];
+        for (key, _) in NO_FLAG {
+            let flagged = all
+                .iter()
+                .flat_map(|ks| ks.iter())
+                .any(|k| k.name == *key && !k.no_flag);
+            assert!(
+                !flagged,
+                "{key} has a flag of its own: drop it from NO_FLAG"
+            );
+        }
     }
 }

@@ -53,12 +53,8 @@ fn main() -> ExitCode {
         }
     };
     let dry = cli.dry_run;
-    // The flags of keys that a library error names and this command spells its own way.
-    let keys: &[(&str, &str)] = match &cli.command {
-        Command::Load(_) => flags::LOAD,
-        Command::Pingpong(_) => flags::PINGPONG,
-        _ => &[],
-    };
+    // The key descriptors that give the flags of the keys a library error names.
+    let keys = flags::keys_of(&cli.command);
     if cli.until_eof {
         socklab_lab::roles::remote::stop_at_end_of_stdin();
     }

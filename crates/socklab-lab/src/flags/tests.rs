@@ -67,7 +67,7 @@ fn a_pair_is_zipped_unless_crossed_and_unequal_lists_name_both_flags() {
     .to_string();
     assert!(e.starts_with("--nbufs/--bufsize: "), "{e}");
     assert!(
-        e.contains("nbufs has 2, bufsize has 3") && e.contains("--cross"),
+        e.contains("nbufs has 2, bufsize has 3") && e.contains("`cross`"),
         "{e}"
     );
 }
@@ -124,7 +124,7 @@ fn sweeps_step_by_factor_or_sum_and_refuse_bad_ranges() {
         ("nbufs=1..5000:+1", "more than 1000 values"),
     ] {
         let e = sweep_values(spec, keys).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("--sweep '{spec}': ")), "{e}");
+        assert!(e.starts_with(&format!("`sweep` '{spec}': ")), "{e}");
         assert!(e.contains(why) && e.contains("write KEY=FROM..TO"), "{e}");
     }
 }
@@ -153,7 +153,7 @@ fn orders_parse_and_a_bad_one_names_the_choices() {
     let e = parse_order("shuffled", 1).unwrap_err().to_string();
     assert_eq!(
         e,
-        "--order 'shuffled': choose interleaved, random or sequential"
+        "`order` 'shuffled': choose interleaved, random or sequential"
     );
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use super::transport::{shell_quote, Transport};
+use crate::roles::argv::shown;
 use crate::LabError;
 
 /// Where `hosts install` puts the binary by default (on the remote `PATH` socklab uses).
@@ -25,8 +26,9 @@ pub fn dir_word(dir: &str) -> String {
 /// The remote command line that stores stdin as `DIR/socklab`.
 pub fn install_line(dir: &str) -> String {
     let d = dir_word(dir);
+    let version = shown::version(&format!("{d}/socklab"));
     format!(
-        "set -e; mkdir -p {d}; t={d}/.socklab.$$; cat > \"$t\"; chmod 755 \"$t\"; mv -f \"$t\" {d}/socklab; {d}/socklab --version"
+        "set -e; mkdir -p {d}; t={d}/.socklab.$$; cat > \"$t\"; chmod 755 \"$t\"; mv -f \"$t\" {d}/socklab; {version}"
     )
 }
 

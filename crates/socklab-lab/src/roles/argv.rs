@@ -536,6 +536,46 @@ impl Flags {
     }
 }
 
+/// Command lines the library shows a user (a suite's command, a hint in a message), in the
+/// binary's flags: this module is the one place a library spells them.
+pub mod shown {
+    use super::{Role, RoleArgs};
+
+    /// `socklab lab [--quick] --suite NAME`: how a built-in suite runs (stored as the plan's
+    /// command).
+    pub fn lab_suite(name: &str, quick: bool) -> String {
+        let quick = if quick { " --quick" } else { "" };
+        format!("socklab lab{quick} --suite {name}")
+    }
+
+    /// `bulk --reference` (without the program): a bulk run's memcpy reference.
+    pub fn bulk_reference() -> String {
+        "bulk --reference".into()
+    }
+
+    /// `socklab lab --list`: the built-in suites and which are available.
+    pub fn lab_list() -> String {
+        "socklab lab --list".into()
+    }
+
+    /// `socklab netem up --name NAME --link …`: starts the lasting link `name`.
+    pub fn netem_up(name: &str) -> String {
+        format!("socklab netem up --name {name} --link …")
+    }
+
+    /// `socklab netem cleanup --all`: also removes what a running socklab still holds.
+    pub fn netem_cleanup_all() -> String {
+        "socklab netem cleanup --all".into()
+    }
+
+    /// `PROGRAM --version` (a shell word for the program): which socklab a host runs.
+    pub fn version(program: &str) -> String {
+        let mut words = vec![program.to_string()];
+        words.extend(RoleArgs::from(Role::Version).to_argv());
+        words.join(" ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,5 +817,25 @@ mod tests {
                 prop_assert_eq!(RoleArgs::from_argv(&a.to_argv()).unwrap(), a);
             }
         }
+    }
+
+    #[test]
+    fn shown_lines_are_the_binarys_command_lines() {
+        assert_eq!(
+            shown::lab_suite("writev", true),
+            "socklab lab --quick --suite writev"
+        );
+        assert_eq!(
+            shown::lab_suite("states", false),
+            "socklab lab --suite states"
+        );
+        assert_eq!(shown::lab_list(), "socklab lab --list");
+        assert_eq!(shown::bulk_reference(), "bulk --reference");
+        assert_eq!(
+            shown::netem_up("lab1"),
+            "socklab netem up --name lab1 --link …"
+        );
+        assert_eq!(shown::netem_cleanup_all(), "socklab netem cleanup --all");
+        assert_eq!(shown::version("~/bin/socklab"), "~/bin/socklab --version");
     }
 }

@@ -13,7 +13,7 @@ use socklab_sys::process::{
     child_dies_with_parent, dies_with_parent, install_interrupt_flag, interrupted, kill, Signal,
 };
 
-use super::argv::{Role, RoleArgs};
+use super::argv::{shown, Role, RoleArgs};
 use super::RoleError;
 
 /// A link error as `netem` reports it: a refused value is a usage error, anything else a
@@ -196,11 +196,11 @@ pub fn run_across(
         child_dies_with_parent(&mut c);
         let mut child = c
             .spawn()
-            .map_err(|e| RoleError::Run(format!("cannot start --server '{s}': {e}")))?;
+            .map_err(|e| RoleError::Run(format!("cannot start `server` '{s}': {e}")))?;
         if !wait_listening(child.id(), Duration::from_secs(5)) {
             stop_child(&mut child);
             return Err(RoleError::Run(format!(
-                "--server '{s}' did not start listening within 5 s"
+                "`server` '{s}' did not start listening within 5 s"
             )));
         }
         server_child = Some(child);
@@ -392,7 +392,8 @@ pub fn exec(name: &str, side: Side, cmd: &[String]) -> Result<(), RoleError> {
     let n = ns::ns_name(name, side);
     if !ns::exists(&n) {
         return Err(RoleError::Run(format!(
-            "no namespace {n}: start the link with 'socklab netem up --name {name} --link …'"
+            "no namespace {n}: start the link with '{}'",
+            shown::netem_up(name)
         )));
     }
     let e = ns::command_in(&n, &cmd[0]).args(&cmd[1..]).exec();
@@ -456,7 +457,10 @@ pub fn cleanup(all: bool, json: bool) -> Result<(), RoleError> {
         s += &format!("removed {n}\n");
     }
     for n in &done.skipped {
-        s += &format!("kept {n}: its socklab process still runs (--all removes it)\n");
+        s += &format!(
+            "kept {n}: its socklab process still runs ({} removes it)\n",
+            shown::netem_cleanup_all()
+        );
     }
     if s.is_empty() {
         s = "nothing to clean\n".into();

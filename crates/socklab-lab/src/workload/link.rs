@@ -21,10 +21,10 @@ const fn key(i: usize) -> Key {
     Key::new(NET_KEYS[i].0, NET_KEYS[i].1, NET_KEYS[i].2)
 }
 
-/// `link_driver`.
-pub const DRIVER: Key = key(2);
-/// `link_mtu`.
-pub const MTU: Key = key(3);
+/// `link_driver` (its flag is `--driver`).
+pub const DRIVER: Key = key(2).flag("driver");
+/// `link_mtu` (its flag is `--mtu`).
+pub const MTU: Key = key(3).flag("mtu");
 /// `link_seed`.
 pub const SEED: Key = key(4);
 /// `link_valid`.

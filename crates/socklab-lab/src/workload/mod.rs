@@ -389,7 +389,7 @@ pub fn metric(name: &str) -> Metric {
 pub fn keys_markdown() -> String {
     let mut out = String::from(
         "# Workload keys\n\nGenerated from the key descriptors in `crates/socklab-lab/src/workload/` \
-         (regenerate with `UPDATE_DOCS=1 cargo test -p socklab-lab --test keys_doc`). Every key \
+         (regenerate: run the test `crates/socklab-lab/tests/keys_doc.rs` with `UPDATE_DOCS=1`). Every key \
          can be fixed or varied in an experiment file; a missing key takes its default.\n",
     );
     for k in REGISTRY {

@@ -1,6 +1,8 @@
 //! The reference workloads `pipe` and `memcpy` (seed 000's rows): pipe bandwidth between two
 //! threads, and memory copy bandwidth, the ceilings a socket is measured against.
 
+use std::sync::OnceLock;
+
 use socklab_net::reference::{self, RefResult};
 use socklab_units::{format_size, parse_size};
 
@@ -9,6 +11,7 @@ use crate::model::params::{Key, Params};
 use crate::model::sample::Sample;
 use crate::model::stats::ExperimentStats;
 use crate::resources::Resources;
+use crate::roles::argv::shown;
 use crate::table::{num, Table};
 use crate::workload::bulk::{BYTES, GBPS, READS, SECONDS, WRITES};
 use crate::workload::key::nonzero_usize;
@@ -135,7 +138,7 @@ impl Spec for MemcpySpec {
                 title: "What each memcpy figure measures",
                 text_heading: "memcpy: where each copy ran (source + destination = 2 × size):",
                 class: "memcpy",
-                note: MEMCPY_NOTE,
+                note: memcpy_note(),
                 table,
             })
             .into_iter()
@@ -166,7 +169,13 @@ impl Spec for MemcpySpec {
 }
 
 /// The caption of [`memcpy_table`].
-pub const MEMCPY_NOTE: &str = "Every memcpy cell is measured the same way (one thread copies `size` bytes from one buffer to another, each copy a real memcpy call, until `bytes` are copied), but the figure is the bandwidth of wherever source and destination live: a few hundred Gbit/s when 2 × size fits in L1 or L2, tens of Gbit/s once it spills to L3 or main memory. So memcpy figures at different sizes measure different things: `bulk --reference` copies at the bulk run's transfer size (nbufs × bufsize, 128 KiB by default), the `memcpy.toml` experiment at 4 B to 64 KiB. Compare a socket with memcpy only at the same size and level; a memcpy below TCP over loopback means its working set lived in a slower level than the socket's buffers.";
+pub fn memcpy_note() -> &'static str {
+    static NOTE: OnceLock<String> = OnceLock::new();
+    NOTE.get_or_init(|| {
+        let reference = shown::bulk_reference();
+        format!("Every memcpy cell is measured the same way (one thread copies `size` bytes from one buffer to another, each copy a real memcpy call, until `bytes` are copied), but the figure is the bandwidth of wherever source and destination live: a few hundred Gbit/s when 2 × size fits in L1 or L2, tens of Gbit/s once it spills to L3 or main memory. So memcpy figures at different sizes measure different things: `{reference}` copies at the bulk run's transfer size (nbufs × bufsize, 128 KiB by default), the `memcpy.toml` experiment at 4 B to 64 KiB. Compare a socket with memcpy only at the same size and level; a memcpy below TCP over loopback means its working set lived in a slower level than the socket's buffers.")
+    })
+}
 
 /// The memcpy table: per memcpy cell, its size, mean Gbit/s, working set (2 × size) and the
 /// cache level that held it on the measuring host (`copy_level`). `None` without memcpy cells.

@@ -93,7 +93,7 @@ impl CaptureSummary {
         );
         if self.behind + self.over_limit > 0 {
             s += &format!(
-                "; NOT captured: {} (the writer fell behind) + {} (the size cap, --capture-limit)",
+                "; NOT captured: {} (the writer fell behind) + {} (the size cap, `capture_limit`)",
                 self.behind, self.over_limit
             );
         }
@@ -327,7 +327,7 @@ impl Writer {
             st.dropped = missing;
             if missing > 0 {
                 st.comment = format!(
-                    "{missing} packets not captured: {late} because the capture writer fell behind the emulator, {} because the file reached its size cap (--capture-limit)",
+                    "{missing} packets not captured: {late} because the capture writer fell behind the emulator, {} because the file reached its size cap (`capture_limit`)",
                     f.over_limit
                 );
             }

@@ -222,7 +222,7 @@ fn is_port_exhaustion(e: &io::Error) -> bool {
 
 fn exhaustion_message(cfg: &LoadConfig, e: &io::Error) -> String {
     format!(
-        "connect to {} failed: {e}: the client ran out of ephemeral ports (connections in TIME_WAIT hold them); use more source addresses (--source-addrs {}, loopback targets), a lower --rate or fewer --connections, keep-alive instead of --new-connection-per-request, or sysctl net.ipv4.tcp_tw_reuse=1 / a wider net.ipv4.ip_local_port_range",
+        "connect to {} failed: {e}: the client ran out of ephemeral ports (connections in TIME_WAIT hold them); use more source addresses (`source_addrs` {}, loopback targets), a lower `rate` or fewer `connections`, keep-alive instead of `new_connection`, or sysctl net.ipv4.tcp_tw_reuse=1 / a wider net.ipv4.ip_local_port_range",
         cfg.to,
         (cfg.source_addrs.max(1) * 4).min(256)
     )
@@ -753,7 +753,7 @@ mod tests {
         let cfg = LoadConfig::new("127.0.0.1:1".parse().unwrap(), LoadProtocol::Stevens);
         let m = exhaustion_message(&cfg, &e);
         assert!(
-            m.contains("--source-addrs") && m.contains("tcp_tw_reuse"),
+            m.contains("`source_addrs`") && m.contains("tcp_tw_reuse"),
             "{m}"
         );
         assert!(!m.contains('\n'));

@@ -146,7 +146,7 @@ pub(super) fn report(
         let p99_ms = timer_lag.percentiles.p99_us / 1000.0;
         if timer_lag.count > 0 && p99_ms > 1.0 {
             warnings.push(format!(
-                "the generator woke {p99_ms:.1} ms late (p99) for its own send times: it cannot keep the schedule (add --threads, or lower --rate)"
+                "the generator woke {p99_ms:.1} ms late (p99) for its own send times: it cannot keep the schedule (add `threads`, or lower `rate`)"
             ));
         }
         let achieved = t.completed as f64 / secs;

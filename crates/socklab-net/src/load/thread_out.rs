@@ -89,7 +89,7 @@ pub(super) fn assemble(
     for (t, u) in util.iter().enumerate() {
         if *u > 0.9 {
             warnings.push(format!(
-                "generator thread {t} was busy {:.0}% of the time: the client may be the bottleneck (add --threads, or lower the load)",
+                "generator thread {t} was busy {:.0}% of the time: the client may be the bottleneck (add `threads`, or lower the load)",
                 u * 100.0
             ));
         }

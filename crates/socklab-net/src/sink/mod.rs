@@ -338,7 +338,7 @@ impl Sink {
                 Ok((stream, peer)) => {
                     if conns.len() >= self.shared.cfg.max_conns {
                         let why = format!(
-                            "sink busy: {} connections in progress, the most it serves at once (socklab sink --max-conns); try again later",
+                            "sink busy: {} connections in progress, the most it serves at once (the sink's `max_conns`); try again later",
                             conns.len()
                         );
                         log(&refuse(stream, peer, why));

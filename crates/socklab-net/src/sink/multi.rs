@@ -100,7 +100,7 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
         return refuse(
             &mut c,
             format!(
-                "a test of {n} streams needs {} connections; this sink serves at most {} at once (socklab sink --max-conns)",
+                "a test of {n} streams needs {} connections; this sink serves at most {} at once (the sink's `max_conns`)",
                 n + 1,
                 sh.cfg.max_conns
             ),

@@ -129,7 +129,7 @@ pub const KEYS: &[Key] = &[
     Key::new(
         "pacing_rate",
         "",
-        "SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal, as iperf3 --fq-rate), read back; the sink's for down streams (default: unlimited)",
+        "SO_MAX_PACING_RATE of every sending socket, bits/s (K, M, G: decimal, as iperf3's fq-rate), read back; the sink's for down streams (default: unlimited)",
     )
     .list(),
     Key::new(
@@ -158,7 +158,7 @@ pub const STREAMS: Key = Key::new(
 pub const DIRECTION: Key = Key::new(
     "direction",
     "up",
-    "up (the client sends), down (the sink sends, iperf3 -R) or bidir (both at once, streams each way, iperf3 --bidir)",
+    "up (the client sends), down (the sink sends, iperf3 -R) or bidir (both at once, streams each way, iperf3's bidir mode)",
 )
 .no_flag()
 .presets(DIRECTIONS);
@@ -174,7 +174,7 @@ const DIRECTIONS: &[Preset] = &[
     Preset::new(
         "bidir",
         "bidir",
-        "Both directions at once on separate connections, --streams each way (iperf3 --bidir), each direction with its own figures",
+        "Both directions at once on separate connections, the given streams each way (iperf3's bidir mode), each direction with its own figures",
     ),
 ];
 

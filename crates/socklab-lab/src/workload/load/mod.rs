@@ -196,7 +196,7 @@ pub const KEYS: &[Key] = &[
     Key::new(
         "conn_requests",
         "unlimited",
-        "http/echo: requests per connection, then it stops (socklab load --loops)",
+        "http/echo: requests per connection, then it stops (`socklab load`: the loops count)",
     ).no_flag(),
     Key::new("path", "/", "http: the path to GET"),
     Key::new("host", "(the address)", "http: the Host header"),
