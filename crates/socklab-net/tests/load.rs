@@ -439,15 +439,15 @@ fn invalid_configurations_name_the_value() {
     let mut c = LoadConfig::new(to, LoadProtocol::Stevens);
     c.bytes = 0;
     let e = load::run(&c, &stop).unwrap_err().to_string();
-    assert!(e.contains("--bytes 0"), "{e}");
+    assert!(e.contains("`bytes` 0"), "{e}");
     let mut c = LoadConfig::new("[::1]:9".parse().unwrap(), LoadProtocol::Http);
     c.source_addrs = 4;
     let e = load::run(&c, &stop).unwrap_err().to_string();
-    assert!(e.contains("--source-addrs 4"), "{e}");
+    assert!(e.contains("`source_addrs` 4"), "{e}");
     let mut c = LoadConfig::new(to, LoadProtocol::Http);
     c.duration = None;
     let e = load::run(&c, &stop).unwrap_err().to_string();
-    assert!(e.contains("--duration"), "{e}");
+    assert!(e.contains("`duration`"), "{e}");
 }
 
 #[test]

@@ -89,5 +89,5 @@ fn a_bad_interval_is_refused() {
     let e = load::run(&cfg, &AtomicBool::new(false))
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("--interval 0s"), "{e}");
+    assert!(e.starts_with("`interval` 0s"), "{e}");
 }

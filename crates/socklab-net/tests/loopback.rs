@@ -187,11 +187,11 @@ fn bad_parameters_are_refused_before_connecting() {
     let e = bulk::run(&cfg(to, Strategy::Writev, 2000, 10, 1), &|| false)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("--nbufs 2000") && e.contains("IOV_MAX"), "{e}");
+    assert!(e.contains("`nbufs` 2000") && e.contains("IOV_MAX"), "{e}");
     let e = bulk::run(&cfg(to, Strategy::Write, 1, 0, 1), &|| false)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("--bufsize 0"), "{e}");
+    assert!(e.contains("`bufsize` 0"), "{e}");
     let mut c = cfg(to, Strategy::Write, 1, 10, 1);
     c.cc = "nosuchcc".into();
     let e = bulk::run(&c, &|| false).unwrap_err().to_string();

@@ -231,7 +231,7 @@ fn a_sink_that_never_reads_fails_the_test_at_its_deadline() {
         panic!("{e}")
     };
     assert!(
-        m.contains("did not end within 2s (--timeout 2s)") && m.contains("stopped reading"),
+        m.contains("did not end within 2s (`timeout` 2s)") && m.contains("stopped reading"),
         "{m}"
     );
 }

@@ -390,12 +390,12 @@ fn connecting_to_a_closed_port_names_the_address() {
 fn bad_parameters_are_refused_before_connecting() {
     let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
     let err = |c: PingConfig| c.validate().unwrap_err().to_string();
-    assert!(err(ping(to, false, 0, 5)).contains("--size 0"));
-    assert!(err(ping(to, true, 0, 5)).contains("--size 0"));
-    assert!(err(ping(to, false, 29, 0)).contains("--count 0"));
+    assert!(err(ping(to, false, 0, 5)).contains("`size` 0"));
+    assert!(err(ping(to, true, 0, 5)).contains("`size` 0"));
+    assert!(err(ping(to, false, 29, 0)).contains("`count` 0"));
     let e = err(ping(to, true, 70000, 5));
-    assert!(e.contains("--size 70000") && e.contains("65507"), "{e}");
-    assert!(err(ping(to, false, (16 << 20) + 1, 5)).contains("--size"));
+    assert!(e.contains("`size` 70000") && e.contains("65507"), "{e}");
+    assert!(err(ping(to, false, (16 << 20) + 1, 5)).contains("`size`"));
     assert!(ping(to, true, 65507, 5).validate().is_ok());
     assert!(ping(to, false, 70000, 5).validate().is_ok());
     let mut c = ping(to, true, 29, 5);
@@ -519,7 +519,7 @@ fn the_echo_server_refuses_bad_settings_and_busy_ports() {
     assert!(EchoServer::bind(c)
         .unwrap_err()
         .to_string()
-        .contains("--max-message 0"));
+        .contains("`max_message` 0"));
     let mut c = cfg("127.0.0.1:0", true);
     c.opts = "nodelay".parse().unwrap();
     assert!(EchoServer::bind(c)
@@ -530,7 +530,7 @@ fn the_echo_server_refuses_bad_settings_and_busy_ports() {
     let e = EchoServer::bind(cfg(&held.local_addr().unwrap().to_string(), false))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("choose another --port, or 0"), "{e}");
+    assert!(e.contains("choose another `port`, or 0"), "{e}");
 }
 
 /// A TCP server for one connection that records what it read and answers every read with
@@ -645,7 +645,7 @@ fn an_echo_check_against_another_server_says_what_arrived() {
         server.join().unwrap();
         assert!(matches!(e, NetError::Protocol { .. }), "{e}");
         let text = e.to_string();
-        for needle in ["expected 64 bytes", "got 5 bytes", "\"pong\\n\"", "--reply"] {
+        for needle in ["expected 64 bytes", "got 5 bytes", "\"pong\\n\"", "`reply`"] {
             assert!(
                 text.contains(needle),
                 "udp {udp}: '{needle}' missing in: {text}"

@@ -159,7 +159,7 @@ fn bad_sampling_is_refused_before_connecting() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("--omit 2s is not shorter than --duration 2s"),
+        e.contains("`omit` 2s is not shorter than `duration` 2s"),
         "{e}"
     );
 }

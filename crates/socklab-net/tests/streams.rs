@@ -215,22 +215,22 @@ fn bad_multi_stream_parameters_are_refused_before_connecting() {
     for (c, want) in [
         (
             cfg(to, 0, Flow::Up, Limit::Iterations(1)),
-            "--streams 0: run at least one stream",
+            "`streams` 0: run at least one stream",
         ),
         (
             cfg(to, 129, Flow::Up, Limit::Iterations(1)),
-            "--streams 129 is more than 128",
+            "`streams` 129 is more than 128",
         ),
         (
             cfg(to, 65, Flow::Bidir, Limit::Iterations(1)),
-            "more than 64 each way with --bidir",
+            "more than 64 each way with `bidir`",
         ),
         (
             BulkConfig {
                 pacing_rate: Some(0),
                 ..cfg(to, 1, Flow::Up, Limit::Iterations(1))
             },
-            "--pacing-rate 0",
+            "`pacing_rate` 0",
         ),
     ] {
         let e = bulk::run(&c, &|| false).unwrap_err();
