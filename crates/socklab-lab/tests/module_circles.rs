@@ -13,24 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Crates whose circles are known and removed by other parts of issue 25; the lead empties
-/// this list after merging them. Every other crate must have none.
-const KNOWN_EXCEPTIONS: &[&str] = &[
-    // the binary is being rewritten by parts B and C.
-    "socklab",
-];
-
-/// Circles known in crates that must otherwise have none: `(crate, files)`; a circle passes
-/// only if all of its files are listed. The lead empties this list after merging part C.
-const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    // resources.rs → hosts/client.rs (→ workload/mod.rs → resources.rs): part C makes
-    // `Resources` reach client hosts through a trait.
-    (
-        "socklab-lab",
-        &["hosts/client.rs", "resources.rs", "workload/mod.rs"],
-    ),
-];
-
 /// One source file of a crate, parsed.
 #[derive(Debug, Default)]
 struct FileInfo {
@@ -569,7 +551,7 @@ fn all_crates() -> Vec<(String, PathBuf)> {
 }
 
 #[test]
-fn no_module_circles_outside_the_known_exceptions() {
+fn no_crate_has_module_circles() {
     let mut offenders = Vec::new();
     for (name, src) in all_crates() {
         let graph = import_graph(&read_crate(&src));
@@ -587,13 +569,7 @@ fn no_module_circles_outside_the_known_exceptions() {
                 println!("    {from} → {}", inside.join(", "));
             }
         }
-        let known = |c: &Vec<String>| {
-            KNOWN_CIRCLES
-                .iter()
-                .any(|(k, files)| *k == name && c.iter().all(|f| files.contains(&f.as_str())))
-        };
-        let found: Vec<Vec<String>> = found.into_iter().filter(|c| !known(c)).collect();
-        if !found.is_empty() && !KNOWN_EXCEPTIONS.contains(&name.as_str()) {
+        if !found.is_empty() {
             offenders.push(format!(
                 "{name}: {}",
                 found
@@ -628,17 +604,6 @@ fn the_labs_model_is_at_the_bottom() {
         "model/ imports only model/ and the crate's error type: {}",
         up.join(", ")
     );
-}
-
-#[test]
-fn the_crates_named_as_exceptions_exist() {
-    let names: Vec<String> = all_crates().into_iter().map(|(n, _)| n).collect();
-    for known in KNOWN_EXCEPTIONS {
-        assert!(
-            names.iter().any(|n| n == known),
-            "{known} is not a crate any more: drop it from KNOWN_EXCEPTIONS"
-        );
-    }
 }
 
 /// A tiny crate written to a temporary directory.

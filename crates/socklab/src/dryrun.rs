@@ -3,7 +3,7 @@
 
 use socklab_lab::plan::Plan;
 
-use crate::commands::{out, words, Failure};
+use crate::failure::{out, words, Failure};
 
 pub(crate) use socklab_lab::dryrun::keeping_invalid;
 

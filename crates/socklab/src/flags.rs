@@ -6,9 +6,7 @@
 //! with dashes, but for [`NO_FLAG`].
 
 use socklab_lab::model::params::Key;
-use socklab_lab::workload::{bulk, link, load, pingpong, rrul, transfer, udp};
-
-use crate::cli::Command;
+use socklab_lab::workload::{link, load, pingpong};
 
 /// The key descriptors of one command: its workloads' keys (a key's flag is its own).
 pub type Keys = &'static [&'static [Key]];
@@ -23,19 +21,7 @@ pub const LOAD: Keys = &[load::KEYS];
 /// `socklab pingpong`'s keys (`new_connection` is `--new-connection-per-message`).
 pub const PINGPONG: Keys = &[pingpong::KEYS];
 
-/// The keys whose flags `command` takes (none for a command without workload keys).
-pub fn keys_of(command: &Command) -> Keys {
-    match command {
-        Command::Bulk(_) => &[bulk::KEYS, udp::KEYS],
-        Command::Pingpong(_) => PINGPONG,
-        Command::Transfer(_) => &[transfer::KEYS],
-        Command::Load(_) => LOAD,
-        Command::Rrul(_) => &[rrul::KEYS],
-        _ => &[],
-    }
-}
-
-/// The flag of `key`: its descriptor's among `keys` (a command's, see [`keys_of`]) or the
+/// The flag of `key`: its descriptor's among `keys` (a command's, see `keys_of` in main.rs) or the
 /// link keys', else [`NO_FLAG`]'s, else the key with dashes (`link_seed` → `--link-seed`).
 pub fn flag(key: &str, keys: &[&[Key]]) -> String {
     let mut described = keys.iter().chain(&[link::KEYS]).flat_map(|ks| ks.iter());
@@ -90,6 +76,7 @@ pub fn in_flags(msg: &str, keys: &[&[Key]]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use socklab_lab::workload::{bulk, rrul, transfer, udp};
 
     #[test]
     fn a_key_becomes_its_flag_with_dashes() {

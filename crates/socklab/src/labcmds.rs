@@ -4,8 +4,8 @@
 use socklab_lab::session::{self, FileRun, LabRun, Query, ReportRun};
 
 use crate::cli::{LabArgs, ReportArgs, ResultsCommand, RunArgs};
-use crate::commands::{out, words, Failure, Terminal};
 use crate::dryrun;
+use crate::failure::{out, words, Failure, Terminal};
 use crate::progress::Progress;
 
 pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {

@@ -7,7 +7,8 @@ use socklab_lab::plan::Group;
 use socklab_lab::workload::load::{self, command, text};
 
 use crate::cli::{merged, FlagTable, KeyFlags, SummaryFormat};
-use crate::commands::{command_line, out, run_and_print, run_observed, Failure};
+use crate::commands::{command_line, run_and_print, run_observed};
+use crate::failure::{out, Failure};
 use crate::progress::{LiveLines, OneRun};
 
 /// `socklab load`'s key flags: the load workload's keys that a one-off run against a server
@@ -50,7 +51,7 @@ pub struct LoadArgs {
     pub keys: KeyFlags<LoadFlags>,
     /// Where the roles run: load generators on other hosts (--generators), over SSH.
     #[command(flatten)]
-    pub hosts: crate::hosts::HostArgs,
+    pub hosts: crate::cli::HostArgs,
     /// Print the report as JSON.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

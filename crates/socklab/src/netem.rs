@@ -4,8 +4,8 @@
 use socklab_lab::roles::netem_args::{self as args, CaptureConfig, LinkError, LinkFlags, NetError};
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
-use crate::commands::Failure;
 use crate::dryrun;
+use crate::failure::Failure;
 
 impl From<NetError> for Failure {
     fn from(e: NetError) -> Self {

@@ -8,8 +8,9 @@ use socklab_lab::plan::Plan;
 use socklab_lab::workload::rrul::{self, command};
 
 use crate::cli::{merged, DbArg, FlagTable, KeyFlags, LinkArgs, SummaryFormat};
-use crate::commands::{run_and_print, Failure};
+use crate::commands::run_and_print;
 use crate::dryrun;
+use crate::failure::Failure;
 
 /// The examples and notes under `socklab rrul --help`.
 pub const AFTER_HELP: &str = concat!(

@@ -5,7 +5,7 @@
 use clap::Args;
 use socklab_lab::roles::{self, Say};
 
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 /// The help text after the options.
 pub const AFTER_HELP: &str = concat!(

@@ -11,7 +11,8 @@ use socklab_lab::roles::{self, Say};
 use socklab_lab::workload::transfer;
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
-use crate::commands::{command_line, order_seed, out, parse_order, run_and_print, Failure};
+use crate::commands::{command_line, order_seed, parse_order, run_and_print};
+use crate::failure::{out, Failure};
 
 pub fn transfer(a: TransferArgs, dry: bool) -> Result<(), Failure> {
     match a.action {

@@ -9,8 +9,10 @@ use socklab_lab::roles::{self, Say};
 use socklab_lab::workload::udp::command::{self, TcpFlags};
 
 use crate::cli::{BulkArgs, SinkArgs};
-use crate::commands::{order_seed, parse_bind, Failure};
 use crate::dryrun;
+use crate::failure::Failure;
+use socklab_lab::roles::checks::parse_bind;
+use socklab_lab::session::order_seed;
 
 /// `socklab sink --udp`.
 pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {

@@ -304,7 +304,7 @@ mod tests {
     fn every_workload_key_with_a_flag_is_an_argument_of_its_command() {
         use clap::CommandFactory;
         use socklab_lab::workload::{bulk, load, pingpong, rrul, transfer, udp};
-        let cli = crate::cli::Cli::command();
+        let cli = crate::Cli::command();
         for (sub, keys) in [
             ("bulk", bulk::KEYS),
             ("bulk", udp::KEYS),

@@ -36,7 +36,7 @@ pub struct TransferArgs {
     pub format: SummaryFormat,
     /// Where the roles run (another host over SSH).
     #[command(flatten)]
-    pub hosts: crate::hosts::HostArgs,
+    pub hosts: crate::cli::HostArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
