@@ -14,7 +14,7 @@ use crate::workload::Workload;
 use crate::LabError;
 
 mod plan;
-pub use plan::{open_store, PlanFlags};
+pub use plan::PlanFlags;
 
 /// The values a command line gave for one key: a flag's values (a comma list split), a
 /// switch's `true`, or a preset's value.

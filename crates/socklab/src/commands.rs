@@ -6,16 +6,15 @@ use socklab_lab::hosts::HostPlan;
 use socklab_lab::plan::Plan;
 use socklab_lab::roles::{self, Say};
 use socklab_lab::runner::Observer;
-use socklab_lab::session::{self, CaptureConfig, PlanHead, StatsFormat};
+use socklab_lab::session::{self, CaptureConfig, StatsFormat};
 use socklab_lab::store::Store;
 
-use crate::cli::{BulkArgs, EchoArgs, KeyFlags, PingArgs, SinkArgs, SummaryFormat};
+use crate::cli::{BulkArgs, EchoArgs, PingArgs, SinkArgs, SummaryFormat};
 use crate::dryrun;
 use crate::failure::{Failure, Terminal};
 use crate::progress::{LiveLines, Progress};
 
-pub(crate) use socklab_lab::flags::parse_order;
-pub(crate) use socklab_lab::session::{command_line, order_seed};
+pub(crate) use socklab_lab::session::order_seed;
 
 impl SummaryFormat {
     /// The lab's words for it.
@@ -28,17 +27,6 @@ impl SummaryFormat {
     }
 }
 
-/// The plan flags of a measuring command, `seed` seeding a random order.
-fn head<T>(k: &KeyFlags<T>, seed: u64) -> PlanHead {
-    PlanHead {
-        name: k.name.clone(),
-        reps: k.reps,
-        warmup: k.warmup,
-        order: k.order.clone(),
-        seed,
-    }
-}
-
 pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
     if a.udp {
         return crate::udp::sink(a, dry);
@@ -47,11 +35,7 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
     if dry {
         return dryrun::print_checked(&roles::sink::dry_text(&cfg));
     }
-    let say = Say {
-        announce: a.announce,
-        quiet: a.quiet,
-    };
-    Ok(roles::sink::run(cfg, say)?)
+    Ok(roles::sink::run(cfg, Say::new(a.announce, a.quiet))?)
 }
 
 pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
@@ -59,11 +43,7 @@ pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {
     if dry {
         return dryrun::print_checked(&roles::echo::dry_text(&cfg));
     }
-    let say = Say {
-        announce: a.announce,
-        quiet: a.quiet,
-    };
-    Ok(roles::echo::run(cfg, say)?)
+    Ok(roles::echo::run(cfg, Say::new(a.announce, a.quiet))?)
 }
 
 pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
@@ -79,7 +59,7 @@ pub fn bulk(a: BulkArgs, dry: bool) -> Result<(), Failure> {
         let mut group = session::bulk_group(&a.keys.given, &a.sweep, a.cross)?;
         a.link.add_to(&mut group);
         let seed = order_seed(a.keys.value("seed"))?;
-        session::bulk_plan(group, &head(&a.keys, seed), a.reference)?
+        session::bulk_plan(group, &a.keys.plan_flags(seed), a.reference)?
     };
     let capture = a.link.workload_capture()?;
     measure(plan, &a.format, &a.db.db, &hosts, capture.as_ref(), dry)
@@ -90,7 +70,7 @@ pub fn pingpong(a: PingArgs, dry: bool) -> Result<(), Failure> {
     let hosts = a.hosts.plan()?;
     let mut group = flags::group("pingpong", &a.keys.given, &Default::default())?;
     a.link.add_to(&mut group);
-    let plan = head(&a.keys, a.seed).plan(&[group])?;
+    let plan = a.keys.plan_flags(a.seed).plan(&[group])?;
     let capture = a.link.workload_capture()?;
     measure(plan, &a.format, &a.db.db, &hosts, capture.as_ref(), dry)
 }

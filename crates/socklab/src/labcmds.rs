@@ -82,12 +82,7 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
         quick: a.quick,
         suites: a.suite,
         out: a.out,
-        title: if a.quick {
-            "socklab lab --quick"
-        } else {
-            "socklab lab"
-        }
-        .into(),
+        title: socklab_lab::roles::argv::shown::lab(a.quick),
         keep_invalid: a.keep_invalid,
     };
     let chosen = lab.suites()?;

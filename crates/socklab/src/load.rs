@@ -1,13 +1,13 @@
 //! `socklab load`: the load generator (wrk2/ab-class) against a stevens, echo or HTTP server.
 
 use clap::Args;
-use socklab_lab::flags::{open_store, PlanFlags};
 use socklab_lab::model::params::{Key, Modes};
 use socklab_lab::plan::Group;
+use socklab_lab::session::open_store;
 use socklab_lab::workload::load::{self, command, text};
 
 use crate::cli::{merged, FlagTable, KeyFlags, SummaryFormat};
-use crate::commands::{command_line, run_and_print, run_observed};
+use crate::commands::{run_and_print, run_observed};
 use crate::failure::{out, Failure};
 use crate::progress::{LiveLines, OneRun};
 
@@ -85,20 +85,6 @@ pub const AFTER_HELP: &str = concat!(
     "\n",
     "The first is closed loop over keep-alive HTTP (wrk), the third Stevens' client.c. Failures are counted by kind (connect, read, write, timeout, bad reply); requests in flight when the run ends are not counted. Open loop reports latency from the intended send time (corrected) and from the actual send (uncorrected). The generator's own lag and CPU are reported; a warning says when the client was the bottleneck. Every run is an experiment in --db (socklab results, socklab report). See docs/load.md.\n\nExit codes: 0 success; 1 no request completed, the run stopped early (ephemeral ports exhausted) or could not start; 2 bad argument; 130 interrupted (what was measured is printed)."
 );
-
-impl<T> KeyFlags<T> {
-    /// The plan flags as the lab takes them (`seed`: of `--order random`).
-    pub fn plan_flags(&self, seed: u64) -> PlanFlags {
-        PlanFlags {
-            reps: self.reps,
-            warmup: self.warmup,
-            order: self.order.clone(),
-            seed,
-            name: self.name.clone(),
-            command: command_line(),
-        }
-    }
-}
 
 pub fn load(args: LoadArgs, dry: bool) -> Result<(), Failure> {
     let k = &args.keys;

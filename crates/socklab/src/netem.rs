@@ -1,30 +1,11 @@
 //! `socklab netem`: emulated links from the command line. The checks and the roles are the
 //! lab's (`socklab_lab::roles::netem_args`, `roles::netem`); this prints.
 
-use socklab_lab::roles::netem_args::{self as args, CaptureConfig, LinkError, LinkFlags, NetError};
+use socklab_lab::roles::netem_args::{self as args, CaptureConfig, LinkFlags};
 
 use crate::cli::{LinkArgs, NetemArgs, NetemCommand};
 use crate::dryrun;
 use crate::failure::Failure;
-
-impl From<NetError> for Failure {
-    fn from(e: NetError) -> Self {
-        match e {
-            NetError::Invalid(m) => Failure::Usage(m),
-            NetError::Interrupted => Failure::Interrupted("interrupted".into()),
-            other => Failure::Run(other.to_string()),
-        }
-    }
-}
-
-impl From<LinkError> for Failure {
-    fn from(e: LinkError) -> Self {
-        match e {
-            LinkError::Invalid(m) => Failure::Usage(m),
-            other => Failure::Run(other.to_string()),
-        }
-    }
-}
 
 impl LinkArgs {
     /// The flags as the lab takes them.

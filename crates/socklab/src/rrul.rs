@@ -2,9 +2,9 @@
 //! one per `--link` (and per `--streams`, `--cc`), stored and printed like `socklab bulk`.
 
 use clap::Args;
-use socklab_lab::flags::open_store;
 use socklab_lab::model::params::{Key, Modes};
 use socklab_lab::plan::Plan;
+use socklab_lab::session::open_store;
 use socklab_lab::workload::rrul::{self, command};
 
 use crate::cli::{merged, DbArg, FlagTable, KeyFlags, LinkArgs, SummaryFormat};

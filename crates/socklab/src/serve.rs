@@ -71,9 +71,6 @@ pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
         opts: a.opts,
         idle_timeout: a.idle_timeout,
     };
-    let say = Say {
-        announce: a.announce,
-        quiet: a.quiet,
-    };
+    let say = Say::new(a.announce, a.quiet);
     crate::netem::dry_run(roles::serve::serve(&given, a.nofile, say, dry)?)
 }

@@ -2,16 +2,13 @@
 //! by the Runner, like `bulk` and `pingpong`).
 
 use socklab_lab::flags;
-use socklab_lab::plan::Plan;
-use socklab_lab::store::Store;
-
-use socklab_lab::roles::install_interrupt_flag;
 use socklab_lab::roles::transfer_args::{self as args, SendArgs, ServeArgs};
 use socklab_lab::roles::{self, Say};
+use socklab_lab::session::open_store;
 use socklab_lab::workload::transfer;
 
 use crate::cli::{TransferArgs, TransferCommand, TransferSendArgs, TransferServeArgs};
-use crate::commands::{command_line, order_seed, parse_order, run_and_print};
+use crate::commands::{order_seed, run_and_print};
 use crate::failure::{out, Failure};
 
 pub fn transfer(a: TransferArgs, dry: bool) -> Result<(), Failure> {
@@ -38,10 +35,7 @@ fn serve(a: TransferServeArgs, dry: bool) -> Result<(), Failure> {
         partial_max_age: a.partial_max_age,
         remove_dir_at_exit: a.remove_dir_at_exit,
     };
-    let say = Say {
-        announce: a.announce,
-        quiet: a.quiet,
-    };
+    let say = Say::new(a.announce, a.quiet);
     let words = |m: &str| crate::flags::in_flags(m, &[]);
     crate::netem::dry_run(args::serve(&given, words, say, dry)?)
 }
@@ -71,16 +65,7 @@ fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
     for g in &mut groups {
         a.link.add_to(g);
     }
-    let order = parse_order(&k.order, order_seed(k.value("seed"))?)?;
-    let plan = Plan::build(
-        &k.name,
-        "",
-        &groups,
-        k.reps,
-        k.warmup,
-        order,
-        &command_line(),
-    )?;
+    let plan = k.plan_flags(order_seed(k.value("seed"))?).plan(&groups)?;
     let capture = a.link.workload_capture()?;
     if dry {
         return crate::dryrun::print_plan(&crate::dryrun::keeping_invalid(
@@ -88,8 +73,7 @@ fn experiment(a: TransferArgs, dry: bool) -> Result<(), Failure> {
             a.format.keep_invalid,
         ));
     }
-    let mut store = Store::open(&a.db.db)?;
-    install_interrupt_flag()?;
+    let mut store = open_store(&a.db.db)?;
     let id = run_and_print(&plan, &mut store, &hosts, &a.format, capture.as_ref())?;
     match transfer::failed_repetitions(&store, id)? {
         None => Ok(()),

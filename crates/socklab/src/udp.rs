@@ -22,11 +22,7 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
         let line = roles::udp_sink::dry_line(&cfg);
         return dryrun::print_checked(&format!("socklab sink --udp {line}"));
     }
-    let say = Say {
-        announce: a.announce,
-        quiet: a.quiet,
-    };
-    Ok(roles::udp_sink::run(cfg, say)?)
+    Ok(roles::udp_sink::run(cfg, Say::new(a.announce, a.quiet))?)
 }
 
 /// The flags of UDP bulk, when given without `--udp` (keys outside the TCP mode).

@@ -1,11 +1,7 @@
 //! The plan flags every measuring command shares (`reps`, `warmup`, `order` and its seed,
-//! `name`) as one value, the plan of a command's groups built from them, and the store a
-//! command runs it into.
-
-use std::path::Path;
+//! `name`) as one value, and the plan of a command's groups built from them.
 
 use crate::plan::{Group, Plan};
-use crate::store::Store;
 use crate::LabError;
 
 use super::parse_order;
@@ -41,17 +37,6 @@ impl PlanFlags {
             &self.command,
         )
     }
-}
-
-/// The store at `db` that a measuring command runs into, opened once Ctrl-C and SIGTERM are
-/// caught (a run they stop keeps its finished repetitions).
-pub fn open_store(db: &Path) -> Result<Store, LabError> {
-    let store = Store::open(db)?;
-    socklab_sys::process::install_interrupt_flag().map_err(|source| LabError::Io {
-        context: "catching Ctrl-C and SIGTERM".into(),
-        source,
-    })?;
-    Ok(store)
 }
 
 #[cfg(test)]

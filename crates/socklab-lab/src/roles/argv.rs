@@ -548,6 +548,15 @@ pub mod shown {
         format!("socklab lab{quick} --suite {name}")
     }
 
+    /// `socklab lab [--quick]`: the quick lab's command (its report's title).
+    pub fn lab(quick: bool) -> String {
+        if quick {
+            "socklab lab --quick".into()
+        } else {
+            "socklab lab".into()
+        }
+    }
+
     /// `bulk --reference` (without the program): a bulk run's memcpy reference.
     pub fn bulk_reference() -> String {
         "bulk --reference".into()
@@ -830,6 +839,8 @@ mod tests {
             "socklab lab --suite states"
         );
         assert_eq!(shown::lab_list(), "socklab lab --list");
+        assert_eq!(shown::lab(true), "socklab lab --quick");
+        assert_eq!(shown::lab(false), "socklab lab");
         assert_eq!(shown::bulk_reference(), "bulk --reference");
         assert_eq!(
             shown::netem_up("lab1"),

@@ -86,6 +86,13 @@ pub struct Say {
     pub quiet: bool,
 }
 
+impl Say {
+    /// A role's `announce` and `quiet` flags.
+    pub fn new(announce: bool, quiet: bool) -> Say {
+        Say { announce, quiet }
+    }
+}
+
 /// Writes `s` to stdout at once.
 pub fn out(s: &str) -> std::io::Result<()> {
     let mut o = std::io::stdout().lock();

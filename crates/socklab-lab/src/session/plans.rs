@@ -5,43 +5,11 @@
 use socklab_net::cpus::CpuList;
 use socklab_units::format_size;
 
-use crate::flags::{self, parse_order, Given, Rules};
+use crate::flags::{self, Given, PlanFlags, Rules};
 use crate::model::params::Params;
 use crate::plan::{Axis, Group, Plan};
 use crate::workload::Workload;
 use crate::LabError;
-
-/// A measuring command's plan flags: the experiment's name, measured and warm-up repetitions
-/// per cell, the run order and the seed of a random order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanHead {
-    /// Experiment name.
-    pub name: String,
-    /// Measured repetitions per cell.
-    pub reps: usize,
-    /// Warm-up repetitions per cell.
-    pub warmup: usize,
-    /// interleaved, random or sequential.
-    pub order: String,
-    /// The seed of the random order.
-    pub seed: u64,
-}
-
-impl PlanHead {
-    /// The plan of `groups` under these flags, stored with this process's command line.
-    pub fn plan(&self, groups: &[Group]) -> Result<Plan, LabError> {
-        let order = parse_order(&self.order, self.seed)?;
-        Plan::build(
-            &self.name,
-            "",
-            groups,
-            self.reps,
-            self.warmup,
-            order,
-            &super::command_line(),
-        )
-    }
-}
 
 /// The seed of a random order: the command's `seed` (bulk's is the payload's too), else 1.
 pub fn order_seed(text: Option<&str>) -> Result<u64, LabError> {
@@ -66,7 +34,7 @@ pub fn bulk_group(given: &[Given], sweeps: &[String], cross: bool) -> Result<Gro
 
 /// `socklab bulk`'s plan (TCP) of `group`; with `reference`, pipe and memcpy rows at the same
 /// transfer sizes.
-pub fn bulk_plan(group: Group, head: &PlanHead, reference: bool) -> Result<Plan, LabError> {
+pub fn bulk_plan(group: Group, head: &PlanFlags, reference: bool) -> Result<Plan, LabError> {
     let mut groups = vec![group];
     let plan = head.plan(&groups)?;
     if !reference {

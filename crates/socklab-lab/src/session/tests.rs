@@ -1,6 +1,7 @@
 //! The session's text: statistics, results queries, notes; a printer that keeps what it gets.
 
 use super::*;
+use crate::flags::PlanFlags;
 use crate::model::params::Params;
 use crate::runner::Sample;
 use crate::testkit::{lab, reps};
@@ -228,12 +229,13 @@ fn bulk_pairs_its_lists_and_adds_reference_rows_at_its_sizes() {
         Given::new(key("nbufs"), ["15", "30"]),
         Given::new(key("bufsize"), ["100", "50"]),
     ];
-    let head = PlanHead {
+    let head = PlanFlags {
         name: "b".into(),
         reps: 2,
         warmup: 0,
         order: "sequential".into(),
         seed: 1,
+        command: "socklab bulk".into(),
     };
     let paired = bulk_plan(bulk_group(&given, &[], false).unwrap(), &head, false).unwrap();
     assert_eq!(paired.cells.len(), 2);
@@ -242,7 +244,7 @@ fn bulk_pairs_its_lists_and_adds_reference_rows_at_its_sizes() {
     // 15 x 100 = 30 x 50 = 1500 bytes: one size, a pipe and a memcpy row.
     let with_ref = bulk_plan(bulk_group(&given, &[], false).unwrap(), &head, true).unwrap();
     assert_eq!(with_ref.cells.len(), 4);
-    let bad = PlanHead {
+    let bad = PlanFlags {
         order: "sideways".into(),
         ..head
     };

@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
-use socklab_lab::flags::Given;
+use socklab_lab::flags::{Given, PlanFlags};
 use socklab_lab::model::params::{Key, Modes};
 
 /// A measuring command's flags: its keys, and the defaults of its plan flags.
@@ -73,6 +73,20 @@ impl<T> KeyFlags<T> {
     /// The one value given for `key`, if any.
     pub fn value(&self, key: &str) -> Option<&str> {
         self.values(key).and_then(|v| v.first()).map(String::as_str)
+    }
+}
+
+impl<T> KeyFlags<T> {
+    /// The plan flags as the lab takes them (`seed`: of `--order random`).
+    pub fn plan_flags(&self, seed: u64) -> PlanFlags {
+        PlanFlags {
+            reps: self.reps,
+            warmup: self.warmup,
+            order: self.order.clone(),
+            seed,
+            name: self.name.clone(),
+            command: socklab_lab::session::command_line(),
+        }
     }
 }
 
