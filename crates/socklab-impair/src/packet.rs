@@ -7,6 +7,29 @@ use std::ops::Range;
 const TCP: u8 = 6;
 const UDP: u8 = 17;
 
+/// Where an IP packet's transport header starts and what it is: IPv4 (not a fragment) or IPv6
+/// (no extension header followed), its length within the bytes at hand. The one parse of an IP
+/// header in socklab: the emulated link's offloads (`socklab-link`'s `vnet`) use it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpLayout {
+    /// IPv4 (else IPv6).
+    pub v4: bool,
+    /// The transport protocol number (6 TCP, 17 UDP).
+    pub proto: u8,
+    /// The transport header's offset.
+    pub l4: usize,
+    /// The end of the IP packet (its total length).
+    pub end: usize,
+}
+
+impl IpLayout {
+    /// The pseudo-header's sum (unfolded) for a transport length `len`.
+    pub fn pseudo(&self, p: &[u8], len: usize) -> u32 {
+        let addrs = if self.v4 { &p[12..20] } else { &p[8..40] };
+        sum16(addrs, 0) + u32::from(self.proto) + (len as u32 >> 16) + (len as u32 & 0xffff)
+    }
+}
+
 /// Where the transport header and payload start, the protocol, and the IP pseudo-header sum.
 struct Layout {
     proto: u8,
@@ -46,7 +69,8 @@ fn fold(acc: u32) -> u16 {
     !fold16(acc)
 }
 
-fn layout(p: &[u8]) -> Option<Layout> {
+/// The IP layout of `p` ([`IpLayout`]), `None` for anything else.
+pub fn ip_layout(p: &[u8]) -> Option<IpLayout> {
     match p.first()? >> 4 {
         4 => {
             let ihl = usize::from(p[0] & 0x0f) * 4;
@@ -56,37 +80,41 @@ fn layout(p: &[u8]) -> Option<Layout> {
             if ihl < 20 || total < ihl || total > p.len() || frag & 0x3fff != 0 {
                 return None;
             }
-            let proto = p[9];
-            let len = (total - ihl) as u32;
-            let pseudo = sum16(&p[12..20], 0) + u32::from(proto) + len;
-            Some(Layout {
-                proto,
+            Some(IpLayout {
+                v4: true,
+                proto: p[9],
                 l4: ihl,
                 end: total,
-                pseudo,
             })
         }
         6 => {
             if p.len() < 40 {
                 return None;
             }
-            let plen = usize::from(u16::from_be_bytes([p[4], p[5]]));
-            let end = 40 + plen;
+            let end = 40 + usize::from(u16::from_be_bytes([p[4], p[5]]));
             // Extension headers are not followed: only TCP or UDP directly after the header.
             if end > p.len() {
                 return None;
             }
-            let proto = p[6];
-            let pseudo = sum16(&p[8..40], 0) + plen as u32 + u32::from(proto);
-            Some(Layout {
-                proto,
+            Some(IpLayout {
+                v4: false,
+                proto: p[6],
                 l4: 40,
                 end,
-                pseudo,
             })
         }
         _ => None,
     }
+}
+
+fn layout(p: &[u8]) -> Option<Layout> {
+    let l = ip_layout(p)?;
+    Some(Layout {
+        proto: l.proto,
+        l4: l.l4,
+        end: l.end,
+        pseudo: l.pseudo(p, l.end - l.l4),
+    })
 }
 
 fn header_len(p: &[u8], l: &Layout) -> Option<usize> {

@@ -20,7 +20,7 @@
 
 use std::ops::Range;
 
-use socklab_impair::packet::{fold16, sum16};
+use socklab_impair::packet::{fold16, ip_layout, sum16, IpLayout};
 
 /// Length of `struct virtio_net_hdr` (the TUN default, `TUNSETVNETHDRSZ` untouched).
 pub const HDR_LEN: usize = 10;
@@ -101,18 +101,18 @@ impl VnetHdr {
     }
 }
 
-/// Where an IP packet's transport header starts and what it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Layout {
-    v4: bool,
-    proto: u8,
-    /// Transport header offset.
-    l4: usize,
-    /// End of the IP packet (its total length).
-    end: usize,
+/// Where an IP packet's transport header starts and what it is: impair's one parse.
+type Layout = IpLayout;
+
+/// What the offloads ask of a layout beyond impair's.
+trait Transport {
+    /// The transport checksum's offset in the transport header.
+    fn csum_field(&self) -> usize;
+    /// TCP always; UDP unless IPv4's "no checksum" (zero).
+    fn has_checksum(&self, p: &[u8]) -> bool;
 }
 
-impl Layout {
+impl Transport for Layout {
     fn csum_field(&self) -> usize {
         if self.proto == TCP {
             16
@@ -121,54 +121,16 @@ impl Layout {
         }
     }
 
-    /// TCP always; UDP unless IPv4's "no checksum" (zero).
     fn has_checksum(&self, p: &[u8]) -> bool {
         let at = self.l4 + self.csum_field();
         !(self.proto == UDP && self.v4 && p[at] == 0 && p[at + 1] == 0)
-    }
-
-    /// The pseudo-header sum (unfolded) for a transport length `len`.
-    fn pseudo(&self, p: &[u8], len: usize) -> u32 {
-        let addrs = if self.v4 { &p[12..20] } else { &p[8..40] };
-        sum16(addrs, 0) + u32::from(self.proto) + (len as u32 >> 16) + (len as u32 & 0xffff)
     }
 }
 
 /// A TCP or UDP packet over IPv4 (not a fragment) or IPv6 (no extension header), whose
 /// transport header fits.
 fn layout(p: &[u8]) -> Option<Layout> {
-    let l = match p.first()? >> 4 {
-        4 => {
-            let ihl = usize::from(p[0] & 0x0f) * 4;
-            let total = usize::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?]));
-            let frag = u16::from_be_bytes([*p.get(6)?, *p.get(7)?]);
-            if ihl < 20 || total < ihl || total > p.len() || frag & 0x3fff != 0 {
-                return None;
-            }
-            Layout {
-                v4: true,
-                proto: p[9],
-                l4: ihl,
-                end: total,
-            }
-        }
-        6 => {
-            if p.len() < 40 {
-                return None;
-            }
-            let end = 40 + usize::from(u16::from_be_bytes([p[4], p[5]]));
-            if end > p.len() {
-                return None;
-            }
-            Layout {
-                v4: false,
-                proto: p[6],
-                l4: 40,
-                end,
-            }
-        }
-        _ => return None,
-    };
+    let l = ip_layout(p)?;
     let need = match l.proto {
         TCP => 20,
         UDP => 8,

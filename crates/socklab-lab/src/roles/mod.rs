@@ -17,7 +17,7 @@ pub mod transfer_args;
 pub mod udp_sink;
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use socklab_net::childline::ChildLine;
 /// Catches SIGINT/SIGTERM in a flag (the binary calls it before a long run).
@@ -65,16 +65,7 @@ impl From<socklab_net::NetError> for RoleError {
     }
 }
 
-/// A role's `bind` address: an IP address, bracketed or not (`[::1]`).
-pub fn parse_bind(bind: &str) -> Result<IpAddr, RoleError> {
-    bind.trim_matches(|c| c == '[' || c == ']')
-        .parse()
-        .map_err(|_| {
-            RoleError::Usage(format!(
-                "`bind` '{bind}' is not an IP address: use e.g. 127.0.0.1, ::1 or ::"
-            ))
-        })
-}
+pub use checks::parse_bind;
 
 /// What a server role says: its child lines on stdout (`announce`), its lines for people on
 /// stderr (unless `quiet`).
