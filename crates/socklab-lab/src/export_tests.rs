@@ -121,3 +121,29 @@ proptest! {
         check_exports(&experiment_stats(&l.store, l.id).unwrap());
     }
 }
+
+/// A text cell that a spreadsheet would read as a formula gets a leading `'` (OWASP's advice
+/// on CSV injection); numbers, negative ones included, stay numbers; quoting still applies.
+#[test]
+fn csv_field_neutralises_formulas_but_not_numbers() {
+    use crate::output::csv_field;
+    assert_eq!(csv_field("=1+1"), "'=1+1");
+    assert_eq!(csv_field("+cmd"), "'+cmd");
+    assert_eq!(
+        csv_field("-2+3+cmd|' /C calc'!A0"),
+        "'-2+3+cmd|' /C calc'!A0"
+    );
+    assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+    assert_eq!(csv_field("\t=x"), "'\t=x");
+    assert_eq!(csv_field("\r=x"), "\"'\r=x\"");
+    assert_eq!(
+        csv_field("=HYPERLINK(\"http://e\",\"x\")"),
+        "\"'=HYPERLINK(\"\"http://e\"\",\"\"x\"\")\""
+    );
+    for number in ["-1.5", "+3", "-0", "1e-3", "-2E5", "64", "0.5"] {
+        assert_eq!(csv_field(number), number);
+    }
+    for normal in ["strategy=write nbufs=15", "cubic", "64K", "a, b"] {
+        assert_eq!(csv_field(normal).trim_matches('"'), normal);
+    }
+}

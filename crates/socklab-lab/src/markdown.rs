@@ -66,6 +66,16 @@ pub fn inline_markdown(s: &str) -> String {
 /// `[text](url)` at the start of `s` as a link and the length it spans, when `url` is an
 /// http or https address without spaces.
 fn link(s: &str) -> Option<(String, usize)> {
+    let (label, url, len) = web_link(s)?;
+    Some((
+        format!("<a href=\"{}\">{}</a>", esc(url), inline_markdown(label)),
+        len,
+    ))
+}
+
+/// `[text](url)` at the start of `s`: its text, its url and the length it spans, when `url` is
+/// an http or https address without spaces.
+fn web_link(s: &str) -> Option<(&str, &str, usize)> {
     let close = s.find(']')?;
     let label = &s[1..close];
     let after = s[close + 1..].strip_prefix('(')?;
@@ -76,10 +86,7 @@ fn link(s: &str) -> Option<(String, usize)> {
     if label.is_empty() || label.contains('[') || !web || url.contains(char::is_whitespace) {
         return None;
     }
-    Some((
-        format!("<a href=\"{}\">{}</a>", esc(url), inline_markdown(label)),
-        close + 2 + end + 1,
-    ))
+    Some((label, url, close + 2 + end + 1))
 }
 
 /// Wraps the `d`-delimited spans of `s` in `<tag>`: an opening `d` followed by a non-space,
@@ -122,6 +129,85 @@ fn delimiter(s: &str, d: &str, opening: bool) -> Option<usize> {
         from = i + d.len();
     }
     None
+}
+
+/// User-supplied text for `report.md`: HTML's `<>&"` as entities, Markdown's `\\`, `` ` ``,
+/// `[`, `]` and `|` escaped with a backslash and line breaks as spaces, so that a name or a value
+/// renders as the text it is (no tag, no link or image, no extra table column).
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\\' | '`' | '[' | ']' | '|' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A description for `report.md`, line by line, read as [`inline_markdown`] reads it for the
+/// HTML report: `` `code` `` stays a code span ([`md_code`]) and `[text](url)` a link when the
+/// url is http or https (and holds none of `<>"\\`); everything else is [`md_text`], so `*`
+/// emphasis still renders and no tag, image or other link gets through.
+pub fn md_lines(s: &str) -> String {
+    s.lines().map(md_inline).collect::<Vec<_>>().join("\n")
+}
+
+fn md_inline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(['`', '[']) {
+        out.push_str(&md_text(&rest[..i]));
+        let at = &rest[i..];
+        let piece = match at.strip_prefix('`') {
+            Some(code) => code
+                .find('`')
+                .filter(|&end| end > 0)
+                .map(|end| (md_code(&code[..end]), end + 2)),
+            None => web_link(at)
+                .filter(|(_, url, _)| !url.contains(['<', '>', '"', '\\', '`']))
+                .map(|(label, url, len)| (format!("[{}]({url})", md_inline(label)), len)),
+        };
+        match piece {
+            Some((md, len)) => {
+                // A link after `!` would be an image: the `!` stays text.
+                if md.starts_with('[') && out.ends_with('!') {
+                    out.pop();
+                    out.push_str("\\!");
+                }
+                out.push_str(&md);
+                rest = &at[len..];
+            }
+            None => {
+                out.push_str(&md_text(&at[..1]));
+                rest = &at[1..];
+            }
+        }
+    }
+    out.push_str(&md_text(rest));
+    out
+}
+
+/// `s` as a Markdown code span (shown literally, tags included): fenced by one more backtick
+/// than its longest run of backticks, line breaks as spaces, so no text can close it early.
+pub fn md_code(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
 }
 
 #[cfg(test)]
@@ -184,5 +270,59 @@ mod tests {
             inline_markdown("\u{E000}0\u{E001} `c`"),
             "\u{FFFD}0\u{FFFD} <code>c</code>"
         );
+    }
+
+    /// Hostile names render as text in report.md; normal ones read as they are.
+    #[test]
+    fn md_text_neutralises_html_links_and_pipes() {
+        assert_eq!(
+            md_text("<script>alert(1)</script>"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;"
+        );
+        assert_eq!(
+            md_text("<svg onload=\"x\">"),
+            "&lt;svg onload=&quot;x&quot;&gt;"
+        );
+        assert_eq!(
+            md_text("[x](javascript:alert(1))"),
+            "\\[x\\](javascript:alert(1))"
+        );
+        assert_eq!(md_text("![i](http://e/x.png)"), "!\\[i\\](http://e/x.png)");
+        assert_eq!(md_text("a|b `c` \\"), "a\\|b \\`c\\` \\\\");
+        assert_eq!(md_text("two\nlines"), "two lines");
+        for normal in [
+            "bulk tcp_nodelay=1",
+            "size 64K, 1.5 Gbit/s",
+            "cubic (default)",
+        ] {
+            assert_eq!(md_text(normal), normal);
+        }
+        assert_eq!(md_lines("a <b>\n[c]"), "a &lt;b&gt;\n\\[c\\]");
+        // A description keeps what the HTML report renders: code, emphasis, web links.
+        let normal = "`memcpy` of **4K** blocks, see [docs](https://a.org/x)";
+        assert_eq!(md_lines(normal), normal);
+        assert_eq!(md_lines("`<b>` <i>"), "`<b>` &lt;i&gt;");
+        for bad in [
+            "[x](javascript:alert(1))",
+            "![x](https://a.org/i.png)",
+            "a![x](https://a.org/i.png)",
+            "[x](https://a.org/\"onmouseover=x)",
+        ] {
+            let md = md_lines(bad);
+            assert!(md.contains("\\[") || md.contains("\\!["), "{bad} -> {md}");
+        }
+        assert_eq!(
+            md_lines("[<img src=x>](https://a.org/)"),
+            "[&lt;img src=x&gt;](https://a.org/)"
+        );
+    }
+
+    /// A code span cannot be closed early by the text it holds.
+    #[test]
+    fn md_code_fences_longer_than_any_backtick_run() {
+        assert_eq!(md_code("socklab bulk"), "`socklab bulk`");
+        assert_eq!(md_code("a ``x`` <b>"), "```a ``x`` <b>```");
+        assert_eq!(md_code("`x"), "`` `x ``");
+        assert_eq!(md_code("a\n\nb"), "`a  b`");
     }
 }

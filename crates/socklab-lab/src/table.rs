@@ -71,9 +71,10 @@ impl Table {
         out
     }
 
-    /// A GitHub-flavoured Markdown table.
+    /// A GitHub-flavoured Markdown table; every header and cell is text
+    /// ([`crate::markdown::md_text`]: no tag, link or extra column gets through).
     pub fn to_markdown(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
+        let esc = crate::markdown::md_text;
         let mut out = format!(
             "| {} |\n|",
             self.headers
