@@ -48,6 +48,10 @@ pub struct LinkArgs {
     /// Largest capture file; packets past it are counted, not written.
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub capture_limit: String,
+    /// Replace the capture file if it exists as a regular file (a symbolic link or anything
+    /// else is always refused; without this flag an existing file is too).
+    #[arg(long)]
+    pub capture_force: bool,
 }
 
 #[derive(Debug, Args)]

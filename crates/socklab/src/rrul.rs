@@ -74,6 +74,9 @@ pub struct RrulArgs {
     /// Largest capture file.
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub capture_limit: String,
+    /// Replace the capture file if it exists as a regular file (never a link).
+    #[arg(long)]
+    pub capture_force: bool,
     /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
     #[command(flatten)]
     pub keys: KeyFlags<RrulFlags>,
@@ -99,6 +102,7 @@ impl RrulArgs {
             capture: self.capture.clone(),
             capture_snaplen: self.capture_snaplen,
             capture_limit: self.capture_limit.clone(),
+            capture_force: self.capture_force,
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct LinkFlags {
     pub capture_snaplen: u32,
     /// Largest capture file (a size as text).
     pub capture_limit: String,
+    /// Replace an existing regular capture file (never a link).
+    pub capture_force: bool,
 }
 
 impl LinkFlags {
@@ -104,6 +106,7 @@ impl LinkFlags {
             path: path.clone(),
             snaplen: self.capture_snaplen,
             limit_bytes: limit,
+            force: self.capture_force,
         }))
     }
 
