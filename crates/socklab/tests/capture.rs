@@ -426,6 +426,32 @@ fn bad_capture_flags_are_one_line_errors() {
         &["--driver tun"],
     );
     assert!(!Path::new(cap).exists(), "no file for a refused command");
+    // An existing file or a link is refused before anything runs (no root needed).
+    let old = dir.path().join("old.pcapng");
+    std::fs::write(&old, b"keep").unwrap();
+    let link = dir.path().join("l.pcapng");
+    std::os::unix::fs::symlink(&old, &link).unwrap();
+    let (old_s, link_s) = (old.to_str().unwrap(), link.to_str().unwrap());
+    assert_usage_error(
+        &["bulk", "--link", "none", "--capture", old_s],
+        &[old_s, "--capture-force"],
+    );
+    assert_usage_error(
+        &["bulk", "--link", "none", "--capture", link_s],
+        &[link_s, "symbolic link"],
+    );
+    assert_usage_error(
+        &[
+            "pingpong",
+            "--link",
+            "none",
+            "--capture",
+            link_s,
+            "--capture-force",
+        ],
+        &[link_s, "symbolic link"],
+    );
+    assert_eq!(std::fs::read(&old).unwrap(), b"keep");
 }
 
 /// Issue 26 item 4: `--capture` never follows a planted link nor overwrites a file;

@@ -102,6 +102,8 @@ impl LinkFlags {
                 self.capture_limit
             )));
         }
+        socklab_link::capture::check_path(path, self.capture_force)
+            .map_err(|e| usage(e.to_string()))?;
         Ok(Some(CaptureConfig {
             path: path.clone(),
             snaplen: self.capture_snaplen,

@@ -272,33 +272,37 @@ fn unlisted_max() -> u64 {
     (a - stats_comment(u64::MAX, u64::MAX, 0).len() + 4) as u64
 }
 
+/// Whether a capture may be created at `path` (see [`Capture::create`]): a symbolic link or
+/// anything but a regular file is refused, an existing file too unless `force`; `Ok(true)`
+/// when an existing file is to be replaced. Callers check it before anything runs.
+pub fn check_path(path: &Path, force: bool) -> Result<bool, LinkError> {
+    let shown = path.display();
+    let bad = |m: String| Err(LinkError::Invalid(m));
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bad(format!(
+            "`capture` {shown}: is a symbolic link, which is never followed; name a new file (not a link)"
+        )),
+        Ok(m) if !m.file_type().is_file() => bad(format!(
+            "`capture` {shown}: exists and is not a regular file; name a new file"
+        )),
+        Ok(_) if !force => bad(format!(
+            "`capture` {shown}: the file exists; name a new file, or add `capture_force` to replace it"
+        )),
+        Ok(_) => Ok(true),
+        Err(_) => Ok(false),
+    }
+}
+
 /// Creates the capture file: never through a symbolic link, never over an existing file but
 /// with `force`, which replaces a regular file only. `create_new` is `O_CREAT | O_EXCL`, which
 /// fails on any name that exists, a link (even a dangling one) included, and never follows it:
 /// a link planted between the check and the open is refused too.
 fn open_new(path: &Path, force: bool) -> Result<std::fs::File, LinkError> {
     let shown = path.display();
-    let bad = |m: String| Err(LinkError::Invalid(m));
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => {
-            return bad(format!(
-                "`capture` {shown}: is a symbolic link, which is never followed; name a new file (not a link)"
-            ));
-        }
-        Ok(m) if !m.file_type().is_file() => {
-            return bad(format!(
-                "`capture` {shown}: exists and is not a regular file; name a new file"
-            ));
-        }
-        Ok(_) if !force => {
-            return bad(format!(
-                "`capture` {shown}: the file exists; name a new file, or add `capture_force` to replace it"
-            ));
-        }
-        Ok(_) => std::fs::remove_file(path).map_err(|e| {
+    if check_path(path, force)? {
+        std::fs::remove_file(path).map_err(|e| {
             LinkError::Invalid(format!("`capture` {shown}: cannot replace it: {e}"))
-        })?,
-        Err(_) => {}
+        })?;
     }
     std::fs::OpenOptions::new()
         .write(true)

@@ -24,7 +24,7 @@ use socklab_impair::{Event, EventKind, PacketMap};
 
 mod file;
 
-pub use file::{read_comments, Capture, CaptureSummary, CaptureTap};
+pub use file::{check_path, read_comments, Capture, CaptureSummary, CaptureTap};
 
 /// Default snap length: whole packets.
 pub const DEFAULT_SNAPLEN: u32 = 65535;
