@@ -33,13 +33,11 @@ pub struct LinkArgs {
     /// MTU of the emulated link.
     #[arg(long, default_value = link::MTU.default)]
     pub mtu: u32,
-    /// When a repetition counts: SHARE LAG, valid when at most SHARE of the packets leave the
-    /// emulator more than LAG after their scheduled time (others are marked invalid).
+    /// When a repetition counts: valid when at most SHARE of the packets leave LAG late.
     #[arg(long = "link-valid", default_value = link::VALID.default, value_name = "SHARE LAG")]
     pub link_valid: String,
-    /// Record every packet entering the emulator, both directions, into this pcapng file, the
-    /// emulator's decision (dropped, duplicated, corrupted, reordered, queued time, ECN mark)
-    /// in each packet's comment (tun driver; one capture window per repetition).
+    /// Record every packet entering the emulator (tun driver) into this new pcapng file, the
+    /// emulator's decision in each packet's comment; one capture window per repetition.
     #[arg(long, value_name = "FILE.pcapng")]
     pub capture: Option<PathBuf>,
     /// Bytes kept of each captured packet (65535: whole packets).
@@ -48,6 +46,9 @@ pub struct LinkArgs {
     /// Largest capture file; packets past it are counted, not written.
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub capture_limit: String,
+    /// Replace an existing regular capture file (a link or anything else is always refused).
+    #[arg(long)]
+    pub capture_force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -20,6 +20,7 @@ impl LinkArgs {
             capture: self.capture.clone(),
             capture_snaplen: self.capture_snaplen,
             capture_limit: self.capture_limit.clone(),
+            capture_force: self.capture_force,
         }
     }
 

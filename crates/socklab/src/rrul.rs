@@ -41,8 +41,7 @@ impl FlagTable for RrulFlags {
 /// `socklab rrul` arguments.
 #[derive(Debug, Args)]
 pub struct RrulArgs {
-    /// The emulated link (netem syntax, both directions unless --link-back); repeat it, or
-    /// give a comma list, for a cell per link. Without it: loopback.
+    /// The emulated link (netem syntax; none: loopback); repeat it or give a list: a cell each.
     #[arg(long, value_name = "SPEC")]
     pub link: Vec<String>,
     /// Impairments of the server → client direction, if different ("" for none).
@@ -57,8 +56,7 @@ pub struct RrulArgs {
     /// MTU of the emulated link.
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
-    /// When a repetition counts: SHARE LAG, valid when at most SHARE of the packets leave the
-    /// emulator more than LAG after their scheduled time.
+    /// When a repetition counts: valid when at most SHARE of the packets leave LAG late.
     #[arg(
         long = "link-valid",
         default_value = "1% 1ms",
@@ -74,6 +72,9 @@ pub struct RrulArgs {
     /// Largest capture file.
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub capture_limit: String,
+    /// Replace the capture file if it exists as a regular file (never a link).
+    #[arg(long)]
+    pub capture_force: bool,
     /// The workload's keys as flags, and the plan flags (--reps, --warmup, --order, --name).
     #[command(flatten)]
     pub keys: KeyFlags<RrulFlags>,
@@ -99,6 +100,7 @@ impl RrulArgs {
             capture: self.capture.clone(),
             capture_snaplen: self.capture_snaplen,
             capture_limit: self.capture_limit.clone(),
+            capture_force: self.capture_force,
         }
     }
 }

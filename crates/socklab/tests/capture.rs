@@ -426,4 +426,83 @@ fn bad_capture_flags_are_one_line_errors() {
         &["--driver tun"],
     );
     assert!(!Path::new(cap).exists(), "no file for a refused command");
+    // An existing file or a link is refused before anything runs (no root needed).
+    let old = dir.path().join("old.pcapng");
+    std::fs::write(&old, b"keep").unwrap();
+    let link = dir.path().join("l.pcapng");
+    std::os::unix::fs::symlink(&old, &link).unwrap();
+    let (old_s, link_s) = (old.to_str().unwrap(), link.to_str().unwrap());
+    assert_usage_error(
+        &["bulk", "--link", "none", "--capture", old_s],
+        &[old_s, "--capture-force"],
+    );
+    assert_usage_error(
+        &["bulk", "--link", "none", "--capture", link_s],
+        &[link_s, "symbolic link"],
+    );
+    assert_usage_error(
+        &[
+            "pingpong",
+            "--link",
+            "none",
+            "--capture",
+            link_s,
+            "--capture-force",
+        ],
+        &[link_s, "symbolic link"],
+    );
+    assert_eq!(std::fs::read(&old).unwrap(), b"keep");
+}
+
+/// Issue 26 item 4: `--capture` never follows a planted link nor overwrites a file;
+/// `--capture-force` replaces a regular file only.
+#[test]
+fn capture_refuses_links_and_existing_files() {
+    if !root_or_skip("capture_refuses_links_and_existing_files") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.pcapng");
+    std::fs::write(&victim, b"precious").unwrap();
+    let link = dir.path().join("link.pcapng");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let check = |cap: &Path, force: bool| {
+        let mut a = vec![
+            "netem",
+            "check",
+            "--driver",
+            "tun",
+            "--link",
+            "none",
+            "--packets",
+            "200",
+            "--capture",
+            cap.to_str().unwrap(),
+        ];
+        if force {
+            a.push("--capture-force");
+        }
+        run(&a)
+    };
+    for force in [false, true] {
+        let (code, _, err) = check(&link, force);
+        assert_ne!(code, 0, "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains("symbolic link") && err.contains("link.pcapng"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    }
+    let (code, _, err) = check(&victim, false);
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("--capture-force") && err.contains("victim.pcapng"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    let (code, out, err) = check(&victim, true);
+    assert!(code == 0 || code == 1, "{out}\n{err}");
+    assert!(pcapng::read(&std::fs::read(&victim).unwrap()).is_ok());
 }

@@ -240,6 +240,9 @@ impl Role {
                         s("--capture-limit"),
                         c.limit_bytes.to_string(),
                     ]);
+                    if c.force {
+                        a.push(s("--capture-force"));
+                    }
                 }
                 a
             }
@@ -413,6 +416,7 @@ impl RoleArgs {
                             limit_bytes: l
                                 .parse()
                                 .map_err(|e| parse_err("--capture-limit", &l, format!("{e}")))?,
+                            force: flags.switch("--capture-force"),
                         })
                     }
                 };
@@ -496,6 +500,7 @@ impl Flags {
         "--udp",
         "--once",
         "--remove-dir-at-exit",
+        "--capture-force",
         "--announce",
         "--quiet",
         UNTIL_EOF,
@@ -712,6 +717,7 @@ mod tests {
                     path: "/tmp/a b.pcapng".into(),
                     snaplen: 128,
                     limit_bytes: 1 << 20,
+                    force: true,
                 }),
             },
             Role::UdpSink {

@@ -42,6 +42,8 @@ pub struct LinkFlags {
     pub capture_snaplen: u32,
     /// Largest capture file (a size as text).
     pub capture_limit: String,
+    /// Replace an existing regular capture file (never a link).
+    pub capture_force: bool,
 }
 
 impl LinkFlags {
@@ -100,10 +102,13 @@ impl LinkFlags {
                 self.capture_limit
             )));
         }
+        socklab_link::capture::check_path(path, self.capture_force)
+            .map_err(|e| usage(e.to_string()))?;
         Ok(Some(CaptureConfig {
             path: path.clone(),
             snaplen: self.capture_snaplen,
             limit_bytes: limit,
+            force: self.capture_force,
         }))
     }
 

@@ -15,8 +15,8 @@ use crate::LinkError;
 
 /// Records in flight to the writer thread before forwarding threads stop capturing.
 const CHANNEL: usize = 16_384;
-/// Room kept below the size cap for the statistics blocks written at the end.
-const RESERVE: u64 = 64 * 1024;
+/// The smallest size cap.
+const MIN_LIMIT: u64 = 128 * 1024;
 
 enum Msg {
     /// A capture window starts: its number and label.
@@ -121,18 +121,13 @@ impl Capture {
                 cfg.snaplen
             )));
         }
-        if cfg.limit_bytes < 2 * RESERVE {
+        if cfg.limit_bytes < MIN_LIMIT {
             return Err(LinkError::Invalid(format!(
                 "`capture_limit` {}: give at least 128K",
                 cfg.limit_bytes
             )));
         }
-        let file = std::fs::File::create(&cfg.path).map_err(|e| {
-            LinkError::Invalid(format!(
-                "`capture` {}: cannot create it: {e}",
-                cfg.path.display()
-            ))
-        })?;
+        let file = open_new(&cfg.path, cfg.force)?;
         let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL);
         let shared = Arc::new(Shared::default());
         let w = Writer {
@@ -146,6 +141,8 @@ impl Capture {
             written: 0,
             packets: 0,
             over_limit: 0,
+            unlisted: 0,
+            isb_max: isb_max(),
             buf: Vec::with_capacity(1 << 16),
             error: None,
         };
@@ -227,8 +224,97 @@ struct Writer {
     written: u64,
     packets: u64,
     over_limit: u64,
+    /// Packets of windows whose interface block did not fit under the cap (in no interface's
+    /// counts: the last interface's statistics comment tells them).
+    unlisted: u64,
+    /// The largest statistics block of one interface: kept free under the cap per interface.
+    isb_max: u64,
     buf: Vec<u8>,
     error: Option<String>,
+}
+
+/// The statistics comment of an interface: `late` packets the writer fell behind on, `over`
+/// past the cap, `unlisted` of later windows that got no interface (told on the last one).
+fn stats_comment(late: u64, over: u64, unlisted: u64) -> String {
+    let mut s = String::new();
+    if late.saturating_add(over) > 0 {
+        s = format!(
+            "{} packets not captured: {late} because the capture writer fell behind the emulator, {over} because the file reached its size cap (`capture_limit`)",
+            late.saturating_add(over)
+        );
+    }
+    if unlisted > 0 {
+        if !s.is_empty() {
+            s += "; ";
+        }
+        s += &format!(
+            "{unlisted} packets of later capture windows not captured: their interface blocks did not fit under the size cap (`capture_limit`)"
+        );
+    }
+    s
+}
+
+/// An upper bound of one interface's statistics block (every number at its widest).
+fn isb_max() -> u64 {
+    let st = pcapng::IfStats {
+        start_ns: u64::MAX,
+        end_ns: u64::MAX,
+        received: u64::MAX,
+        dropped: u64::MAX,
+        comment: stats_comment(u64::MAX, u64::MAX, 0),
+    };
+    pcapng::interface_stats(&mut Vec::new(), u32::MAX, u64::MAX, &st) as u64
+}
+
+/// The room the last interface's comment on unlisted packets takes beyond [`isb_max`].
+fn unlisted_max() -> u64 {
+    let a = stats_comment(u64::MAX, u64::MAX, u64::MAX).len();
+    (a - stats_comment(u64::MAX, u64::MAX, 0).len() + 4) as u64
+}
+
+/// Whether a capture may be created at `path` (see [`Capture::create`]): a symbolic link or
+/// anything but a regular file is refused, an existing file too unless `force`; `Ok(true)`
+/// when an existing file is to be replaced. Callers check it before anything runs.
+pub fn check_path(path: &Path, force: bool) -> Result<bool, LinkError> {
+    let shown = path.display();
+    let bad = |m: String| Err(LinkError::Invalid(m));
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bad(format!(
+            "`capture` {shown}: is a symbolic link, which is never followed; name a new file (not a link)"
+        )),
+        Ok(m) if !m.file_type().is_file() => bad(format!(
+            "`capture` {shown}: exists and is not a regular file; name a new file"
+        )),
+        Ok(_) if !force => bad(format!(
+            "`capture` {shown}: the file exists; name a new file, or add `capture_force` to replace it"
+        )),
+        Ok(_) => Ok(true),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Creates the capture file: never through a symbolic link, never over an existing file but
+/// with `force`, which replaces a regular file only. `create_new` is `O_CREAT | O_EXCL`, which
+/// fails on any name that exists, a link (even a dangling one) included, and never follows it:
+/// a link planted between the check and the open is refused too.
+fn open_new(path: &Path, force: bool) -> Result<std::fs::File, LinkError> {
+    let shown = path.display();
+    if check_path(path, force)? {
+        std::fs::remove_file(path).map_err(|e| {
+            LinkError::Invalid(format!("`capture` {shown}: cannot replace it: {e}"))
+        })?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            LinkError::Invalid(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                format!("`capture` {shown}: something was created there meanwhile; name a new file")
+            } else {
+                format!("`capture` {shown}: cannot create it: {e}")
+            })
+        })
 }
 
 impl Writer {
@@ -242,9 +328,16 @@ impl Writer {
         self.buf.clear();
     }
 
-    fn iface(&mut self, run: u32, dir: usize) -> u32 {
+    /// The room the file must keep for the statistics of `n` interfaces.
+    fn kept(&self, n: usize) -> u64 {
+        n as u64 * self.isb_max + unlisted_max()
+    }
+
+    /// The interface of window `run`, direction `dir`: its block written when first needed,
+    /// `None` when it (with its statistics) does not fit under the cap.
+    fn iface(&mut self, run: u32, dir: usize) -> Option<u32> {
         if let Some(&i) = self.index.get(&(run, dir)) {
-            return i;
+            return Some(i);
         }
         let i = self.ifaces.len() as u32;
         let label = self.labels.get(&run).cloned().unwrap_or_default();
@@ -259,6 +352,10 @@ impl Writer {
             &format!("{what} entering socklab's emulator; {label}"),
             self.snaplen,
         );
+        if self.written + self.buf.len() as u64 + self.kept(self.ifaces.len() + 1) > self.limit {
+            self.buf.clear();
+            return None;
+        }
         self.emit();
         self.ifaces.push(Iface {
             stats: pcapng::IfStats::default(),
@@ -267,11 +364,15 @@ impl Writer {
             key: (run, dir),
         });
         self.index.insert((run, dir), i);
-        i
+        Some(i)
     }
 
     fn record(&mut self, r: &Record) {
-        let i = self.iface(r.run, r.dir);
+        let Some(i) = self.iface(r.run, r.dir) else {
+            self.unlisted += 1;
+            self.over_limit += 1;
+            return;
+        };
         let f = &mut self.ifaces[i as usize];
         if f.stats.start_ns == 0 {
             f.stats.start_ns = r.t_ns;
@@ -279,7 +380,7 @@ impl Writer {
         f.stats.end_ns = f.stats.end_ns.max(r.t_ns);
         let comment = r.comment();
         pcapng::packet(&mut self.buf, i, r.t_ns, &r.data, r.original_len, &comment);
-        if self.written + self.buf.len() as u64 + RESERVE > self.limit {
+        if self.written + self.buf.len() as u64 + self.kept(self.ifaces.len()) > self.limit {
             self.buf.clear();
             self.ifaces[i as usize].over_limit += 1;
             self.over_limit += 1;
@@ -313,11 +414,14 @@ impl Writer {
             .map(|f| f.stats.end_ns)
             .max()
             .unwrap_or(0);
-        for key in behind.keys() {
-            if !self.index.contains_key(key) {
-                self.iface(key.0, key.1);
+        let mut keys: Vec<_> = behind.iter().collect();
+        keys.sort();
+        for (key, n) in keys {
+            if !self.index.contains_key(key) && self.iface(key.0, key.1).is_none() {
+                self.unlisted += n;
             }
         }
+        let last = self.ifaces.len().saturating_sub(1);
         for i in 0..self.ifaces.len() {
             let f = &self.ifaces[i];
             let late = behind.get(&f.key).copied().unwrap_or(0);
@@ -325,12 +429,8 @@ impl Writer {
             let mut st = f.stats.clone();
             st.received = f.written + missing;
             st.dropped = missing;
-            if missing > 0 {
-                st.comment = format!(
-                    "{missing} packets not captured: {late} because the capture writer fell behind the emulator, {} because the file reached its size cap (`capture_limit`)",
-                    f.over_limit
-                );
-            }
+            let unlisted = if i == last { self.unlisted } else { 0 };
+            st.comment = stats_comment(late, f.over_limit, unlisted);
             pcapng::interface_stats(&mut self.buf, i as u32, end, &st);
             self.emit();
         }
@@ -387,7 +487,8 @@ mod tests {
             &CaptureConfig {
                 path: path.clone(),
                 snaplen: 2000,
-                limit_bytes: 2 * RESERVE,
+                limit_bytes: MIN_LIMIT,
+                force: false,
             },
             "outside",
         )
@@ -395,7 +496,7 @@ mod tests {
         let tap = c.tap().unwrap();
         let w = c.window("cell 1 rep 1");
         assert_eq!(w, 1);
-        for n in 1..=60 {
+        for n in 1..=120 {
             tap.send(Record {
                 dir: (n % 2) as usize,
                 run: if n <= 2 { 0 } else { w },
@@ -411,8 +512,8 @@ mod tests {
         let s = c.finish().unwrap();
         assert_eq!(s.behind, 0);
         assert!(s.packets > 5 && s.over_limit > 0, "{s:?}");
-        assert_eq!(s.packets + s.over_limit, 60);
-        assert!(s.bytes <= 2 * RESERVE);
+        assert_eq!(s.packets + s.over_limit, 120);
+        assert!(s.bytes <= MIN_LIMIT);
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len() as u64, s.bytes);
         let blocks = pcapng::read(&bytes).unwrap();
@@ -444,5 +545,116 @@ mod tests {
         assert_eq!(comments.len() as u64, s.packets);
         assert_eq!(comments[0].2, "s2c #1");
         assert_eq!(comments[0].0, "s2c");
+    }
+
+    fn cfg(path: &Path, force: bool) -> CaptureConfig {
+        CaptureConfig {
+            path: path.to_path_buf(),
+            snaplen: 2000,
+            limit_bytes: MIN_LIMIT,
+            force,
+        }
+    }
+
+    /// Issue 26 item 4: a planted link is never followed and an existing file never
+    /// overwritten; `capture_force` replaces a regular file only.
+    #[test]
+    fn links_and_existing_files_are_refused_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = dir.path().join("link.pcapng");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let dangling = dir.path().join("dangling.pcapng");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        let err = |p: &Path, force| {
+            Capture::create(&cfg(p, force), "x")
+                .unwrap_err()
+                .to_string()
+        };
+        for force in [false, true] {
+            for p in [&link, &dangling] {
+                let e = err(p, force);
+                assert!(
+                    e.contains("is a symbolic link") && e.contains(&p.display().to_string()),
+                    "{e}"
+                );
+                assert!(!e.contains('\n'), "{e}");
+            }
+            let e = err(dir.path(), force);
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!dir.path().join("nowhere").exists());
+        let e = err(&victim, false);
+        assert!(
+            e.contains("the file exists") && e.contains("`capture_force`"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        // Forced: the regular file is replaced by a capture.
+        Capture::create(&cfg(&victim, true), "x")
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert!(pcapng::read(&std::fs::read(&victim).unwrap()).is_ok());
+        // A new name needs no force.
+        let new = dir.path().join("new.pcapng");
+        Capture::create(&cfg(&new, false), "x")
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert!(new.exists());
+    }
+
+    /// Issue 26 item 4: 400 windows of a few packets each (interface blocks with long labels,
+    /// and their statistics at the end) stay under the cap; what did not fit is counted.
+    #[test]
+    fn many_windows_stay_under_the_size_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.pcapng");
+        let c = Capture::create(&cfg(&path, false), "outside").unwrap();
+        let tap = c.tap().unwrap();
+        let mut sent = 0;
+        for rep in 1..=400u32 {
+            let w = c.window(&format!(
+                "cell {} rep {rep}: link = loss 5% delay 20ms rate 100mbit limit 1000 aqm fq_codel ecn",
+                rep % 7
+            ));
+            for dir in [0, 1] {
+                sent += 1;
+                tap.send(Record {
+                    dir,
+                    run: w,
+                    number: sent,
+                    t_ns: 1_700_000_000_000_000_000 + sent,
+                    original_len: 100,
+                    data: vec![0x45; 100],
+                    dropped: true,
+                    ..Record::default()
+                });
+            }
+        }
+        drop(tap);
+        let s = c.finish().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64, s.bytes);
+        assert!(
+            s.bytes <= MIN_LIMIT,
+            "{} bytes over a cap of {MIN_LIMIT}",
+            s.bytes
+        );
+        assert_eq!(s.packets + s.over_limit, sent);
+        assert!(s.over_limit > 0, "{s:?}");
+        let blocks = pcapng::read(&bytes).unwrap();
+        let last = blocks
+            .iter()
+            .rev()
+            .find_map(|b| match b {
+                pcapng::Block::Stats { comment, .. } => comment.clone(),
+                _ => None,
+            })
+            .unwrap_or_default();
+        assert!(last.contains("later capture windows"), "{last}");
     }
 }

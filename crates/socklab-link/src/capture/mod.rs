@@ -24,7 +24,7 @@ use socklab_impair::{Event, EventKind, PacketMap};
 
 mod file;
 
-pub use file::{read_comments, Capture, CaptureSummary, CaptureTap};
+pub use file::{check_path, read_comments, Capture, CaptureSummary, CaptureTap};
 
 /// Default snap length: whole packets.
 pub const DEFAULT_SNAPLEN: u32 = 65535;
@@ -36,12 +36,14 @@ pub const DIRS: [&str; 2] = ["c2s", "s2c"];
 /// What to capture and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureConfig {
-    /// The pcapng file (created or truncated).
+    /// The pcapng file: created new; a symbolic link or an existing file is refused.
     pub path: PathBuf,
     /// Bytes kept of each packet (at least 20: an IP header).
     pub snaplen: u32,
-    /// Largest file; packets past it are counted, not written.
+    /// Largest file, every block counted; packets past it are counted, not written.
     pub limit_bytes: u64,
+    /// `capture_force`: an existing regular file is replaced (never a link or anything else).
+    pub force: bool,
 }
 
 impl CaptureConfig {
@@ -51,6 +53,7 @@ impl CaptureConfig {
             path: path.into(),
             snaplen: DEFAULT_SNAPLEN,
             limit_bytes: DEFAULT_LIMIT,
+            force: false,
         }
     }
 }
