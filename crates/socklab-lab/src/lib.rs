@@ -15,6 +15,7 @@ pub mod hosts;
 pub mod html;
 pub mod live;
 pub mod markdown;
+pub mod md_escape;
 pub mod model;
 pub mod output;
 pub mod plan;

@@ -2,6 +2,7 @@
 //! text (`code`, **bold**, *emphasis*, [links](https://…)); the report renders those and escapes
 //! everything else, so no description can inject HTML.
 
+pub use crate::md_escape::{md_code, md_text};
 use crate::svg::esc;
 
 /// Marks the place of an already rendered piece (a code span, a link) in the text.
@@ -131,28 +132,6 @@ fn delimiter(s: &str, d: &str, opening: bool) -> Option<usize> {
     None
 }
 
-/// User-supplied text for `report.md`: HTML's `<>&"` as entities, Markdown's `\\`, `` ` ``,
-/// `[`, `]` and `|` escaped with a backslash and line breaks as spaces, so that a name or a value
-/// renders as the text it is (no tag, no link or image, no extra table column).
-pub fn md_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\\' | '`' | '[' | ']' | '|' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// A description for `report.md`, line by line, read as [`inline_markdown`] reads it for the
 /// HTML report: `` `code` `` stays a code span ([`md_code`]) and `[text](url)` a link when the
 /// url is http or https (and holds none of `<>"\\`); everything else is [`md_text`], so `*`
@@ -194,20 +173,6 @@ fn md_inline(s: &str) -> String {
     }
     out.push_str(&md_text(rest));
     out
-}
-
-/// `s` as a Markdown code span (shown literally, tags included): fenced by one more backtick
-/// than its longest run of backticks, line breaks as spaces, so no text can close it early.
-pub fn md_code(s: &str) -> String {
-    let s = s.replace(['\n', '\r'], " ");
-    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{s}{pad}{fence}")
 }
 
 #[cfg(test)]

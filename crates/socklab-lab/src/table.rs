@@ -72,9 +72,9 @@ impl Table {
     }
 
     /// A GitHub-flavoured Markdown table; every header and cell is text
-    /// ([`crate::markdown::md_text`]: no tag, link or extra column gets through).
+    /// ([`crate::md_escape::md_text`]: no tag, link or extra column gets through).
     pub fn to_markdown(&self) -> String {
-        let esc = crate::markdown::md_text;
+        let esc = crate::md_escape::md_text;
         let mut out = format!(
             "| {} |\n|",
             self.headers
