@@ -89,12 +89,21 @@ impl Trace {
         if bytes.len() as u64 > MAX_TRACE_BYTES {
             return Err(too_big());
         }
-        let text = String::from_utf8(bytes).map_err(|_| {
+        // Not UTF-8, or control bytes (a NUL of /proc/self/environ, an ESC): not a text file,
+        // and nothing of it is quoted.
+        let not_text = || {
             trace_err(
                 path,
-                "not text: a Mahimahi trace is one whole number of milliseconds a line",
+                "not a text file: a Mahimahi trace is one whole number of milliseconds a line",
             )
-        })?;
+        };
+        let text = String::from_utf8(bytes).map_err(|_| not_text())?;
+        if text
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        {
+            return Err(not_text());
+        }
         Trace::from_text(path, &text)
     }
 
@@ -109,7 +118,8 @@ impl Trace {
             let at = |reason: String| trace_err(path, format!("line {}: {reason}", i + 1));
             let v: u32 = line.parse().map_err(|_| {
                 at(format!(
-                    "'{line}' is not a whole number of milliseconds (0 to 4294967295); each line of a Mahimahi trace is the time of one delivery opportunity"
+                    "'{}' is not a whole number of milliseconds (0 to 4294967295); each line of a Mahimahi trace is the time of one delivery opportunity",
+                    socklab_units::text::quote(line)
                 ))
             })?;
             if let Some(&last) = ms.last() {
