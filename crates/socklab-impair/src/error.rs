@@ -12,7 +12,11 @@ use socklab_units::text::{line, quote};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseSpecError {
     /// A keyword that needs a value came last or was followed by another keyword.
-    #[error("{}: expected {what} after it, e.g. {}", quote(keyword), quote(example))]
+    #[error(
+        "{}: expected {what} after it, e.g. {}",
+        quote(keyword),
+        quote(example)
+    )]
     MissingValue {
         /// The keyword (with its sub-keyword, e.g. `loss random`).
         keyword: String,
@@ -38,7 +42,11 @@ pub enum ParseSpecError {
         keyword: String,
     },
     /// A number-taking keyword's value and its unit written apart (`delay 50 ms`).
-    #[error("`{}`: write the value and its unit together: `{}`", quote(written), quote(together))]
+    #[error(
+        "`{}`: write the value and its unit together: `{}`",
+        quote(written),
+        quote(together)
+    )]
     DetachedUnit {
         /// The words as written, from the keyword to the unit (`delay 50 ms`).
         written: String,
@@ -58,7 +66,10 @@ pub enum ParseSpecError {
     #[error("loss: expected a percentage, gemodel or state after it, e.g. loss 5%")]
     MissingLoss,
     /// `loss` followed by another keyword.
-    #[error("loss: expected a percentage, gemodel or state before '{}', e.g. loss 5%", quote(keyword))]
+    #[error(
+        "loss: expected a percentage, gemodel or state before '{}', e.g. loss 5%",
+        quote(keyword)
+    )]
     LossBeforeKeyword {
         /// The keyword that followed `loss`.
         keyword: String,

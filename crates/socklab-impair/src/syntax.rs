@@ -94,10 +94,10 @@ pub(crate) fn unknown_word(t: &Tokens<'_>, word: &str) -> ParseSpecError {
 fn is_unit(word: &str) -> bool {
     let with = format!("1{word}");
     !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphabetic() || c == '%' || c == '/')
-        && (word == "%"
-            || parse_time("", &with).is_ok()
-            || parse_rate("", &with).is_ok())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '%' || c == '/')
+        && (word == "%" || parse_time("", &with).is_ok() || parse_rate("", &with).is_ok())
 }
 
 fn split_number(tok: &str) -> (&str, &str) {

@@ -46,3 +46,4 @@ mod testkit;
 mod trust_tests;
 
 pub use error::LabError;
+pub use socklab_units::text;

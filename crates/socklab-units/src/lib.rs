@@ -24,9 +24,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if num.is_empty() {
         return Err(format!("'{}' is not a size: write a number with an optional K, M or G suffix (1K = 1024), e.g. 1500 or 64K", text::quote(s)));
     }
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{}' is not a size: the number is too large", text::quote(s)))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!(
+            "'{}' is not a size: the number is too large",
+            text::quote(s)
+        )
+    })?;
     let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" => 1 << 10,
@@ -42,7 +45,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
                 "gb" => (3, "G"),
                 _ => (4, "T"),
             };
-            let si = num.parse::<u64>().ok().and_then(|n| n.checked_mul(1000u64.pow(pow)));
+            let si = num
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(1000u64.pow(pow)));
             let si = si.map_or_else(String::new, |v| format!(" or {v}"));
             return Err(format!(
                 "'{}': {} is ambiguous (1000 or 1024?): write {num}{k} ({k}iB, 1024-based){si}",
@@ -164,7 +170,10 @@ mod tests {
     #[test]
     fn a_bad_size_or_duration_is_quoted_escaped_and_short() {
         let hostile = format!("1\x1b[2J{}", "x".repeat(100_000));
-        for e in [parse_size(&hostile).unwrap_err(), parse_duration(&hostile).unwrap_err()] {
+        for e in [
+            parse_size(&hostile).unwrap_err(),
+            parse_duration(&hostile).unwrap_err(),
+        ] {
             assert!(!e.contains('\x1b'), "{e}");
             assert!(e.len() < 400, "{}", e.len());
         }

@@ -55,6 +55,12 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// `s` escaped as by [`escape`] but for its line breaks (`\n`), kept: for a message of
+/// several lines, whatever built it.
+pub fn escape_lines(s: &str) -> String {
+    s.split('\n').map(escape).collect::<Vec<_>>().join("\n")
+}
+
 /// `bytes` as text, control characters escaped and bytes that are not UTF-8 as `\xNN`.
 pub fn escape_bytes(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
@@ -126,11 +132,15 @@ mod tests {
     #[test]
     fn control_bytes_become_visible_escapes() {
         assert_eq!(escape("plain text, 50ms"), "plain text, 50ms");
-        assert_eq!(escape("a\x1b[31mred\x07\r\n\t"), "a\\x1b[31mred\\x07\\r\\n\\t");
+        assert_eq!(
+            escape("a\x1b[31mred\x07\r\n\t"),
+            "a\\x1b[31mred\\x07\\r\\n\\t"
+        );
         assert_eq!(escape("nul\0 del\x7f"), "nul\\x00 del\\x7f");
         assert_eq!(escape("c1\u{9b}2J"), "c1\\x9b2J");
         assert_eq!(escape("bidi\u{202e}cba"), "bidi\\u{202e}cba");
         assert_eq!(escape("µs → ünïcode"), "µs → ünïcode");
+        assert_eq!(escape_lines("a\x1b\nb\r\n"), "a\\x1b\nb\\r\n");
         // Escaping escaped text changes nothing.
         let once = escape("x\x1by\u{85}");
         assert_eq!(escape(&once), once);

@@ -30,7 +30,8 @@ pub(crate) fn pairs(rest: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 pub(crate) fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("bad value '{v}' for {key}"))
+    v.parse()
+        .map_err(|_| format!("bad value '{}' for {key}", truncate(v)))
 }
 
 /// The client's request.
@@ -61,7 +62,7 @@ impl Hello {
         let rest = rest.strip_prefix("BULK/1").ok_or_else(|| {
             format!(
                 "unsupported request '{}': this sink speaks BULK/1, BULK/2 and JOIN/2",
-                rest.split_whitespace().next().unwrap_or("")
+                truncate(rest.split_whitespace().next().unwrap_or(""))
             )
         })?;
         let mut h = Hello {
@@ -187,8 +188,9 @@ impl SinkResult {
     }
 }
 
+/// A peer's text for a message: control bytes escaped, cut to a readable length.
 pub(crate) fn truncate(s: &str) -> String {
-    s.chars().take(60).collect()
+    socklab_units::text::quote(s)
 }
 
 /// A `hash=` value: 64 hex digits (a BLAKE3 digest).
