@@ -97,14 +97,8 @@ impl Trace {
                 "not a text file: a Mahimahi trace is one whole number of milliseconds a line",
             )
         };
-        let text = String::from_utf8(bytes).map_err(|_| not_text())?;
-        if text
-            .chars()
-            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-        {
-            return Err(not_text());
-        }
-        Trace::from_text(path, &text)
+        let text = socklab_units::text::as_text(&bytes).ok_or_else(not_text)?;
+        Trace::from_text(path, text)
     }
 
     /// A trace from its text (`path` names it in errors and in the spec).

@@ -55,6 +55,16 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// `bytes` as text when they are a text file's: UTF-8 with no control character but line
+/// ends and tabs (`None` for a binary file, or one such as `/proc/self/environ` with NULs).
+pub fn as_text(bytes: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(bytes).ok()?;
+    let stray = s
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'));
+    (!stray).then_some(s)
+}
+
 /// `s` escaped as by [`escape`] but for its line breaks (`\n`), kept: for a message of
 /// several lines, whatever built it.
 pub fn escape_lines(s: &str) -> String {
@@ -144,6 +154,14 @@ mod tests {
         // Escaping escaped text changes nothing.
         let once = escape("x\x1by\u{85}");
         assert_eq!(escape(&once), once);
+    }
+
+    #[test]
+    fn a_text_file_is_utf8_without_control_bytes() {
+        assert_eq!(as_text(b"1\r\n2\t3\n"), Some("1\r\n2\t3\n"));
+        assert_eq!(as_text(b"A=1\0B=2\0"), None);
+        assert_eq!(as_text(b"\x1b[2J"), None);
+        assert_eq!(as_text(b"\xff"), None);
     }
 
     #[test]

@@ -210,6 +210,33 @@ fn errors_quoting_the_command_line_or_a_file_are_escaped_and_short() {
     assert_terminal_safe(&err, 300);
 }
 
+/// An experiment file that is not text is refused as such, nothing of it quoted; one that never
+/// ends (`/dev/zero`) is refused at 16 MiB, within 20 s.
+#[test]
+fn an_experiment_file_that_is_not_text_is_refused_unquoted() {
+    let (code, _, err) = run(&["run", "--dry-run", "/proc/self/environ"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a text file"), "{err}");
+    assert!(!err.contains("PATH="), "{err}");
+    let mut child = common::socklab()
+        .args(["run", "--dry-run", "/dev/zero"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("run /dev/zero still reading after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("larger than 16 MiB"), "{err}");
+}
+
 #[test]
 fn lab_list_and_every_help_speak_of_the_product_not_its_issue_tracker() {
     let (code, out, _) = run(&["lab", "--list"]);
