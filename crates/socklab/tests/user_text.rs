@@ -233,7 +233,12 @@ fn an_experiment_file_that_is_not_text_is_refused_unquoted() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(err.contains("larger than 16 MiB"), "{err}");
 }
 
