@@ -1,15 +1,22 @@
 //! [`ParseSpecError`]: why a netem link spec did not parse, with the word at fault and the fix.
 //!
 //! The messages are part of the interface (tests and users read them): each names the keyword
-//! and, where there is one, the bad value, then says what to write instead.
+//! and, where there is one, the bad value, then says what to write instead. What the user
+//! wrote is quoted escaped and cut ([`socklab_units::text`]): a spec or a trace line may hold
+//! any bytes, and a message must not carry them to a terminal.
 
 use crate::keywords::KEYWORD_LIST;
+use socklab_units::text::{line, quote};
 
 /// A one-line description of what is wrong with a spec and how to fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseSpecError {
     /// A keyword that needs a value came last or was followed by another keyword.
-    #[error("{keyword}: expected {what} after it, e.g. {example}")]
+    #[error(
+        "{}: expected {what} after it, e.g. {}",
+        quote(keyword),
+        quote(example)
+    )]
     MissingValue {
         /// The keyword (with its sub-keyword, e.g. `loss random`).
         keyword: String,
@@ -19,7 +26,7 @@ pub enum ParseSpecError {
         example: String,
     },
     /// A value did not parse or is out of range.
-    #[error("{context} {value}: {fix}")]
+    #[error("{} {}: {fix}", quote(context), quote(value))]
     BadValue {
         /// The keyword and the value's role, e.g. `delay jitter`.
         context: String,
@@ -29,10 +36,22 @@ pub enum ParseSpecError {
         fix: String,
     },
     /// A word that is not a keyword.
-    #[error("unknown keyword '{keyword}': expected {}", KEYWORD_LIST)]
+    #[error("unknown keyword '{}': expected {}", quote(keyword), KEYWORD_LIST)]
     UnknownKeyword {
         /// The word as written.
         keyword: String,
+    },
+    /// A number-taking keyword's value and its unit written apart (`delay 50 ms`).
+    #[error(
+        "`{}`: write the value and its unit together: `{}`",
+        quote(written),
+        quote(together)
+    )]
+    DetachedUnit {
+        /// The words as written, from the keyword to the unit (`delay 50 ms`).
+        written: String,
+        /// The value and unit as they should be written (`50ms`).
+        together: String,
     },
     /// `gap` without `reorder`.
     #[error("gap {gap}: gap needs reorder, e.g. reorder 25% gap {gap}")]
@@ -47,7 +66,10 @@ pub enum ParseSpecError {
     #[error("loss: expected a percentage, gemodel or state after it, e.g. loss 5%")]
     MissingLoss,
     /// `loss` followed by another keyword.
-    #[error("loss: expected a percentage, gemodel or state before '{keyword}', e.g. loss 5%")]
+    #[error(
+        "loss: expected a percentage, gemodel or state before '{}', e.g. loss 5%",
+        quote(keyword)
+    )]
     LossBeforeKeyword {
         /// The keyword that followed `loss`.
         keyword: String,
@@ -73,7 +95,7 @@ pub enum ParseSpecError {
         p31_p32: f64,
     },
     /// A word that belongs to another keyword, written on its own.
-    #[error("{word}: it belongs after {owner}")]
+    #[error("{}: it belongs after {owner}", quote(word))]
     Misplaced {
         /// The word as written.
         word: String,
@@ -81,7 +103,7 @@ pub enum ParseSpecError {
         owner: &'static str,
     },
     /// Keywords that do not go together, or one that needs another.
-    #[error("{what}: {fix}")]
+    #[error("{}: {}", quote(what), line(fix))]
     Combination {
         /// The keywords.
         what: String,
@@ -89,7 +111,7 @@ pub enum ParseSpecError {
         fix: String,
     },
     /// A trace file that cannot be used.
-    #[error("trace {path}: {reason}")]
+    #[error("trace {}: {}", quote(path), line(reason))]
     Trace {
         /// The path as written.
         path: String,

@@ -42,7 +42,9 @@ use crate::loss::Loss;
 use crate::schedule::RateSchedule;
 use crate::slot::Slot;
 pub use crate::syntax::MAX_RATE_BPS;
-use crate::syntax::{err, parse_corr, parse_prob, parse_rate, parse_time, pct, rate, time, Tokens};
+use crate::syntax::{
+    err, parse_corr, parse_prob, parse_rate, parse_time, pct, rate, time, unknown_word, Tokens,
+};
 use crate::trace::Trace;
 
 /// netem's default queue limit in packets.
@@ -289,11 +291,7 @@ impl FromStr for LinkSpec {
                         },
                     })
                 }
-                _ => {
-                    return Err(ParseSpecError::UnknownKeyword {
-                        keyword: kw.to_string(),
-                    })
-                }
+                _ => return Err(unknown_word(&t, kw)),
             }
         }
         if spec.trace.is_some() && (spec.rate_bps.is_some() || spec.rate_schedule.is_some()) {

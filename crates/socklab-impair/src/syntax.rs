@@ -69,6 +69,37 @@ impl<'a> Tokens<'a> {
     }
 }
 
+/// The error for `word`, just taken, which is no keyword: a unit written apart from the
+/// number before it (`delay 50 ms`) says to write them together; anything else is unknown.
+pub(crate) fn unknown_word(t: &Tokens<'_>, word: &str) -> ParseSpecError {
+    let taken = &t.toks[..t.pos];
+    let before = taken.len().checked_sub(2).map(|i| taken[i]);
+    if let Some(v) = before.filter(|v| v.parse::<f64>().is_ok() && is_unit(word)) {
+        // From the last keyword before the number, if there is one.
+        let from = taken[..taken.len() - 2]
+            .iter()
+            .rposition(|w| KEYWORDS.contains(&w.to_ascii_lowercase().as_str()))
+            .unwrap_or(taken.len() - 2);
+        return ParseSpecError::DetachedUnit {
+            written: taken[from..].join(" "),
+            together: format!("{v}{word}"),
+        };
+    }
+    ParseSpecError::UnknownKeyword {
+        keyword: word.to_string(),
+    }
+}
+
+/// Whether `word` is the unit of a time, a rate or a percentage.
+fn is_unit(word: &str) -> bool {
+    let with = format!("1{word}");
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '%' || c == '/')
+        && (word == "%" || parse_time("", &with).is_ok() || parse_rate("", &with).is_ok())
+}
+
 fn split_number(tok: &str) -> (&str, &str) {
     let end = tok
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))

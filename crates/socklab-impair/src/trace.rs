@@ -89,13 +89,16 @@ impl Trace {
         if bytes.len() as u64 > MAX_TRACE_BYTES {
             return Err(too_big());
         }
-        let text = String::from_utf8(bytes).map_err(|_| {
+        // Not UTF-8, or control bytes (a NUL of /proc/self/environ, an ESC): not a text file,
+        // and nothing of it is quoted.
+        let not_text = || {
             trace_err(
                 path,
-                "not text: a Mahimahi trace is one whole number of milliseconds a line",
+                "not a text file: a Mahimahi trace is one whole number of milliseconds a line",
             )
-        })?;
-        Trace::from_text(path, &text)
+        };
+        let text = socklab_units::text::as_text(&bytes).ok_or_else(not_text)?;
+        Trace::from_text(path, text)
     }
 
     /// A trace from its text (`path` names it in errors and in the spec).
@@ -109,7 +112,8 @@ impl Trace {
             let at = |reason: String| trace_err(path, format!("line {}: {reason}", i + 1));
             let v: u32 = line.parse().map_err(|_| {
                 at(format!(
-                    "'{line}' is not a whole number of milliseconds (0 to 4294967295); each line of a Mahimahi trace is the time of one delivery opportunity"
+                    "'{}' is not a whole number of milliseconds (0 to 4294967295); each line of a Mahimahi trace is the time of one delivery opportunity",
+                    socklab_units::text::quote(line)
                 ))
             })?;
             if let Some(&last) = ms.last() {

@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 
+use socklab_units::text::{self, quote};
+
 /// An error in a parameter, a plan, the store or a run.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     /// A parameter value does not parse or is out of range.
-    #[error("{key} = '{value}': {reason}")]
+    #[error("{} = '{}': {}", quote(key), quote(value), text::line(reason))]
     Param {
         /// The key.
         key: String,
@@ -16,7 +18,10 @@ pub enum LabError {
         reason: String,
     },
     /// A key that the workload does not know.
-    #[error("unknown parameter '{key}' for workload {workload}: valid keys are {valid}")]
+    #[error(
+        "unknown parameter '{}' for workload {workload}: valid keys are {valid}",
+        quote(key)
+    )]
     UnknownKey {
         /// The key.
         key: String,

@@ -33,6 +33,7 @@
 
 use std::borrow::Cow;
 
+use socklab_units::text::quote;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -94,6 +95,8 @@ impl Ctx<'_> {
     }
 
     fn err(&self, offset: usize, msg: impl std::fmt::Display) -> LabError {
+        // Whatever it quotes of the file: escaped, and the whole cut to a bound.
+        let msg = socklab_units::text::line(&msg.to_string());
         LabError::Plan(format!("{}:{}: {msg}", self.origin, self.line(offset)))
     }
 }
@@ -203,7 +206,7 @@ fn check_param(
             key.span().start,
             format!(
                 "unknown parameter '{}' for workload {kind}: valid keys are {}",
-                key.get_ref(),
+                quote(key.get_ref()),
                 valid.join(", ")
             ),
         ));
@@ -297,7 +300,8 @@ fn workload_kind(ctx: &Ctx<'_>, v: &Spanned<DeValue<'_>>) -> Result<String, LabE
         return Err(ctx.err(
             v.span().start,
             format!(
-                "unknown workload '{k}': choose one of {}",
+                "unknown workload '{}': choose one of {}",
+                quote(&k),
                 kinds().join(", ")
             ),
         ));
@@ -322,7 +326,7 @@ fn group(ctx: &Ctx<'_>, kind: &str, t: &[Entry<'_, '_>], top: bool) -> Result<Fi
                         "matrix" => quick_axes = matrix(ctx, kind, qv)?,
                         "reps" | "warmup" | "description" if top => {}
                         other @ ("reps" | "warmup" | "description") => return Err(ctx.err(qk.span().start, format!("'{other}' in a [[group]]'s quick applies to the whole experiment: set it in the top-level [quick]"))),
-                        other => return Err(ctx.err(qk.span().start, format!("unknown key '{other}' in [quick]: valid keys are {}", quick_keys(top)))),
+                        other => return Err(ctx.err(qk.span().start, format!("unknown key '{}' in [quick]: valid keys are {}", quote(other), quick_keys(top)))),
                     }
                 }
             }
@@ -427,7 +431,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
                 k.span().start,
                 format!(
                     "unknown key '{}': valid keys are {}",
-                    k.get_ref(),
+                    quote(k.get_ref()),
                     TOP_KEYS.join(", ")
                 ),
             ));
@@ -470,7 +474,10 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
             other => {
                 return Err(ctx.err(
                     v.span().start,
-                    format!("unknown order '{other}': choose interleaved, random or sequential"),
+                    format!(
+                        "unknown order '{}': choose interleaved, random or sequential",
+                        quote(other)
+                    ),
                 ))
             }
         },
@@ -494,7 +501,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
                         k.span().start,
                         match other {
                             "fixed" | "matrix" => format!("[quick] {other} needs a workload at the top: put it in the quick of the [[group]] it changes"),
-                            _ => format!("unknown key '{other}' in [quick]: valid keys are {}", quick_keys(true)),
+                            _ => format!("unknown key '{}' in [quick]: valid keys are {}", quote(other), quick_keys(true)),
                         },
                     ))
                 }
@@ -538,7 +545,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ExperimentFile, LabError> {
                         k.span().start,
                         format!(
                             "unknown key '{}' in [[group]]: valid keys are {}",
-                            k.get_ref(),
+                            quote(k.get_ref()),
                             GROUP_KEYS.join(", ")
                         ),
                     ));

@@ -77,7 +77,8 @@ pub fn parse_order(s: &str, seed: u64) -> Result<Order, LabError> {
         "random" => Ok(Order::Random(seed)),
         "sequential" => Ok(Order::Sequential),
         _ => Err(LabError::Plan(format!(
-            "`order` '{s}': choose interleaved, random or sequential"
+            "`order` '{}': choose interleaved, random or sequential",
+            socklab_units::text::quote(s)
         ))),
     }
 }
@@ -153,7 +154,8 @@ pub fn group(kind: &str, given: &[Given], rules: &Rules) -> Result<Group, LabErr
 pub fn sweep_values(spec: &str, keys: &[Key]) -> Result<(String, Vec<String>), LabError> {
     let bad = |why: &str| {
         LabError::Plan(format!(
-            "`sweep` '{spec}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10"
+            "`sweep` '{}': {why}; write KEY=FROM..TO, e.g. bufsize=1K..512K, nbufs=10..100:+10",
+            socklab_units::text::quote(spec)
         ))
     };
     let (key, range) = spec.split_once('=').ok_or_else(|| bad("missing '='"))?;

@@ -47,3 +47,4 @@ mod testkit;
 mod trust_tests;
 
 pub use error::LabError;
+pub use socklab_units::text;

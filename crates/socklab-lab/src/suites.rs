@@ -120,7 +120,7 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "rrul",
-        reproduces: "issue 17 item 6 / issue 19: latency under load (flent's RRUL) at 20 Mbit/s, FIFO queue limits 30, 300, 3000 packets turning into added delay, then 3000 with fq_codel curing it",
+        reproduces: "RRUL (flent's realtime response under load): latency under load at 20 Mbit/s, FIFO queue limits 30, 300, 3000 packets turning into added delay, then 3000 with fq_codel curing it",
         files: &[("rrul.toml", include_str!("../../../experiments/rrul.toml"))],
         unavailable: None,
         needs_root: true,
@@ -131,7 +131,8 @@ pub const SUITES: &[Suite] = &[
 pub fn suite(name: &str) -> Result<&'static Suite, LabError> {
     SUITES.iter().find(|s| s.name == name).ok_or_else(|| {
         LabError::Plan(format!(
-            "unknown suite '{name}': choose one of {} (see `{}`)",
+            "unknown suite '{}': choose one of {} (see `{}`)",
+            socklab_units::text::quote(name),
             SUITES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
             shown::lab_list()
         ))

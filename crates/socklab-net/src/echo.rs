@@ -119,7 +119,7 @@ impl EchoEvent {
             } => {
                 let how = match end {
                     ConnEnd::Complete => "closed".to_string(),
-                    ConnEnd::Aborted(e) => format!("aborted ({e})"),
+                    ConnEnd::Aborted(e) => format!("aborted ({})", socklab_units::text::line(e)),
                     ConnEnd::IdleTimeout => "idle timeout".to_string(),
                     ConnEnd::Stopped => "stopped".to_string(),
                 };
@@ -128,8 +128,8 @@ impl EchoEvent {
             EchoEvent::Error {
                 peer: Some(peer),
                 what,
-            } => format!("{peer}: {what}"),
-            EchoEvent::Error { peer: None, what } => what.clone(),
+            } => format!("{peer}: {}", socklab_units::text::line(what)),
+            EchoEvent::Error { peer: None, what } => socklab_units::text::line(what),
         }
     }
 }

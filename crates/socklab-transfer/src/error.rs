@@ -10,7 +10,7 @@ pub enum TransferError {
     #[error("{0}")]
     Invalid(String),
     /// A file name in a manifest is unsafe or unusable on this machine.
-    #[error("refusing file name {name:?}: {reason}")]
+    #[error("refusing file name '{}': {reason}", socklab_units::text::quote(name))]
     Name {
         /// The name as the manifest spells it.
         name: String,
@@ -18,7 +18,7 @@ pub enum TransferError {
         reason: String,
     },
     /// The peer sent bytes that break the protocol.
-    #[error("protocol error: {0}")]
+    #[error("protocol error: {}", socklab_units::text::line(.0))]
     Protocol(String),
     /// The peer made us buffer more than a fixed bound allows.
     #[error("{0}")]
@@ -35,7 +35,7 @@ pub enum TransferError {
     #[error("transfer failed: {0}")]
     Verdict(String),
     /// The server gave up on the whole session and said why.
-    #[error("the server aborted the transfer: {0}")]
+    #[error("the server aborted the transfer: {}", socklab_units::text::line(.0))]
     Aborted(String),
     /// The transfer did not finish in time.
     #[error("{0}")]

@@ -215,7 +215,10 @@ impl Manifest {
                 .map_err(|_| protocol(format!("file {i}: the name is not UTF-8")))?;
             check_name(name)?;
             if !seen.insert(name) {
-                return Err(protocol(format!("file name '{name}' appears twice")));
+                return Err(protocol(format!(
+                    "file name '{}' appears twice",
+                    socklab_units::text::quote(name)
+                )));
             }
             let size = r.u64()?;
             let hash = r.array::<32>()?;

@@ -236,7 +236,7 @@ impl FileReceiver {
                 return Err(TransferError::Limit(format!(
                     "'{}' declares {} bytes ({}), more than this server's `max_file_size` {}: \
                      send it to a server started with a larger `max_file_size`",
-                    e.name,
+                    socklab_units::text::quote(&e.name),
                     e.size,
                     format_size(e.size),
                     format_size(max)
@@ -354,14 +354,20 @@ impl FileReceiver {
                 Ok(m) if m.file_type().is_symlink() => {
                     return Err(TransferError::name(
                         name,
-                        format!("'{rel}' is a symbolic link in the target directory"),
+                        format!(
+                            "'{}' is a symbolic link in the target directory",
+                            socklab_units::text::quote(&rel)
+                        ),
                     ))
                 }
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => {
                     return Err(TransferError::name(
                         name,
-                        format!("'{rel}' exists and is not a directory"),
+                        format!(
+                            "'{}' exists and is not a directory",
+                            socklab_units::text::quote(&rel)
+                        ),
                     ))
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -376,7 +382,10 @@ impl FileReceiver {
                         if !m.is_dir() || m.file_type().is_symlink() {
                             return Err(TransferError::name(
                                 name,
-                                format!("'{rel}' changed under us: not a directory"),
+                                format!(
+                                    "'{}' changed under us: not a directory",
+                                    socklab_units::text::quote(&rel)
+                                ),
                             ));
                         }
                     }
@@ -401,7 +410,7 @@ impl FileReceiver {
             return Err(TransferError::Protocol(format!(
                 "chunk {offset}+{} beyond the end of '{}' ({size} bytes)",
                 data.len(),
-                self.files[i].entry.name
+                socklab_units::text::quote(&self.files[i].entry.name)
             )));
         };
         if self.files[i].verdict.is_some() || data.is_empty() {

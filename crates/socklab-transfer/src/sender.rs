@@ -204,7 +204,7 @@ impl FileSender {
                     if s >= e || e > size {
                         return Err(TransferError::Protocol(format!(
                             "Resume for '{}' lists {s}..{e}, outside its {size} bytes",
-                            self.manifest.files[i].name
+                            socklab_units::text::quote(&self.manifest.files[i].name)
                         )));
                     }
                     self.have[i].insert(s, e);
@@ -215,7 +215,7 @@ impl FileSender {
                 if self.verdicts[i].is_some() {
                     return Err(TransferError::Protocol(format!(
                         "two verdicts for '{}'",
-                        self.manifest.files[i].name
+                        socklab_units::text::quote(&self.manifest.files[i].name)
                     )));
                 }
                 if ok {

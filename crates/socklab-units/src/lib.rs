@@ -1,8 +1,10 @@
 //! Parsing and printing of sizes, durations and rates, so every layer speaks the same text.
 //!
-//! Sizes: `1500`, `1K` (1024), `64KiB`, `1M`, `1G` (binary multiples; `k`/`m`/`g` too).
+//! Sizes: `1500`, `1K` (1024), `64KiB`, `1M`, `1G` (binary multiples; `k`/`m`/`g` too);
+//! `KB`, `MB`, `GB`, `TB` are refused as ambiguous (1000 or 1024?), saying what to write.
 //! Durations: `500ms`, `10s`, `2m`, `1.5s`, `250us`, `100ns`.
 //! Rates ([`rate`]): `1G`, `100M`, `500mbit` (decimal bits per second, as iperf3's `-b`), `max`.
+//! Text from outside ([`text`]): control characters escaped, quotes cut to a readable length.
 //!
 //! A pure crate: no I/O, no dependencies; every layer above (stats, net, link, transfer, lab,
 //! the binary) parses and prints through it.
@@ -10,6 +12,7 @@
 use std::time::Duration;
 
 pub mod rate;
+pub mod text;
 
 pub use rate::{format_bps, parse_rate, Rate, MAX_BPS, MIN_BPS};
 
@@ -19,25 +22,50 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!("'{s}' is not a size: write a number with an optional K, M or G suffix, e.g. 1500 or 64K"));
+        return Err(format!("'{}' is not a size: write a number with an optional K, M or G suffix (1K = 1024), e.g. 1500 or 64K", text::quote(s)));
     }
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size: the number is too large"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!(
+            "'{}' is not a size: the number is too large",
+            text::quote(s)
+        )
+    })?;
     let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        // KB is 1000 bytes to some (SI, disk makers) and 1024 to others (iperf3): refused,
+        // rather than read one way while the user meant the other.
+        u @ ("kb" | "mb" | "gb" | "tb") => {
+            let (pow, k) = match u {
+                "kb" => (1u32, "K"),
+                "mb" => (2, "M"),
+                "gb" => (3, "G"),
+                _ => (4, "T"),
+            };
+            let si = num
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(1000u64.pow(pow)));
+            let si = si.map_or_else(String::new, |v| format!(" or {v}"));
+            return Err(format!(
+                "'{}': {} is ambiguous (1000 or 1024?): write {num}{k} ({k}iB, 1024-based){si}",
+                text::quote(s),
+                text::quote(suffix.trim())
+            ));
+        }
         _ => {
             return Err(format!(
-                "'{s}' has an unknown size suffix '{suffix}': use K, M or G (binary: 1K = 1024)"
+                "'{}' has an unknown size suffix '{}': use K, M or G (binary: 1K = 1024)",
+                text::quote(s),
+                text::quote(suffix)
             ))
         }
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("'{s}' is too large a size"))
+        .ok_or_else(|| format!("'{}' is too large a size", text::quote(s)))
 }
 
 /// Prints a byte size compactly and exactly when possible: `1500`, `1K`, `512K`, `1M`.
@@ -58,7 +86,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let v: f64 = num.parse().map_err(|_| {
-        format!("'{s}' is not a duration: write a number and a unit, e.g. 10s, 500ms, 2m")
+        format!(
+            "'{}' is not a duration: write a number and a unit, e.g. 10s, 500ms, 2m",
+            text::quote(s)
+        )
     })?;
     let secs = match unit.trim() {
         "s" | "sec" | "secs" => v,
@@ -67,15 +98,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ns" => v / 1e9,
         "m" | "min" => v * 60.0,
         "h" => v * 3600.0,
-        "" => return Err(format!("'{s}' has no unit: write e.g. {s}s or {s}ms")),
+        "" => {
+            let s = text::quote(s);
+            return Err(format!("'{s}' has no unit: write e.g. {s}s or {s}ms"));
+        }
         u => {
             return Err(format!(
-                "'{s}' has an unknown unit '{u}': use ns, us, ms, s, m or h"
+                "'{}' has an unknown unit '{}': use ns, us, ms, s, m or h",
+                text::quote(s),
+                text::quote(u)
             ))
         }
     };
     if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(format!("'{s}' is out of range"));
+        return Err(format!("'{}' is out of range", text::quote(s)));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -118,6 +154,29 @@ mod tests {
         assert!(parse_size("12X").unwrap_err().contains("suffix"));
         assert!(parse_size("99999999999999999999").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn kb_is_refused_as_ambiguous_and_the_message_says_what_to_write() {
+        let e = parse_size("128KB").unwrap_err();
+        assert!(e.contains("ambiguous"), "{e}");
+        assert!(e.contains("write 128K (KiB, 1024-based) or 128000"), "{e}");
+        assert!(parse_size("4mb").unwrap_err().contains("4M (MiB"));
+        assert!(parse_size("1GB").unwrap_err().contains("or 1000000000"));
+        assert_eq!(parse_size("128KiB").unwrap(), 128 << 10);
+        assert_eq!(parse_size("128k").unwrap(), 128 << 10);
+    }
+
+    #[test]
+    fn a_bad_size_or_duration_is_quoted_escaped_and_short() {
+        let hostile = format!("1\x1b[2J{}", "x".repeat(100_000));
+        for e in [
+            parse_size(&hostile).unwrap_err(),
+            parse_duration(&hostile).unwrap_err(),
+        ] {
+            assert!(!e.contains('\x1b'), "{e}");
+            assert!(e.len() < 400, "{}", e.len());
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let v: f64 = num.parse().map_err(|_| {
-        format!("'{s}' is not a rate: write bits per second with an optional K, M or G (decimal: 1G = 10^9), e.g. 100M or 1G, or max")
+        format!("'{}' is not a rate: write bits per second with an optional K, M or G (decimal: 1G = 10^9), e.g. 100M or 1G, or max", crate::text::quote(s))
     })?;
     let unit = unit.trim().to_ascii_lowercase();
     let unit = unit
@@ -44,7 +44,9 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         "t" => 1e12,
         other => {
             return Err(format!(
-                "'{s}' has an unknown rate unit '{other}': use K, M or G (bits per second, decimal), e.g. 100M"
+                "'{}' has an unknown rate unit '{}': use K, M or G (bits per second, decimal), e.g. 100M",
+                crate::text::quote(s),
+                crate::text::quote(other)
             ))
         }
     };

@@ -28,7 +28,7 @@ impl Failure {
     pub fn message(&self) -> String {
         match self {
             Failure::Usage(m) | Failure::Run(m) | Failure::Partial(m) | Failure::Interrupted(m) => {
-                m.clone()
+                socklab_lab::text::escape_lines(m) // no raw control byte reaches a terminal
             }
             Failure::BrokenPipe | Failure::Exit(_) => String::new(),
         }

@@ -289,7 +289,10 @@ impl Params {
     ) -> Result<T, LabError> {
         match keys.iter().find(|k| k.name == name) {
             Some(k) => self.value(k, parse),
-            None => Err(LabError::Plan(format!("no key '{name}' in this workload"))),
+            None => Err(LabError::Plan(format!(
+                "no key '{}' in this workload",
+                socklab_units::text::quote(name)
+            ))),
         }
     }
 

@@ -175,7 +175,8 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
     };
     if !say.quiet {
         for s in log.recent() {
-            eprintln!("{}", session_line(s, cfg.words));
+            // A peer names the files (and so the errors quote its bytes): escaped.
+            eprintln!("{}", socklab_units::text::line(&session_line(s, cfg.words)));
         }
         eprintln!("{}", log_line(&log));
     }

@@ -114,7 +114,7 @@ pub fn run(cfg: SinkConfig, say: Say) -> Result<(), RoleError> {
             &interrupted,
             &mut |r| {
                 if !quiet {
-                    eprintln!("{}", test_line(&r));
+                    eprintln!("{}", socklab_units::text::line(&test_line(&r)));
                 }
                 print(ChildLine::Report(
                     serde_json::to_value(&r).unwrap_or_default(),

@@ -1,5 +1,6 @@
 //! `socklab run`: an experiment file, run or resumed, its statistics and a note on noisy cells.
 
+use std::io::Read;
 use std::path::PathBuf;
 
 use super::{exe, open_store, stats_text, Printer, StatsFormat};
@@ -34,13 +35,27 @@ pub struct FileRun {
     pub db: PathBuf,
 }
 
+/// The largest experiment file read.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
 impl FileRun {
     /// The experiment file, read and parsed.
     pub fn read(&self) -> Result<ExperimentFile, LabError> {
         let origin = self.file.display().to_string();
-        let text = std::fs::read_to_string(&self.file)
+        let bad = |why: String| LabError::Plan(format!("experiment file '{origin}': {why}"));
+        // At most 16 MiB (`/dev/zero` ends too), and text: nothing of another file is quoted.
+        let mut bytes = Vec::new();
+        std::fs::File::open(&self.file)
+            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
             .map_err(|e| LabError::Plan(format!("cannot read experiment file '{origin}': {e}")))?;
-        crate::file::parse(&text, &origin)
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(bad(
+                "larger than 16 MiB: an experiment file is a TOML text".into()
+            ));
+        }
+        let text = socklab_units::text::as_text(&bytes)
+            .ok_or_else(|| bad("not a text file: give an experiment file (TOML)".into()))?;
+        crate::file::parse(text, &origin)
     }
 
     /// The plan of `file` (see [`FileRun::read`]), and its hosts with `hosts` (the command

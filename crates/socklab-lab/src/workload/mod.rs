@@ -390,7 +390,11 @@ pub fn keys_markdown() -> String {
     let mut out = String::from(
         "# Workload keys\n\nGenerated from the key descriptors in `crates/socklab-lab/src/workload/` \
          (regenerate: run the test `crates/socklab-lab/tests/keys_doc.rs` with `UPDATE_DOCS=1`). Every key \
-         can be fixed or varied in an experiment file; a missing key takes its default.\n",
+         can be fixed or varied in an experiment file; a missing key takes its default.\n\n\
+         Sizes are binary, as iperf3's: `128K` (or `128KiB`) is 131072 bytes, `1M` (`1MiB`) 1048576, \
+         likewise `G` and `T`. `KB`, `MB`, `GB` and `TB` are refused, since they mean 1000 to some \
+         and 1024 to others: the error says what to write (`128K` for KiB, or `128000`). Rates \
+         (`rate`, `pacing_rate`) are decimal bits per second: `100M` is 10^8 bit/s.\n",
     );
     for k in REGISTRY {
         out.push_str(&format!(

@@ -30,7 +30,8 @@ pub(crate) fn pairs(rest: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 pub(crate) fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("bad value '{v}' for {key}"))
+    v.parse()
+        .map_err(|_| format!("bad value '{}' for {key}", truncate(v)))
 }
 
 /// The client's request.
@@ -61,7 +62,7 @@ impl Hello {
         let rest = rest.strip_prefix("BULK/1").ok_or_else(|| {
             format!(
                 "unsupported request '{}': this sink speaks BULK/1, BULK/2 and JOIN/2",
-                rest.split_whitespace().next().unwrap_or("")
+                truncate(rest.split_whitespace().next().unwrap_or(""))
             )
         })?;
         let mut h = Hello {
@@ -107,7 +108,7 @@ impl Ready {
     pub fn parse(line: &str) -> Result<Ready, String> {
         let line = line.trim_end();
         if let Some(reason) = line.strip_prefix("ERROR ") {
-            return Err(format!("sink refused: {reason}"));
+            return Err(format!("sink refused: {}", refused(reason)));
         }
         let rest = line
             .strip_prefix("READY")
@@ -187,8 +188,14 @@ impl SinkResult {
     }
 }
 
+/// A sink's `ERROR` reason for a message: escaped, cut at a few lines' worth.
+pub(crate) fn refused(reason: &str) -> String {
+    socklab_units::text::clip(reason, 300)
+}
+
+/// A peer's text for a message: control bytes escaped, cut to a readable length.
 pub(crate) fn truncate(s: &str) -> String {
-    s.chars().take(60).collect()
+    socklab_units::text::quote(s)
 }
 
 /// A `hash=` value: 64 hex digits (a BLAKE3 digest).
@@ -227,6 +234,25 @@ mod tests {
         assert_eq!(SinkResult::parse(&s.emit()).unwrap(), s);
         let s2 = SinkResult { hash: None, ..s };
         assert_eq!(SinkResult::parse(&s2.emit()).unwrap(), s2);
+    }
+
+    /// A hostile peer's line comes back escaped and cut, whichever side quotes it.
+    #[test]
+    fn quoted_peer_text_is_escaped_and_cut() {
+        let hostile = format!("\x1b]0;owned\x07\r{}", "x".repeat(100_000));
+        for e in [
+            Ready::parse(&format!("ERROR {hostile}")).unwrap_err(),
+            Ready::parse(&hostile).unwrap_err(),
+            Hello::parse(&format!("SOCKLAB BULK/1 read_size={hostile}")).unwrap_err(),
+            Hello::parse(&format!("SOCKLAB {hostile}")).unwrap_err(),
+            super::multi::TestReady::parse(&format!("ERROR {hostile}")).unwrap_err(),
+            super::multi::Join::parse(&format!("SOCKLAB JOIN/2 test={hostile} index=1"))
+                .unwrap_err(),
+        ] {
+            assert!(!e.chars().any(char::is_control), "{e:?}");
+            assert!(e.contains("\\x1b]0;owned\\x07"), "{e:?}");
+            assert!(e.len() < 400, "{} bytes", e.len());
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use super::{num, pairs, parse_hash, truncate, MAGIC, MAX_READ_SIZE};
+use super::{num, pairs, parse_hash, refused, truncate, MAGIC, MAX_READ_SIZE};
 use crate::cpus::CpuList;
 use crate::sockopt::OptSet;
 use crate::Strategy;
@@ -328,7 +328,7 @@ impl TestReady {
 fn ready_rest(line: &str) -> Result<&str, String> {
     let line = line.trim_end();
     if let Some(reason) = line.strip_prefix("ERROR ") {
-        return Err(format!("sink refused: {reason}"));
+        return Err(format!("sink refused: {}", refused(reason)));
     }
     line.strip_prefix("READY")
         .ok_or_else(|| format!("expected READY, got '{}'", truncate(line)))

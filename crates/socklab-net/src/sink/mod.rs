@@ -135,9 +135,10 @@ impl ConnReport {
         };
         let how = match &self.outcome {
             Outcome::Complete => "complete".to_string(),
-            Outcome::Aborted(e) => format!("aborted ({e})"),
+            // A reason may quote the peer: escaped, whatever built it.
+            Outcome::Aborted(e) => format!("aborted ({})", socklab_units::text::line(e)),
             Outcome::IdleTimeout => "idle timeout".to_string(),
-            Outcome::Refused(e) => format!("refused ({e})"),
+            Outcome::Refused(e) => format!("refused ({})", socklab_units::text::line(e)),
             Outcome::Stopped => "stopped with the sink".to_string(),
         };
         let what = match self.mode {

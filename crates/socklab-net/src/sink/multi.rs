@@ -224,13 +224,12 @@ fn read_go(c: &mut Conn<'_>) -> Result<(), Outcome> {
             _ => line.push(byte[0]),
         }
     }
-    let l = String::from_utf8_lossy(&line);
-    if format!("{l}\n") == GO {
+    if line == GO.as_bytes().strip_suffix(b"\n").unwrap_or(GO.as_bytes()) {
         Ok(())
     } else {
         let why = format!(
             "expected GO, got '{}'",
-            l.chars().take(40).collect::<String>()
+            socklab_units::text::quote_bytes(&line)
         );
         let _ = c.write_all(format!("ERROR {why}\n").as_bytes());
         Err(Outcome::Refused(why))

@@ -70,9 +70,13 @@ pub const STRATEGY: Key = Key::new(
 /// `nbufs`.
 pub const NBUFS: Key = Key::new("nbufs", "1", "buffers per round").list();
 /// `bufsize`.
-pub const BUFSIZE: Key = Key::new("bufsize", "128K", "bytes per buffer (K, M suffixes)")
-    .size()
-    .list();
+pub const BUFSIZE: Key = Key::new(
+    "bufsize",
+    "128K",
+    "bytes per buffer (K = KiB = 1024, M = MiB; KB is refused: 1000 or 1024?)",
+)
+.size()
+.list();
 /// `duration`.
 pub const DURATION: Key = Key::new("duration", "2s", "time to send").short('t');
 /// `cc`.
