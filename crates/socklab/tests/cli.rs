@@ -569,9 +569,9 @@ fn every_command_that_prints_statistics_takes_keep_invalid() {
     }
 }
 
-/// A TCP server on 127.0.0.1 for `conns` connections: it answers every read after `delay`,
-/// with the bytes it read (`answer` None: an echo) or with `answer`. Each connection ends at
-/// end of stream, an error, or 5 s of silence.
+/// A TCP server on 127.0.0.1 for `conns` connections (besides socklab's probe): it answers
+/// every read after `delay`, with the bytes it read (`answer` None: an echo) or with `answer`.
+/// Each connection ends at end of stream, an error, or 5 s of silence.
 fn scripted_tcp_server(
     conns: usize,
     delay: Duration,
@@ -580,7 +580,9 @@ fn scripted_tcp_server(
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let handle = std::thread::spawn(move || {
-        for _ in 0..conns {
+        // One more: socklab connects once, and closes, before it stores anything (issue 26
+        // item 10).
+        for _ in 0..=conns {
             let Ok((mut s, _)) = listener.accept() else {
                 return;
             };
