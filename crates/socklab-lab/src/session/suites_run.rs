@@ -182,7 +182,10 @@ fn interrupted_text(
         list.join(", "),
         store.path().display(),
         if warmups > 0 {
-            format!(" (and {warmups} warm-ups, not in the statistics)")
+            format!(
+                " (and {warmups} warm-up{}, not in the statistics)",
+                if warmups == 1 { "" } else { "s" }
+            )
         } else {
             String::new()
         },
