@@ -87,13 +87,28 @@ pub enum LabError {
     /// An experiment without a time series was asked for one.
     #[error("experiment {0} holds no intervals: run with `interval` (e.g. socklab bulk `interval` 100ms), then socklab results series ID")]
     NoSeries(i64),
-    /// The run was interrupted by Ctrl-C or SIGTERM; finished repetitions are stored.
-    #[error("interrupted: {done} finished repetitions are stored in experiment {experiment}")]
+    /// The run was interrupted by Ctrl-C or SIGTERM; finished repetitions are stored. The
+    /// counts are the store's (what `socklab results list` shows as samples, and the warm-ups
+    /// beside them), this run's and any earlier run's of the experiment together.
+    #[error("interrupted: experiment {experiment} holds {measured} measured repetition{}{}", plural(*.measured), warmups_text(*.warmups))]
     Interrupted {
         /// Experiment id.
         experiment: i64,
-        /// Finished repetitions.
-        done: usize,
+        /// Measured repetitions stored (warm-ups not counted).
+        measured: usize,
+        /// Warm-up repetitions stored (not in the statistics).
+        warmups: usize,
+    },
+    /// A server the plan names (`to`) could not be reached before the run started: nothing
+    /// was run or stored.
+    #[error("cannot connect to {addr} (`to`): {source}; {hint}; nothing was run or stored")]
+    Unreachable {
+        /// The server's address.
+        addr: std::net::SocketAddr,
+        /// What the kernel said.
+        source: std::io::Error,
+        /// What to start there.
+        hint: &'static str,
     },
     /// An I/O error writing a report or export.
     #[error("{context}: {source}")]
@@ -106,6 +121,22 @@ pub enum LabError {
     /// The results database to read does not exist.
     #[error("results database '{}' does not exist: run an experiment first, or name the file with `db` PATH", .0.display())]
     NoStore(PathBuf),
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// ` (and N warm-ups, not in the statistics)`, or nothing without warm-ups.
+fn warmups_text(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(" (and {n} warm-up{}, not in the statistics)", plural(n)),
+    }
 }
 
 impl LabError {

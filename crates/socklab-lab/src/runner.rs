@@ -336,9 +336,9 @@ fn attempt(
     warmup: bool,
     retry: bool,
 ) -> Result<bool, LabError> {
-    let (experiment, done) = (ctx.experiment, ctx.done);
+    let experiment = ctx.experiment;
     if (ctx.stop)() {
-        return Err(LabError::Interrupted { experiment, done });
+        return Err(interrupted(experiment));
     }
     let cell = &plan.cells[ci];
     ctx.obs.run_start(cell, rep, warmup);
@@ -351,9 +351,7 @@ fn attempt(
         Ok(s) => s,
         // A repetition that failed while it was being stopped (a call cut short by the
         // signal) was interrupted: it is not a measured failure.
-        Err(LabError::Run { .. }) if (ctx.stop)() => {
-            return Err(LabError::Interrupted { experiment, done })
-        }
+        Err(LabError::Run { .. }) if (ctx.stop)() => return Err(interrupted(experiment)),
         // A repetition's own failure is a result: stored with its reason, the rest goes on.
         Err(LabError::Run {
             cell: label,
@@ -369,7 +367,7 @@ fn attempt(
                 ..
             }
             | LabError::Interrupted { .. },
-        ) => return Err(LabError::Interrupted { experiment, done }),
+        ) => return Err(interrupted(experiment)),
         Err(other) => return Err(other),
     };
     if retry {
@@ -382,6 +380,27 @@ fn attempt(
     ctx.retried += usize::from(retry);
     ctx.obs.run_done(cell, rep, warmup, &sample);
     Ok(sample.get(VALID_METRIC) == Some(0.0))
+}
+
+/// The interruption of `experiment`; [`finish`] counts what the store holds of it.
+fn interrupted(experiment: i64) -> LabError {
+    LabError::Interrupted {
+        experiment,
+        measured: 0,
+        warmups: 0,
+    }
+}
+
+/// The interruption of `experiment` with the store's counts: measured repetitions (as
+/// `socklab results list` shows them) and warm-ups, earlier runs' (resumed) included.
+fn interrupted_as_stored(store: &Store, experiment: i64) -> Result<LabError, LabError> {
+    let runs = store.done_runs(experiment)?;
+    let warmups = runs.iter().filter(|r| r.2).count();
+    Ok(LabError::Interrupted {
+        experiment,
+        measured: runs.len() - warmups,
+        warmups,
+    })
 }
 
 /// Names a retry in its stored extra (`"retry": true`).
@@ -423,6 +442,9 @@ fn finish(ctx: &mut Ctx<'_>, outcome: Result<(), LabError>) -> Result<RunSummary
         Err(_) => "failed",
     };
     ctx.store.finish_experiment(experiment, status)?;
+    if status == "interrupted" {
+        return Err(interrupted_as_stored(ctx.store, experiment)?);
+    }
     outcome?;
     facts?;
     Ok(RunSummary {
@@ -677,7 +699,14 @@ mod tests {
         })
         .unwrap_err();
         assert!(
-            matches!(err, LabError::Interrupted { done: 2, .. }),
+            matches!(
+                err,
+                LabError::Interrupted {
+                    measured: 0,
+                    warmups: 2,
+                    ..
+                }
+            ),
             "{err}"
         );
         let id = store.latest_experiment().unwrap().unwrap();
@@ -698,7 +727,25 @@ mod tests {
             count.get() > 4
         };
         let e = run_plan(&plan(), &mut store, &host(), &mut m, &mut Silent, &stop).unwrap_err();
-        assert!(matches!(e, LabError::Interrupted { done: 4, .. }), "{e}");
+        // Three warm-ups (one per cell, interleaved) and one measured repetition: counted apart.
+        assert!(
+            matches!(
+                e,
+                LabError::Interrupted {
+                    measured: 1,
+                    warmups: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "interrupted: experiment {} holds 1 measured repetition (and 3 warm-ups, not in the statistics)",
+                store.latest_experiment().unwrap().unwrap()
+            )
+        );
         let id = store.latest_experiment().unwrap().unwrap();
         assert_eq!(store.experiment(id).unwrap().status, "interrupted");
         assert_eq!(store.samples(id).unwrap().len(), 4);

@@ -424,6 +424,9 @@ pub struct LabArgs {
     /// List the suites and what each reproduces.
     #[arg(long)]
     pub list: bool,
+    /// Continue each suite's newest stored experiment: only the repetitions it misses run.
+    #[arg(long)]
+    pub resume: bool,
     /// Directory for the report: index.html (inline SVG), report.md, results.csv.
     #[arg(long, default_value = "socklab-report", value_name = "DIR")]
     pub out: PathBuf,

@@ -88,6 +88,7 @@ fn measure(
     if dry {
         return dryrun::print_plan(&dryrun::keeping_invalid(plan, format.keep_invalid));
     }
+    session::reach_targets(&plan, hosts)?;
     let mut store = session::open_store(db)?;
     run_and_print(&plan, &mut store, hosts, format, capture).map(|_| ())
 }

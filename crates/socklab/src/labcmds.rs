@@ -84,6 +84,8 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
         out: a.out,
         title: socklab_lab::roles::argv::shown::lab(a.quick),
         keep_invalid: a.keep_invalid,
+        resume: a.resume,
+        db: a.db.db,
     };
     let chosen = lab.suites()?;
     let hosts = a.hosts.plan()?;
@@ -91,12 +93,5 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
     if dry {
         return out(&words(&lab.dry_text(&plans)));
     }
-    let mut store = session::open_store(&a.db.db)?;
-    Ok(lab.run(
-        &plans,
-        &mut store,
-        &hosts,
-        &mut Progress::new(),
-        &mut Terminal,
-    )?)
+    Ok(lab.run(&plans, &hosts, &mut Progress::new(), &mut Terminal)?)
 }

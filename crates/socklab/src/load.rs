@@ -3,7 +3,7 @@
 use clap::Args;
 use socklab_lab::model::params::{Key, Modes};
 use socklab_lab::plan::Group;
-use socklab_lab::session::open_store;
+use socklab_lab::session::{open_store, reach_targets};
 use socklab_lab::workload::load::{self, command, text};
 
 use crate::cli::{merged, FlagTable, KeyFlags, SummaryFormat};
@@ -97,6 +97,7 @@ pub fn load(args: LoadArgs, dry: bool) -> Result<(), Failure> {
         return crate::dryrun::print_plan(&plan);
     }
     command::ensure_descriptors(one.connections)?;
+    reach_targets(&plan, &hosts)?;
     let mut store = open_store(&args.db)?;
     if k.reps_given {
         let format = SummaryFormat {

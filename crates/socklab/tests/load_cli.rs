@@ -153,20 +153,46 @@ fn bad_arguments_are_one_line_errors() {
     );
 }
 
+/// A server that accepts every connection and closes it at once (at most 100000, for the
+/// life of the test process): nothing is ever answered.
+fn closing_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(100_000) {
+            drop(s);
+        }
+    });
+    addr
+}
+
+/// Nothing answered: exit 1 with a hint, and (issue 26 item 10) no latency: the old code
+/// printed a row of 0.0us percentiles and stored 0 us latencies, the fastest of all.
 #[test]
 fn a_run_where_nothing_completes_exits_1_with_a_hint() {
-    let addr = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
-    let (c, out, err) = run(&["load", "--to", &addr, "--duration", "200ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let db = db.to_str().unwrap();
+    let addr = closing_server().to_string();
+    let (c, out, err) = run(&["load", "--to", &addr, "--duration", "200ms", "--db", db]);
     assert_eq!(c, 1, "{out}{err}");
     assert!(out.contains("Complete requests:  0"), "{out}");
+    assert!(
+        out.contains("Latency percentiles: none (no response completed"),
+        "{out}"
+    );
+    assert!(!out.contains("  response "), "{out}");
     assert!(
         err.contains("no request completed") && err.contains(&addr),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (c, json, e) = run(&["results", "export", "--db", db, "--format", "json"]);
+    assert_eq!(c, 0, "{e}");
+    let reps: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let metrics = &reps[0]["metrics"];
+    assert!(metrics["req_per_s"].is_number(), "{metrics}");
+    assert!(metrics.get("lat_p50_us").is_none(), "{metrics}");
 }
 
 /// Ephemeral-port exhaustion, in a private network namespace (`unshare -n`, as root) whose

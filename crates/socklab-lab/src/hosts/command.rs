@@ -267,6 +267,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("`server_host` lab2 starts the server there, `to` 192.0.2.1:7"));
+        // Issue 26 item 10: a name ssh would misread is refused with the plan, before a run.
+        for (flags, key) in [
+            (
+                HostFlags {
+                    server_host: Some("bad host!".into()),
+                    ..HostFlags::default()
+                },
+                "`server_host` bad host name 'bad host!'",
+            ),
+            (
+                HostFlags {
+                    generators: vec!["local".into(), "-oProxyCommand=x".into()],
+                    ..HostFlags::default()
+                },
+                "`generators` bad host name '-oProxyCommand=x'",
+            ),
+        ] {
+            let e = plan(flags).unwrap_err();
+            assert!(e.starts_with(key), "{e}");
+        }
     }
 
     #[test]

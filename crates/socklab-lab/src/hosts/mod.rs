@@ -115,6 +115,22 @@ impl HostPlan {
             }
             seen.push(g);
         }
+        // Before anything is stored: a name ssh would misread fails here, not at the first
+        // repetition (which left a `failed` experiment behind).
+        let named = [
+            ("server_host", self.remote_server()),
+            ("client_host", self.remote_client()),
+        ];
+        let generators = self
+            .generators
+            .iter()
+            .map(|g| ("generators", Some(g.as_str())));
+        for (key, name) in named.into_iter().chain(generators) {
+            match name.filter(|n| *n != LOCAL).map(ssh::check_name) {
+                Some(Err(e)) => return Err(LabError::Plan(format!("`{key}` {e}"))),
+                _ => continue,
+            }
+        }
         Ok(())
     }
 }

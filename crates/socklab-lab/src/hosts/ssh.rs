@@ -293,7 +293,7 @@ pub fn last_line(err: &str) -> String {
 }
 
 /// Refuses host names that ssh would read as options or that carry shell syntax.
-fn check_name(name: &str) -> Result<(), LabError> {
+pub(crate) fn check_name(name: &str) -> Result<(), LabError> {
     let ok = !name.is_empty()
         && !name.starts_with('-')
         && name

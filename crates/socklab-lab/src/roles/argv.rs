@@ -567,6 +567,17 @@ pub mod shown {
         "bulk --reference".into()
     }
 
+    /// The command line `args` (a program and its arguments, as this process got them) with
+    /// `--resume` added unless it is there: the words of the command that continues an
+    /// interrupted `socklab run` or `socklab lab`.
+    pub fn resumed(args: impl Iterator<Item = String>) -> Vec<String> {
+        let mut words: Vec<String> = args.collect();
+        if !words.iter().skip(1).any(|w| w == "--resume") {
+            words.push("--resume".into());
+        }
+        words
+    }
+
     /// `socklab lab --list`: the built-in suites and which are available.
     pub fn lab_list() -> String {
         "socklab lab --list".into()
@@ -854,5 +865,17 @@ mod tests {
         );
         assert_eq!(shown::netem_cleanup_all(), "socklab netem cleanup --all");
         assert_eq!(shown::version("~/bin/socklab"), "~/bin/socklab --version");
+    }
+
+    #[test]
+    fn the_resume_command_is_the_command_line_with_resume() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shown::resumed(words(&["socklab", "lab", "--quick"]).into_iter()),
+            words(&["socklab", "lab", "--quick", "--resume"])
+        );
+        // Already resuming: the same command again.
+        let again = words(&["./socklab", "run", "x.toml", "--resume"]);
+        assert_eq!(shown::resumed(again.clone().into_iter()), again);
     }
 }

@@ -3,13 +3,12 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use super::{exe, open_store, stats_text, Printer, StatsFormat};
-use crate::dryrun::{long_run_notice, plan_text};
+use super::{open_store, run_or_resume, stats_text, Printer, StatsFormat};
+use crate::dryrun::plan_text;
 use crate::file::ExperimentFile;
 use crate::hosts::HostPlan;
-use crate::live::LiveExecutor;
 use crate::plan::Plan;
-use crate::runner::{resume_plan, run_plan, Observer, Resume};
+use crate::runner::Observer;
 use crate::store::Store;
 use crate::summary::experiment_stats;
 use crate::LabError;
@@ -107,49 +106,30 @@ impl FileRun {
         observer: &mut dyn Observer,
         printer: &mut dyn Printer,
     ) -> Result<(), LabError> {
-        if !self.resume {
-            if let Some(notice) = long_run_notice(plan) {
-                printer.note(&notice);
-            }
-        }
+        super::reach_targets(plan, &hosts)?;
         let mut store = open_store(&self.db)?;
-        let host = socklab_sys::host::host_facts();
-        let mut exec = LiveExecutor::with_hosts(exe()?, hosts);
-        let stop = &socklab_sys::process::interrupted;
-        let result = if self.resume {
-            resume_plan(plan, &mut store, &host, &mut exec, observer, stop).map(|(r, s)| {
-                printer.note(&match r {
-                    Resume::Continued {
-                        experiment,
-                        skipped,
-                    } => format!(
-                        "resumed experiment {experiment}: {skipped} runs already stored, {} run now",
-                        s.done
-                    ),
-                    Resume::Fresh => format!(
-                        "nothing to resume for '{}' with these cells: started experiment {}",
-                        plan.name, s.experiment
-                    ),
-                });
-                s
-            })
-        } else {
-            run_plan(plan, &mut store, &host, &mut exec, observer, stop)
-        };
-        let id = match result {
-            Ok(s) => s.experiment,
-            Err(e @ LabError::Interrupted { .. }) => {
-                printer.note(&format!("continue with: {}", self.resume_command()));
+        let id = match run_or_resume(
+            plan,
+            &mut store,
+            &hosts,
+            None,
+            self.resume,
+            observer,
+            printer,
+        ) {
+            Ok(id) => id,
+            Err((_, e @ LabError::Interrupted { .. })) => {
+                printer.note(&format!("continue with: {}", super::resume_command()));
                 return Err(e);
             }
-            Err(e @ LabError::Failed { experiment, .. }) => {
+            Err((_, e @ LabError::Failed { experiment, .. })) => {
                 super::print(
                     printer,
                     &stats_text(&store, experiment, self.format, false)?,
                 )?;
                 return Err(e);
             }
-            Err(e) => return Err(e),
+            Err((_, e)) => return Err(e),
         };
         super::print(printer, &stats_text(&store, id, self.format, false)?)?;
         if let Some(note) = self.noise_note(&store, id)? {

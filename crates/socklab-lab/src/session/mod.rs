@@ -3,6 +3,7 @@
 //! run, the statistics as text, the notes) is here. Text for people that names a key does so in
 //! backticks (`` `timeout` ``): the binary spells it as its flag ([`Printer::note`]).
 
+mod checks;
 mod file_run;
 mod live;
 mod plans;
@@ -10,6 +11,7 @@ mod results;
 mod suites_run;
 mod tally;
 
+pub use checks::{reach_targets, tcp_targets};
 pub use file_run::FileRun;
 pub use live::{LiveBuffer, LiveLines, LiveWrite, FLUSH_EVERY};
 pub use plans::{bulk_group, bulk_plan, check_local_cpus, order_seed};
@@ -29,7 +31,7 @@ use crate::hosts::HostPlan;
 use crate::live::LiveExecutor;
 use crate::output;
 use crate::plan::Plan;
-use crate::runner::{run_plan, Observer};
+use crate::runner::{resume_plan, run_plan, Observer, Resume, RunSummary};
 use crate::store::Store;
 use crate::summary::experiment_stats_with;
 use crate::LabError;
@@ -150,15 +152,38 @@ pub fn run(
     observer: &mut dyn Observer,
     printer: &mut dyn Printer,
 ) -> Result<i64, (Option<i64>, LabError)> {
+    run_or_resume(plan, store, hosts, capture, false, observer, printer)
+}
+
+/// [`run`], or with `resume` the newest stored experiment of `plan` continued (only the
+/// repetitions it misses run, and a note says so). Its caller has reached the servers the
+/// plan names ([`reach_targets`]) before it opened the store.
+pub(crate) fn run_or_resume(
+    plan: &Plan,
+    store: &mut Store,
+    hosts: &HostPlan,
+    capture: Option<&CaptureConfig>,
+    resume: bool,
+    observer: &mut dyn Observer,
+    printer: &mut dyn Printer,
+) -> Result<i64, (Option<i64>, LabError)> {
     let host = socklab_sys::host::host_facts();
     let mut exec = LiveExecutor::with_hosts(exe().map_err(|e| (None, e))?, hosts.clone());
     if let Some(c) = capture {
         exec.set_capture(c.clone());
     }
-    if let Some(notice) = long_run_notice(plan) {
-        printer.note(&notice);
-    }
-    match run_plan(plan, store, &host, &mut exec, observer, &interrupted) {
+    let result = if resume {
+        resume_plan(plan, store, &host, &mut exec, observer, &interrupted).map(|(r, s)| {
+            printer.note(&resume_note(plan, r, s));
+            s
+        })
+    } else {
+        if let Some(notice) = long_run_notice(plan) {
+            printer.note(&notice);
+        }
+        run_plan(plan, store, &host, &mut exec, observer, &interrupted)
+    };
+    match result {
         Ok(s) => Ok(s.experiment),
         Err(e) => {
             let id = match &e {
@@ -170,6 +195,35 @@ pub fn run(
             Err((id, e))
         }
     }
+}
+
+/// What a resumed run of `plan` did: continued an experiment (how many runs it held, how
+/// many ran now), or started one.
+pub(crate) fn resume_note(plan: &Plan, r: Resume, s: RunSummary) -> String {
+    match r {
+        Resume::Continued {
+            experiment,
+            skipped,
+        } => format!(
+            "resumed experiment {experiment}: {skipped} runs already stored, {} run now",
+            s.done
+        ),
+        Resume::Fresh => format!(
+            "nothing to resume for '{}' with these cells: started experiment {}",
+            plan.name, s.experiment
+        ),
+    }
+}
+
+/// The command that continues this process's interrupted run: its own command line, with
+/// `resume` added unless it is there (every other argument as given, quoted for a shell).
+pub fn resume_command() -> String {
+    let words = crate::roles::argv::shown::resumed(std::env::args());
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| crate::hosts::transport::shell_quote(w))
+        .collect();
+    quoted.join(" ")
 }
 
 /// Runs a one-off command's plan ([`run`]) and prints its statistics as `format` says, then

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{print, run, Printer};
+use super::{open_store, print, run_or_resume, Printer};
 use crate::dryrun::{estimate, plan_text};
 use crate::hosts::HostPlan;
 use crate::output;
@@ -43,6 +43,10 @@ pub struct LabRun {
     pub title: String,
     /// Keep invalid repetitions (run each once).
     pub keep_invalid: bool,
+    /// Continue each suite's newest stored experiment: only the repetitions it misses run.
+    pub resume: bool,
+    /// The results database.
+    pub db: PathBuf,
 }
 
 impl LabRun {
@@ -69,6 +73,9 @@ impl LabRun {
     /// A dry run's text: every plan, then the runs in all.
     pub fn dry_text(&self, plans: &[Plan]) -> String {
         let mut s: String = plans.iter().map(plan_text).collect();
+        if self.resume {
+            s += "  `resume`: only the repetitions missing from each suite's newest stored experiment run\n";
+        }
         let total: usize = plans.iter().map(|p| estimate(p).runs).sum();
         s += &format!(
             "dry run: {} experiment{}, {total} runs in all; then a report in '{}'\n",
@@ -79,23 +86,28 @@ impl LabRun {
         s
     }
 
-    /// Runs `plans` into `store`, printing each experiment's table as it ends (an experiment
-    /// whose repetitions partly failed too, and the next runs), then writes the report of
-    /// those that ran and says where.
+    /// Runs (or with `resume` continues) `plans` into the database, printing each
+    /// experiment's table as it ends (an experiment whose repetitions partly failed too, and
+    /// the next runs), then writes the report of those that ran and says where. Interrupted,
+    /// it says so (never "finished"), with what the store holds of the experiments so far
+    /// (as `socklab results list` counts them) and the command that continues.
     pub fn run(
         &self,
         plans: &[Plan],
-        store: &mut Store,
         hosts: &HostPlan,
         observer: &mut dyn Observer,
         printer: &mut dyn Printer,
     ) -> Result<(), LabError> {
+        for plan in plans {
+            super::reach_targets(plan, hosts)?;
+        }
+        let store = &mut open_store(&self.db)?;
         let t0 = std::time::Instant::now();
         let mut ids = Vec::new();
         let mut failure = None;
         for plan in plans {
             // Suites store their time series; the live lines are for one-off commands.
-            match run(plan, store, hosts, None, observer, printer) {
+            match run_or_resume(plan, store, hosts, None, self.resume, observer, printer) {
                 Ok(id) => {
                     ids.push(id);
                     let st = experiment_stats_with(store, id, self.keep_invalid)?;
@@ -116,20 +128,66 @@ impl LabRun {
                 }
             }
         }
-        if !ids.is_empty() {
-            let files = write_report(store, &ids, &self.title, &self.out, self.keep_invalid)?;
+        if ids.is_empty() {
+            return failure.map_or(Ok(()), Err);
+        }
+        let files = write_report(store, &ids, &self.title, &self.out, self.keep_invalid)?;
+        let report = format!(
+            "{} (also {} and {})",
+            files.html.display(),
+            files.markdown.display(),
+            files.csv.display()
+        );
+        let secs = t0.elapsed().as_secs_f64();
+        if matches!(failure, Some(LabError::Interrupted { .. })) {
+            printer.note(&interrupted_text(store, &ids, secs, &report)?);
+            printer.note(&format!("continue with: {}", super::resume_command()));
+        } else {
             print(
                 printer,
                 &format!(
-                    "lab finished in {:.0} s; results in {}; report: {} (also {} and {})\n",
-                    t0.elapsed().as_secs_f64(),
+                    "lab {} in {secs:.0} s; results in {}; report: {report}\n",
+                    if failure.is_some() {
+                        "ended"
+                    } else {
+                        "finished"
+                    },
                     store.path().display(),
-                    files.html.display(),
-                    files.markdown.display(),
-                    files.csv.display()
                 ),
             )?;
         }
         failure.map_or(Ok(()), Err)
     }
+}
+
+/// What an interrupted lab leaves: the measured repetitions (and warm-ups) the store holds of
+/// its experiments `ids`, counted as `socklab results list` counts them, and its report.
+fn interrupted_text(
+    store: &Store,
+    ids: &[i64],
+    secs: f64,
+    report: &str,
+) -> Result<String, LabError> {
+    let (mut measured, mut warmups) = (0, 0);
+    for &id in ids {
+        let runs = store.done_runs(id)?;
+        let w = runs.iter().filter(|r| r.2).count();
+        warmups += w;
+        measured += runs.len() - w;
+    }
+    let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+    Ok(format!(
+        "lab interrupted after {secs:.0} s: {measured} measured repetitions stored in experiment{} {} of {}{}; report of them: {report}",
+        if ids.len() == 1 { "" } else { "s" },
+        list.join(", "),
+        store.path().display(),
+        if warmups > 0 {
+            format!(
+                " (and {warmups} warm-up{}, not in the statistics)",
+                if warmups == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        },
+    ))
 }

@@ -204,6 +204,8 @@ fn the_suites_are_listed_and_their_dry_run_counts_every_run() {
         out: "rep".into(),
         title: "t".into(),
         keep_invalid: true,
+        resume: false,
+        db: "lab.db".into(),
     };
     let plans = lab.plans(&lab.suites().unwrap()).unwrap();
     assert!(plans.iter().all(|p| !p.retry_invalid));

@@ -185,8 +185,6 @@ pub fn sample(r: &LoadReport, to: SocketAddr, served: Option<&ServerExit>) -> Sa
             ("conn_per_s", r.connections_per_s),
             ("xfer_mbps", r.transfer_bytes_per_s * 8.0 / 1e6),
             ("errors", r.failed.total() as f64),
-            ("connect_mean_us", r.connect.mean_us),
-            ("first_byte_mean_us", r.first_byte.mean_us),
             ("gen_cpu_s", r.generator.cpu_user_s + r.generator.cpu_sys_s),
         ],
         json!({
@@ -199,18 +197,28 @@ pub fn sample(r: &LoadReport, to: SocketAddr, served: Option<&ServerExit>) -> Sa
             "report": r,
         }),
     );
+    // A time that nothing measured (no connection made, no response) is no metric: a 0 would
+    // read as the fastest run of all.
+    if r.connect.count > 0 {
+        s.extend([("connect_mean_us", r.connect.mean_us)]);
+    }
+    if r.first_byte.count > 0 {
+        s.extend([("first_byte_mean_us", r.first_byte.mean_us)]);
+    }
     // Open loop: latency from the intended send time (coordinated omission corrected).
     let lat = r.response_corrected.as_ref().unwrap_or(&r.response);
-    s.extend([
-        ("lat_mean_us", lat.mean_us),
-        ("lat_p50_us", lat.percentiles.p50_us),
-        ("lat_p90_us", lat.percentiles.p90_us),
-        ("lat_p99_us", lat.percentiles.p99_us),
-        ("lat_p999_us", lat.percentiles.p99_9_us),
-        ("lat_max_us", lat.max_us),
-    ]);
-    if r.response_corrected.is_some() {
-        s.extend([("lat_raw_p99_us", r.response.percentiles.p99_us)]);
+    if r.response.count > 0 {
+        s.extend([
+            ("lat_mean_us", lat.mean_us),
+            ("lat_p50_us", lat.percentiles.p50_us),
+            ("lat_p90_us", lat.percentiles.p90_us),
+            ("lat_p99_us", lat.percentiles.p99_us),
+            ("lat_p999_us", lat.percentiles.p99_9_us),
+            ("lat_max_us", lat.max_us),
+        ]);
+        if r.response_corrected.is_some() {
+            s.extend([("lat_raw_p99_us", r.response.percentiles.p99_us)]);
+        }
     }
     s.intervals = r
         .intervals

@@ -260,6 +260,19 @@ fn the_sample_keeps_the_whole_report() {
     assert_eq!(s.get("errors"), Some(1.0));
     assert_eq!(s.get("lat_p99_us"), Some(40.25));
     assert!(s.intervals.is_empty());
+    // Issue 26 item 10: no response, no latency (a 0 would read as the fastest run).
+    let none = LoadReport {
+        completed: 0,
+        connect: Timing::default(),
+        first_byte: Timing::default(),
+        response: Timing::default(),
+        ..r.clone()
+    };
+    let s0 = sample(&none, to, None);
+    for m in ["lat_p50_us", "lat_p99_us", "lat_mean_us", "connect_mean_us"] {
+        assert_eq!(s0.get(m), None, "{m}");
+    }
+    assert_eq!(s0.get("req_per_s"), Some(2.0));
     // Issue 17 item 5: the report's intervals become the sample's (and stay out of its JSON).
     let iv = socklab_net::load::LoadInterval {
         start: std::time::Duration::ZERO,

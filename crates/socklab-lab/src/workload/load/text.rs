@@ -246,25 +246,7 @@ pub fn summary(r: &LoadReport) -> String {
     if let Some(t) = &r.response_corrected {
         timing_row(&mut s, "Corrected", t);
     }
-    let _ = write!(s, "\n  Latency percentiles");
-    for (label, _) in r.response.percentiles.rows() {
-        let _ = write!(s, " {label:>9}");
-    }
-    s.push('\n');
-    let mut pct = |name: &str, t: &Timing| {
-        let _ = write!(s, "  {name:<19}");
-        for (_, v) in t.percentiles.rows() {
-            let _ = write!(s, " {:>9}", us(v));
-        }
-        s.push('\n');
-    };
-    match &r.response_corrected {
-        Some(t) => {
-            pct("corrected", t);
-            pct("uncorrected", &r.response);
-        }
-        None => pct("response", &r.response),
-    }
+    percentiles(&mut s, r);
     let g = &r.generator;
     let util: Vec<String> = g
         .thread_utilisation
@@ -297,6 +279,37 @@ pub fn summary(r: &LoadReport) -> String {
         let _ = writeln!(s, "  stopped early: {a}");
     }
     s
+}
+
+/// The latency percentiles' table; with no response there is no latency, and it says so
+/// (rather than a row of 0.0us).
+fn percentiles(s: &mut String, r: &LoadReport) {
+    if r.response.count == 0 {
+        let _ = writeln!(
+            s,
+            "\n  Latency percentiles: none (no response completed, so no latency to report)"
+        );
+        return;
+    }
+    let _ = write!(s, "\n  Latency percentiles");
+    for (label, _) in r.response.percentiles.rows() {
+        let _ = write!(s, " {label:>9}");
+    }
+    s.push('\n');
+    let mut pct = |name: &str, t: &Timing| {
+        let _ = write!(s, "  {name:<19}");
+        for (_, v) in t.percentiles.rows() {
+            let _ = write!(s, " {:>9}", us(v));
+        }
+        s.push('\n');
+    };
+    match &r.response_corrected {
+        Some(t) => {
+            pct("corrected", t);
+            pct("uncorrected", &r.response);
+        }
+        None => pct("response", &r.response),
+    }
 }
 
 /// A CSV header and one row: the figures most tables want (the JSON has everything).
@@ -368,7 +381,12 @@ pub fn csv(r: &LoadReport) -> String {
             ("p99_99", p.p99_99_us),
         ] {
             head.push(format!("{name}_{k}_us"));
-            row.push(format!("{v:.3}"));
+            // No sample, no time: an empty cell rather than 0.000.
+            row.push(if t.count == 0 {
+                String::new()
+            } else {
+                format!("{v:.3}")
+            });
         }
     };
     timing("connect", Some(&r.connect));
@@ -474,6 +492,25 @@ mod tests {
             why.starts_with("no request completed (2 failed: connect 2"),
             "{why}"
         );
+        // No response: no latency, neither 0.0us percentiles nor 0.000 cells.
+        let no_latency = LoadReport {
+            response: Timing::default(),
+            first_byte: Timing::default(),
+            ..none.clone()
+        };
+        let text = summary(&no_latency);
+        assert!(
+            text.contains("Latency percentiles: none (no response completed"),
+            "{text}"
+        );
+        assert!(!text.contains("  response "), "{text}");
+        let c = csv(&no_latency);
+        let (head, row) = c.split_once('\n').unwrap();
+        let p50 = head
+            .split(',')
+            .position(|h| h == "response_p50_us")
+            .unwrap();
+        assert_eq!(row.split(',').nth(p50), Some(""), "{c}");
         let stopped = LoadReport {
             aborted: Some("interrupted".into()),
             ..r
