@@ -387,6 +387,9 @@ pub struct RunArgs {
     pub noise_cv: f64,
     #[command(flatten)]
     pub format: SummaryFormat,
+    /// Use the file's [hosts] ssh_config and remote_socklab: they run programs as you.
+    #[arg(long)]
+    pub trust_ssh_config: bool,
     /// Where the roles run (another host over SSH).
     #[command(flatten)]
     pub hosts: crate::cli::HostArgs,

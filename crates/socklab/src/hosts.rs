@@ -82,7 +82,6 @@ pub enum HostsCommand {
     },
 }
 
-/// How to reach hosts: on every command that takes hosts.
 fn say_error(e: &LabError) {
     eprintln!(
         "socklab: error: {}",

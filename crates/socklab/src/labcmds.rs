@@ -52,11 +52,11 @@ pub fn run(a: RunArgs, dry: bool) -> Result<(), Failure> {
         noise_cv: a.noise_cv,
         format: a.format.lab(),
         db: a.db.db,
+        trust_ssh_config: a.trust_ssh_config,
     };
-    let file = run.read()?;
-    let (plan, hosts) = run.plan(&file, &a.hosts.plan()?)?;
+    let (plan, hosts) = run.plan(&run.read()?, &a.hosts.plan()?)?;
     if dry {
-        return out(&words(&run.dry_text(&plan)));
+        return out(&words(&run.dry_text(&plan, &hosts)));
     }
     Ok(run.run(&plan, hosts, &mut Progress::new(), &mut Terminal)?)
 }

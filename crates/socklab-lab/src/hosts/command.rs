@@ -206,16 +206,10 @@ impl HostFlags {
                 .map(|g| g.trim().to_string())
                 .collect(),
             ssh: self.ssh.clone(),
+            untrusted: None,
         };
         plan.check()?;
-        if let Some(f) = &plan.ssh.config {
-            if !f.is_file() {
-                return Err(LabError::Plan(format!(
-                    "`ssh_config` '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
-                    f.display()
-                )));
-            }
-        }
+        plan.ssh.check()?;
         Ok(plan)
     }
 

@@ -4,7 +4,9 @@
 //!   remote command lines;
 //! - [`ssh`]: the SSH transport (the system's `ssh`, one multiplexed master per host);
 //! - [`probe`]: `hosts check` — version, facts, clock offset, path RTT and MTU;
-//! - [`install`]: `hosts install` — this binary copied to a host of the same architecture.
+//! - [`install`]: `hosts install` — this binary copied to a host of the same architecture;
+//! - [`trust`]: the settings of an experiment file that would make ssh run programs, used only
+//!   when the command line trusts them, and what a dry run says ssh would run.
 //!
 //! [`HostPlan`] says which host runs which role of an experiment; [`Hosts`] holds the
 //! connections of a running plan (made on first use, each host checked once, a lost host
@@ -17,6 +19,7 @@ pub mod install;
 pub mod probe;
 pub mod ssh;
 pub mod transport;
+pub mod trust;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -46,6 +49,9 @@ pub struct HostPlan {
     pub generators: Vec<String>,
     /// How to reach the hosts.
     pub ssh: SshOptions,
+    /// Why no host may be reached: an experiment file's ssh settings the command line did not
+    /// trust ([`trust::refusal`]); every connection refuses with it.
+    pub untrusted: Option<String>,
 }
 
 impl HostPlan {
@@ -86,6 +92,7 @@ impl HostPlan {
                     .or_else(|| self.ssh.remote_socklab.clone()),
                 no_multiplex: over.ssh.no_multiplex || self.ssh.no_multiplex,
             },
+            untrusted: over.untrusted.clone().or_else(|| self.untrusted.clone()),
         }
     }
 
@@ -204,6 +211,9 @@ impl Hosts {
         name: &str,
         addr: Option<IpAddr>,
     ) -> Result<usize, LabError> {
+        if let Some(why) = &self.plan.untrusted {
+            return Err(LabError::Plan(why.clone()));
+        }
         let transport: Arc<dyn Transport> = if name == LOCAL {
             Arc::new(Local::new(self.exe.clone()))
         } else {

@@ -34,6 +34,19 @@ pub struct SshOptions {
     pub no_multiplex: bool,
 }
 
+impl SshOptions {
+    /// Checks that the configuration file, if one is given, is a file.
+    pub fn check(&self) -> Result<(), LabError> {
+        match &self.config {
+            Some(f) if !f.is_file() => Err(LabError::Plan(format!(
+                "`ssh_config` '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
+                f.display()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Seconds an unreachable host gets before the connection fails.
 pub const CONNECT_TIMEOUT_S: u32 = 10;
 
@@ -53,14 +66,7 @@ impl Ssh {
     /// line with what ssh said.
     pub fn connect(name: &str, opts: &SshOptions) -> Result<Ssh, LabError> {
         check_name(name)?;
-        if let Some(f) = &opts.config {
-            if !f.is_file() {
-                return Err(LabError::Plan(format!(
-                    "`ssh_config` '{}': no such file; name an ssh_config(5) file, or drop the option to use ~/.ssh/config",
-                    f.display()
-                )));
-            }
-        }
+        opts.check()?;
         let control = if opts.no_multiplex {
             None
         } else {
@@ -96,19 +102,7 @@ impl Ssh {
         if let Some(f) = &self.opts.config {
             c.arg("-F").arg(f);
         }
-        c.args([
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            &format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
-            // A host lost mid-run is noticed within about 6 s, not at TCP's timeout.
-            "-o",
-            "ServerAliveInterval=2",
-            "-o",
-            "ServerAliveCountMax=3",
-            "-o",
-            "LogLevel=ERROR",
-        ]);
+        c.args(option_args());
         c
     }
 
@@ -131,9 +125,7 @@ impl Ssh {
             let _ = std::fs::remove_file(&path);
         }
         let mut c = self.base();
-        c.arg("-o")
-            .arg(format!("ControlPath={}", path.display()))
-            .args(["-o", "ControlMaster=yes", "-o", "ControlPersist=no", "-N"])
+        c.args(master_args(&path.display().to_string()))
             .arg(&self.name)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -200,9 +192,7 @@ impl Ssh {
     fn session(&self, line: &str) -> Command {
         let mut c = self.base();
         if let Some(p) = self.control_path() {
-            c.arg("-o")
-                .arg(format!("ControlPath={}", p.display()))
-                .args(["-o", "ControlMaster=no"]);
+            c.args(channel_args(&p.display().to_string()));
         }
         c.arg("-T").arg(&self.name).arg("--").arg(line);
         c
@@ -210,15 +200,7 @@ impl Ssh {
 
     /// The remote command line that runs `socklab ARGS…`.
     pub fn socklab_line(&self, args: &[String]) -> String {
-        let mut line = match &self.opts.remote_socklab {
-            Some(p) => format!("exec {}", shell_quote(p)),
-            None => "PATH=\"$HOME/.local/bin:$PATH\" exec socklab".to_string(),
-        };
-        for a in args {
-            line.push(' ');
-            line.push_str(&shell_quote(a));
-        }
-        line
+        socklab_line(&self.opts, args)
     }
 }
 
@@ -256,6 +238,54 @@ impl Drop for Ssh {
             }
         }
     }
+}
+
+/// The options every ssh socklab runs carries, after `-F FILE` if a configuration file is
+/// given (then ssh reads that file only, not `~/.ssh/config` nor `/etc/ssh/ssh_config`): batch
+/// mode, and the timeouts that notice a lost host.
+pub fn option_args() -> Vec<String> {
+    let mut v = Vec::new();
+    for o in [
+        "BatchMode=yes".to_string(),
+        format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
+        // A host lost mid-run is noticed within about 6 s, not at TCP's timeout.
+        "ServerAliveInterval=2".into(),
+        "ServerAliveCountMax=3".into(),
+        "LogLevel=ERROR".into(),
+    ] {
+        v.extend(["-o".to_string(), o]);
+    }
+    v
+}
+
+/// The options of the master connection over control socket `path` (then `-N HOST`).
+pub fn master_args(path: &str) -> Vec<String> {
+    let control = format!("ControlPath={path}");
+    let args = ["-o", control.as_str(), "-o", "ControlMaster=yes"];
+    let mut v: Vec<String> = args.map(String::from).to_vec();
+    v.extend(["-o", "ControlPersist=no", "-N"].map(String::from));
+    v
+}
+
+/// The options of a channel over the master at `path` (then `-T HOST -- LINE`).
+pub fn channel_args(path: &str) -> Vec<String> {
+    let control = format!("ControlPath={path}");
+    ["-o", control.as_str(), "-o", "ControlMaster=no"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// The remote command line that runs `socklab ARGS…` with `opts`' remote binary.
+pub fn socklab_line(opts: &SshOptions, args: &[String]) -> String {
+    let mut line = match &opts.remote_socklab {
+        Some(p) => format!("exec {}", shell_quote(p)),
+        None => "PATH=\"$HOME/.local/bin:$PATH\" exec socklab".to_string(),
+    };
+    for a in args {
+        line.push(' ');
+        line.push_str(&shell_quote(a));
+    }
+    line
 }
 
 /// The control socket directories are `socklab-ssh-<pid>-…` in the temporary directory.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::{open_store, run_or_resume, stats_text, Printer, StatsFormat};
 use crate::dryrun::plan_text;
 use crate::file::ExperimentFile;
-use crate::hosts::HostPlan;
+use crate::hosts::{trust, HostPlan};
 use crate::plan::Plan;
 use crate::runner::Observer;
 use crate::store::Store;
@@ -32,6 +32,10 @@ pub struct FileRun {
     pub format: StatsFormat,
     /// The results database.
     pub db: PathBuf,
+    /// Use the file's `[hosts]` ssh settings that make ssh run programs (`ssh_config`,
+    /// `remote_socklab`): without it a run of a file that has them refuses
+    /// ([`crate::hosts::trust`]).
+    pub trust_ssh_config: bool,
 }
 
 /// The largest experiment file read.
@@ -57,15 +61,22 @@ impl FileRun {
         crate::file::parse(text, &origin)
     }
 
-    /// The plan of `file` (see [`FileRun::read`]), and its hosts with `hosts` (the command
-    /// line's) over them; checks the arguments.
+    /// The plan of `file` (see [`FileRun::read`]), and its hosts with `cli` (the command
+    /// line's) over them; checks the arguments. The file's ssh settings that run programs,
+    /// untrusted, mark the hosts [`HostPlan::untrusted`]: the run refuses, a dry run says why.
     pub fn plan(
         &self,
         file: &ExperimentFile,
-        hosts: &HostPlan,
+        cli: &HostPlan,
     ) -> Result<(Plan, HostPlan), LabError> {
-        let hosts = file.hosts.overridden_by(hosts);
+        let mut hosts = file.hosts.overridden_by(cli);
         hosts.check()?;
+        let origin = self.file.display().to_string();
+        let (ssh, trusted) = (&file.hosts.ssh, self.trust_ssh_config);
+        hosts.untrusted = trust::refusal(&origin, ssh, &cli.ssh, trusted);
+        if hosts.untrusted.is_none() {
+            hosts.ssh.check()?;
+        }
         let mut plan = file.plan(self.quick, &super::command_line())?;
         plan.set_counts(self.reps, self.warmup)?;
         plan.retry_invalid = !self.format.keep_invalid;
@@ -78,9 +89,14 @@ impl FileRun {
         Ok((plan, hosts))
     }
 
-    /// A dry run's text for `plan`.
-    pub fn dry_text(&self, plan: &Plan) -> String {
+    /// A dry run's text for `plan` on `hosts`: its cells and time, the ssh commands it would
+    /// run and the files they read, and why the run would refuse them.
+    pub fn dry_text(&self, plan: &Plan, hosts: &HostPlan) -> String {
         let mut s = plan_text(plan);
+        s += &trust::dry_text(hosts);
+        if let Some(why) = &hosts.untrusted {
+            s += &format!("  the run refuses: {why}\n");
+        }
         if self.resume {
             s += "  `resume`: only the repetitions missing from the newest stored run of this file run\n";
         }
@@ -106,6 +122,10 @@ impl FileRun {
         observer: &mut dyn Observer,
         printer: &mut dyn Printer,
     ) -> Result<(), LabError> {
+        // Before anything runs or is stored.
+        if let Some(why) = &hosts.untrusted {
+            return Err(LabError::Plan(why.clone()));
+        }
         super::reach_targets(plan, &hosts)?;
         let mut store = open_store(&self.db)?;
         let id = match run_or_resume(

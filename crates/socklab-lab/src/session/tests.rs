@@ -129,6 +129,7 @@ fn a_noisy_cell_is_named_with_the_command_that_adds_repetitions() {
         noise_cv: 0.10,
         format: StatsFormat::default(),
         db: "lab.db".into(),
+        trust_ssh_config: false,
     };
     assert_eq!(
         run.resume_command(),
@@ -161,6 +162,7 @@ fn an_experiment_file_that_cannot_be_read_or_a_bad_noise_bound_is_a_usage_error(
         noise_cv: 0.10,
         format: StatsFormat::default(),
         db: "lab.db".into(),
+        trust_ssh_config: false,
     };
     let e = run.read().unwrap_err();
     assert!(matches!(e, LabError::Plan(_)), "{e}");
@@ -188,7 +190,7 @@ fn an_experiment_file_that_cannot_be_read_or_a_bad_noise_bound_is_a_usage_error(
     run.noise_cv = 0.1;
     let (plan, _) = run.plan(&file, &HostPlan::default()).unwrap();
     assert!(run
-        .dry_text(&plan)
+        .dry_text(&plan, &HostPlan::default())
         .contains("  `resume`: only the repetitions missing"));
 }
 
@@ -311,4 +313,84 @@ fn a_sample_in_a_few_words() {
     assert_eq!(describe_sample(&s(&[("failed", 1.0)])), "failed");
     assert_eq!(describe_sample(&s(&[("rebind_ok", 0.0)])), "rebind failed");
     assert_eq!(describe_sample(&s(&[])), "");
+}
+
+/// Issue 26 item 5: a file's `[hosts] ssh_config` runs nothing untrusted. The run refuses
+/// before it opens the store or starts ssh; a dry run shows the ssh commands, the file they
+/// read and the refusal; `trust_ssh_config`, or the command line's own file, lets it run.
+#[test]
+fn a_files_ssh_config_is_refused_before_anything_runs_unless_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("evil_config");
+    std::fs::write(&cfg, "Host *\n  ProxyCommand touch /nonexistent/marker\n").unwrap();
+    let file = dir.path().join("x.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"x\"\nworkload = \"bulk\"\n[fixed]\niterations = 10\n[hosts]\nserver = \"lab2\"\nssh_config = \"{}\"\n",
+            cfg.display()
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("r.db");
+    let mut run = FileRun {
+        file: file.clone(),
+        quick: false,
+        reps: None,
+        warmup: None,
+        resume: false,
+        noise_cv: 0.10,
+        format: StatsFormat::default(),
+        db: db.clone(),
+        trust_ssh_config: false,
+    };
+    let parsed = run.read().unwrap();
+    let (plan, hosts) = run.plan(&parsed, &HostPlan::default()).unwrap();
+    let why = hosts.untrusted.clone().expect("untrusted");
+    assert!(
+        why.starts_with(&format!(
+            "{}: [hosts] ssh_config = '{}' makes ssh read options this file chose",
+            file.display(),
+            cfg.display()
+        )),
+        "{why}"
+    );
+    let dry = run.dry_text(&plan, &hosts);
+    assert!(
+        dry.contains(&format!("  ssh reads {} only", cfg.display())),
+        "{dry}"
+    );
+    assert!(
+        dry.contains(&format!("ssh -F {} -o BatchMode=yes", cfg.display())),
+        "{dry}"
+    );
+    assert!(
+        dry.ends_with(&format!("  the run refuses: {why}\n")),
+        "{dry}"
+    );
+    let mut kept = Kept::default();
+    let e = run
+        .run(&plan, hosts, &mut crate::runner::Silent, &mut kept)
+        .unwrap_err();
+    assert!(matches!(&e, LabError::Plan(m) if *m == why), "{e}");
+    assert!(!db.exists(), "nothing stored");
+    assert_eq!((kept.out.as_str(), kept.err.as_str()), ("", ""));
+
+    run.trust_ssh_config = true;
+    let (plan, hosts) = run.plan(&parsed, &HostPlan::default()).unwrap();
+    assert_eq!(hosts.untrusted, None);
+    assert_eq!(hosts.ssh.config.as_deref(), Some(cfg.as_path()));
+    assert!(!run.dry_text(&plan, &hosts).contains("refuses"));
+    // Trusted, the file's config must exist (checked before anything is stored).
+    std::fs::remove_file(&cfg).unwrap();
+    let e = run.plan(&parsed, &HostPlan::default()).unwrap_err();
+    assert!(e.to_string().contains("no such file"), "{e}");
+    // The command line's own config replaces the file's: nothing of the file's is used.
+    run.trust_ssh_config = false;
+    let mine = dir.path().join("mine");
+    std::fs::write(&mine, "").unwrap();
+    let mut cli = HostPlan::default();
+    cli.ssh.config = Some(mine.clone());
+    let (_, hosts) = run.plan(&parsed, &cli).unwrap();
+    assert_eq!((hosts.untrusted, hosts.ssh.config), (None, Some(mine)));
 }

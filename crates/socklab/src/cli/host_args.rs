@@ -11,8 +11,7 @@ use crate::failure::Failure;
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct SshArgs {
-    /// An ssh_config(5) file for every ssh socklab runs (ssh -F FILE); default: ssh's own
-    /// (~/.ssh/config).
+    /// An ssh_config(5) file for every ssh socklab runs (ssh -F FILE; default ~/.ssh/config).
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
     /// The socklab binary on the remote hosts (default: socklab on the remote PATH, with
@@ -35,7 +34,6 @@ impl SshArgs {
     }
 }
 
-/// A host's error, as it happens: one line on stderr.
 /// Where the roles of a measuring command run: on every command that takes hosts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct HostArgs {
