@@ -52,8 +52,10 @@ pub struct SinkTotals {
     pub malformed: u64,
     /// Stragglers of tests that had ended.
     pub late: u64,
-    /// Datagrams of tests refused (too many open).
+    /// Datagrams of tests refused (too many open, in all or from their source).
     pub refused: u64,
+    /// Datagrams of open tests from sources other than their owners (not counted in them).
+    pub foreign: u64,
 }
 
 /// A bound receiver.
@@ -131,14 +133,17 @@ impl UdpSink {
         let slot = MAX_DATAGRAM + 1;
         let mut buf = vec![0u8; MAX_BATCH * slot];
         let mut metas = [Meta::default(); MAX_BATCH];
+        // The kernel names every UDP source; a datagram without one counts as this source.
+        let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
         let mut drops: Option<u32> = None;
         // Per open test: the drop counter and the CPU time when it opened.
         let mut baselines: Vec<(u64, u32, Usage)> = Vec::new();
         let mut tests = 0u64;
-        let mut finish = |r: TestReport,
-                          drops: Option<u32>,
-                          baselines: &mut Vec<(u64, u32, Usage)>,
-                          tests: &mut u64| {
+        let finish = |r: TestReport,
+                      drops: Option<u32>,
+                      baselines: &mut Vec<(u64, u32, Usage)>,
+                      tests: &mut u64,
+                      report: &mut dyn FnMut(TestReport)| {
             let mut r = r;
             if let Some(i) = baselines.iter().position(|b| b.0 == r.test_id) {
                 let (_, d0, u0) = baselines.swap_remove(i);
@@ -174,7 +179,8 @@ impl UdpSink {
                 let fallback = now_ns();
                 for (i, m) in metas[..n].iter().enumerate() {
                     let d = &buf[i * slot..i * slot + m.len];
-                    let taken = col.on_datagram(now, m.kernel_ns.unwrap_or(fallback), d);
+                    let from = m.from.unwrap_or(unknown);
+                    let taken = col.on_datagram(now, m.kernel_ns.unwrap_or(fallback), from, d);
                     if let Taken::Opened(id) = taken {
                         baselines.push((id, drops.unwrap_or(0), getrusage(Who::Process)));
                     }
@@ -188,12 +194,19 @@ impl UdpSink {
                     interval_out(id, k, &i);
                 }
             }
+            // A refused test is told at once, so whoever waits for it need not wait it out.
+            for r in col.refusals() {
+                report(r);
+            }
             for r in col.poll(mono()) {
-                finish(r, drops, &mut baselines, &mut tests);
+                finish(r, drops, &mut baselines, &mut tests, report);
             }
         }
+        for r in col.refusals() {
+            report(r);
+        }
         for r in col.stop() {
-            finish(r, drops, &mut baselines, &mut tests);
+            finish(r, drops, &mut baselines, &mut tests, report);
         }
         let (malformed, late, refused) = col.strays();
         Ok(SinkTotals {
@@ -201,6 +214,7 @@ impl UdpSink {
             malformed,
             late,
             refused,
+            foreign: col.foreign(),
         })
     }
 }
