@@ -39,6 +39,12 @@ const REMEMBER_ENDED: usize = 256;
 /// Most refusal reports waiting for [`Collector::refusals`] (a flood of new ids past that is
 /// counted, not reported one by one).
 const MAX_PENDING_REFUSALS: usize = 1024;
+/// One refusal report per source in this long (receiver time, ns): a source that floods new
+/// ids is counted, not reported one by one, so its reports do not crowd out a victim's (a
+/// socklab sender has a new source per test).
+const REPORT_GAP_NS: u64 = 1_000_000_000;
+/// Sources remembered for [`REPORT_GAP_NS`].
+const REMEMBER_REPORTED: usize = 4096;
 
 /// Why a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,6 +158,8 @@ pub struct Collector {
     refused_ids: VecDeque<u64>,
     /// Refusal reports not yet handed out.
     refusals: Vec<TestReport>,
+    /// When each source's last refusal was reported.
+    reported: std::collections::HashMap<SocketAddr, u64>,
     foreign: u64,
     idle_ns: u64,
     interval_ns: u64,
@@ -169,6 +177,7 @@ impl Collector {
             ended: VecDeque::new(),
             refused_ids: VecDeque::new(),
             refusals: Vec::new(),
+            reported: std::collections::HashMap::new(),
             foreign: 0,
             idle_ns: idle_ns.max(1),
             interval_ns,
@@ -209,7 +218,7 @@ impl Collector {
             }
             None => {
                 if let Some(why) = self.no_room(from) {
-                    self.refuse(h.test_id, why);
+                    self.refuse(h.test_id, why, from, now);
                     return Taken::Refused;
                 }
                 self.open.push(Open {
@@ -267,14 +276,27 @@ impl Collector {
         None
     }
 
-    /// Refuses test `id` (its first datagram): remembered, and one report of it queued.
-    fn refuse(&mut self, id: u64, why: String) {
+    /// Refuses test `id` (its first datagram, from `from` at `now`): remembered, and one
+    /// report of it queued unless `from` had one in the last [`REPORT_GAP_NS`].
+    fn refuse(&mut self, id: u64, why: String, from: SocketAddr, now: u64) {
         self.refused += 1;
         if self.refused_ids.len() == REMEMBER_ENDED {
             self.refused_ids.pop_front();
         }
         self.refused_ids.push_back(id);
-        if self.refusals.len() < MAX_PENDING_REFUSALS {
+        if self.reported.len() >= REMEMBER_REPORTED {
+            self.reported
+                .retain(|_, t| now.saturating_sub(*t) < REPORT_GAP_NS);
+        }
+        let recent = self
+            .reported
+            .get(&from)
+            .is_some_and(|t| now.saturating_sub(*t) < REPORT_GAP_NS);
+        if !recent
+            && self.reported.len() < REMEMBER_REPORTED
+            && self.refusals.len() < MAX_PENDING_REFUSALS
+        {
+            self.reported.insert(from, now);
             self.refusals.push(TestReport {
                 test_id: id,
                 counts: Counts::default(),
@@ -574,8 +596,19 @@ mod tests {
             Taken::Refused,
             "a refused test stays refused"
         );
+        // More new tests from the squatter within a second: counted, not reported.
+        for id in 300..310 {
+            assert_eq!(
+                c.on_datagram(2, 0, src(9), &dgram(id, 0, None)),
+                Taken::Refused
+            );
+        }
         let r = c.refusals();
-        assert_eq!(r.len(), 1, "one report per refused test");
+        assert_eq!(
+            r.len(),
+            1,
+            "one report per refused test, one a second per source"
+        );
         assert_eq!((r[0].test_id, r[0].ended), (200, End::Refused));
         let why = r[0].refused.as_deref().unwrap();
         assert!(
@@ -592,7 +625,10 @@ mod tests {
         let done = c.poll(1);
         assert_eq!(done.len(), 1);
         assert_eq!((done[0].test_id, done[0].counts.unique), (7, 2));
-        assert_eq!(c.strays(), (0, 0, 2));
+        assert_eq!(c.strays(), (0, 0, 12));
+        // A second later the squatter's next refusal is reported again.
+        c.on_datagram(2_000 * MS, 0, src(9), &dgram(400, 0, None));
+        assert_eq!(c.refusals().len(), 1);
     }
 
     #[test]
