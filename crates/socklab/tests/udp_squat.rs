@@ -130,7 +130,7 @@ fn squat(mut v: Child, sockets: usize) -> (i32, String) {
             fake(next, 0);
             next += 1;
         }
-        if next % 100 == 0 {
+        if next.is_multiple_of(100) {
             for id in next.saturating_sub(64)..next {
                 fake(id, 1);
             }
