@@ -2,8 +2,8 @@
 //! the kernel's arrival time of each datagram (`SO_TIMESTAMPNS`) and the socket's drop counter
 //! (`SO_RXQ_OVFL`) and the source address, tests told apart by their id and owned by the source
 //! of their first datagram ([`Collector`]). It serves until stopped and hands each finished
-//! test's [`TestReport`] to the caller, and a report of each test it refused at once. Every wait is at most 50 ms, so
-//! `stop()` is seen within that.
+//! test's [`TestReport`] to the caller, and a report of each test it refused at once. Every
+//! wait is at most 50 ms, so `stop()` is seen within that.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
