@@ -31,6 +31,8 @@ pub struct Meta {
     /// When the kernel received it (`CLOCK_REALTIME`, ns since the epoch), with
     /// `SO_TIMESTAMPNS` enabled.
     pub kernel_ns: Option<u64>,
+    /// Where it came from (the sender's IP address and port), when the kernel said.
+    pub from: Option<std::net::SocketAddr>,
 }
 
 /// Receives up to [`MAX_BATCH`] datagrams without blocking (`WouldBlock` when none is
@@ -61,6 +63,8 @@ pub fn recv_batch(
     // SAFETY: an all-zero iovec is a valid empty one.
     let mut iovs: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
     let mut control = [[0u64; CONTROL_WORDS]; MAX_BATCH];
+    // SAFETY: an all-zero sockaddr_storage is a valid (unspecified) address.
+    let mut names: [libc::sockaddr_storage; MAX_BATCH] = unsafe { std::mem::zeroed() };
     // SAFETY: an all-zero mmsghdr is a valid empty header.
     let mut hdrs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
     for i in 0..n {
@@ -72,13 +76,15 @@ pub fn recv_batch(
         let h = &mut hdrs[i].msg_hdr;
         h.msg_iov = &mut iovs[i];
         h.msg_iovlen = 1;
+        h.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+        h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as _;
         h.msg_control = control[i].as_mut_ptr().cast();
         h.msg_controllen = std::mem::size_of_val(&control[i]) as _;
     }
     let got = loop {
-        // SAFETY: hdrs[..n] each point to one iovec over a distinct `slot`-byte part of `buf`
-        // and to their own control buffer, all alive and exclusively borrowed for the call;
-        // no address is asked for and no timeout is given.
+        // SAFETY: hdrs[..n] each point to one iovec over a distinct `slot`-byte part of `buf`,
+        // to their own control buffer and to their own sockaddr_storage for the source
+        // address, all alive and exclusively borrowed for the call; no timeout is given.
         let r = unsafe {
             libc::recvmmsg(
                 fd.as_raw_fd(),
@@ -102,6 +108,7 @@ pub fn recv_batch(
             len: (hdrs[i].msg_len as usize).min(slot),
             truncated: h.msg_flags & libc::MSG_TRUNC != 0,
             kernel_ns: None,
+            from: crate::udp::socket_addr(&names[i]),
         };
         // SAFETY: the kernel filled `h`; CMSG_FIRSTHDR/NXTHDR walk within its msg_controllen,
         // inside control[i].
@@ -207,6 +214,7 @@ mod tests {
                         assert!(slot.iter().all(|&b| b == (got + i) as u8), "datagram {i}");
                         lens.push(m.len);
                         assert!(!m.truncated);
+                        assert_eq!(m.from, Some(tx.local_addr().unwrap()), "the source");
                         let t = m.kernel_ns.expect("SO_TIMESTAMPNS was enabled");
                         assert!(t >= before.as_nanos() as u64, "{t} before the send");
                     }

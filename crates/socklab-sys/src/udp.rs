@@ -86,7 +86,7 @@ pub fn recv_gro(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Received> {
     })
 }
 
-fn socket_addr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+pub(crate) fn socket_addr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match libc::c_int::from(ss.ss_family) {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in, which it is large and

@@ -54,6 +54,9 @@ pub fn dry_line(cfg: &SinkConfig) -> String {
 
 /// One line per test for people: what arrived of what the FIN said was sent.
 pub fn test_line(r: &TestReport) -> String {
+    if let Some(why) = &r.refused {
+        return format!("test {:016x}: {why}", r.test_id);
+    }
     let c = &r.counts;
     let sent = match r.total {
         Some(t) => {
@@ -76,8 +79,13 @@ pub fn test_line(r: &TestReport) -> String {
             )
         })
         .unwrap_or_default();
+    let foreign = if r.foreign > 0 {
+        format!(", {} from other sources not counted", r.foreign)
+    } else {
+        String::new()
+    };
     format!(
-        "test {:016x}: {sent}, {} dup, {} reordered ({} early), jitter {:.1} us{owd}, {} kernel drops, ended by {:?}",
+        "test {:016x}: {sent}, {} dup, {} reordered ({} early), jitter {:.1} us{owd}, {} kernel drops{foreign}, ended by {:?}",
         r.test_id,
         c.duplicates,
         c.reordered,
@@ -133,8 +141,8 @@ pub fn run(cfg: SinkConfig, say: Say) -> Result<(), RoleError> {
     if !quiet {
         print_server_cpu();
         eprintln!(
-            "tests = {}, not ours = {}, late = {}, refused = {}",
-            totals.tests, totals.malformed, totals.late, totals.refused
+            "tests = {}, not ours = {}, late = {}, refused = {}, from other sources = {}",
+            totals.tests, totals.malformed, totals.late, totals.refused, totals.foreign
         );
     }
     Ok(())

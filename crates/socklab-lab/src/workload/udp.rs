@@ -15,7 +15,7 @@ use socklab_net::udpbulk::search::FLOOR_BPS;
 use socklab_net::udpbulk::stats::Interval as UdpInterval;
 use socklab_net::udpbulk::wire::{HEADER_LEN, MAX_DATAGRAM};
 use socklab_net::udpbulk::{
-    Gso, RateSearch, SearchConfig, SendConfig, SendResult, TestReport, Trial,
+    End, Gso, RateSearch, SearchConfig, SendConfig, SendResult, TestReport, Trial,
 };
 use socklab_units::{format_bps, format_duration, format_size, parse_rate, Rate};
 
@@ -666,16 +666,40 @@ impl UdpSpec {
         if report.is_none() && stop() {
             return Err(socklab_net::NetError::Interrupted);
         }
-        if report.is_none() {
-            eprintln!(
-                "socklab: warning: no report from the UDP receiver for test {id:016x}: nothing of it arrived (counted as all lost), or the receiver failed"
-            );
-        }
+        check_report(id, report.as_ref(), live)?;
         Ok(TestRun {
             send,
             report,
             printed_live,
         })
+    }
+}
+
+/// A test the receiver refused (too many tests open: another sender squatting it) fails, as
+/// does the test that becomes the sample (`sample`) when no report came: a measurement of
+/// nothing is no measurement (issue 26 item 3). A trial of `rate = max` without a report
+/// counts as all lost (a warning).
+pub fn check_report(
+    id: u64,
+    report: Option<&TestReport>,
+    sample: bool,
+) -> Result<(), socklab_net::NetError> {
+    let invalid = socklab_net::NetError::Invalid;
+    match report {
+        Some(r) if r.ended == End::Refused => Err(invalid(format!(
+            "test {id:016x}: {}; nothing was measured (another sender held the receiver's tests)",
+            r.refused.as_deref().unwrap_or("the UDP receiver refused the test")
+        ))),
+        Some(_) => Ok(()),
+        None if sample => Err(invalid(format!(
+            "test {id:016x}: no report from the UDP receiver: nothing of it arrived, not even its end markers (a path that loses everything), or the receiver failed"
+        ))),
+        None => {
+            eprintln!(
+                "socklab: warning: no report from the UDP receiver for trial {id:016x}: nothing of it arrived (counted as all lost), or the receiver failed"
+            );
+            Ok(())
+        }
     }
 }
 
@@ -765,6 +789,7 @@ pub fn sample(t: &TestRun, search: Option<(u64, &[Trial])>, link: LinkRun) -> Sa
             "extent_capped": c.extent_capped,
             "owd_negative": r.and_then(|r| r.owd.map(|o| o.negative)),
             "malformed": r.map(|r| r.malformed),
+            "foreign": r.map(|r| r.foreign),
             "intervals": r.map(|r| &r.intervals),
             "trials": search.map(|(_, t)| t),
         }),
@@ -778,7 +803,6 @@ mod tests {
     use super::*;
     use crate::workload::Workload;
     use socklab_net::udpbulk::stats::{Counts, Owd};
-    use socklab_net::udpbulk::End;
     use socklab_sys::usage::Usage;
 
     fn send_result() -> SendResult {
@@ -836,6 +860,8 @@ mod tests {
             user_us: 100_000,
             sys_us: 150_000,
             intervals: Vec::new(),
+            foreign: 0,
+            refused: None,
         }
     }
 
@@ -894,6 +920,29 @@ mod tests {
         assert_eq!(s.get("trials"), Some(1.0));
         assert_eq!(s.extra["receiver_report"], false);
         assert_eq!(s.extra["trials"][0]["rate_bps"], 1_000_000_000u64);
+    }
+
+    #[test]
+    fn a_refused_test_or_a_sample_without_a_report_fails_with_the_reason() {
+        let mut refused = report();
+        refused.ended = End::Refused;
+        refused.refused = Some("the UDP receiver refused the test: 16 tests were open".into());
+        for sample in [true, false] {
+            let e = check_report(0xab, Some(&refused), sample)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("test 00000000000000ab: the UDP receiver refused the test: 16"),
+                "{e}"
+            );
+        }
+        let e = check_report(0xab, None, true).unwrap_err().to_string();
+        assert!(e.contains("no report from the UDP receiver"), "{e}");
+        assert!(
+            check_report(0xab, None, false).is_ok(),
+            "a trial counts as all lost"
+        );
+        assert!(check_report(0xab, Some(&report()), true).is_ok());
     }
 
     #[test]

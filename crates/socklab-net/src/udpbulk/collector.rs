@@ -10,8 +10,19 @@
 //!
 //! A datagram of a test that already ended is counted as `late` and otherwise ignored, so a
 //! straggler never opens a new test.
+//!
+//! **Who may write into a test** (issue 26 item 3): a test belongs to the source address (IP
+//! and port) of its first datagram, its *owner*. A datagram with its id from any other source
+//! is `foreign`: counted apart, never in the test's counts, so a third party that learns a
+//! test id cannot change its results. One source holds at most [`MAX_PER_SOURCE`] open tests
+//! (a socklab sender uses one socket per test), so one socket cannot fill the table of
+//! [`MAX_OPEN`]. A new test that finds no room is *refused*: [`Collector::refusals`] hands out
+//! one report of it ([`End::Refused`], with the reason) so whoever waits for the test learns
+//! it was refused instead of seeing nothing arrive; its later datagrams are counted refused,
+//! and it never opens mid-way.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +31,20 @@ use super::wire::{Fin, Header};
 
 /// Most tests open at once; datagrams of further tests are refused (counted).
 pub const MAX_OPEN: usize = 16;
-/// Test ids remembered after they ended, to recognise their stragglers.
+/// Most tests open at once from one source address (IP and port).
+pub const MAX_PER_SOURCE: usize = 4;
+/// Test ids remembered after they ended, to recognise their stragglers; refused test ids
+/// likewise.
 const REMEMBER_ENDED: usize = 256;
+/// Most refusal reports waiting for [`Collector::refusals`] (a flood of new ids past that is
+/// counted, not reported one by one).
+const MAX_PENDING_REFUSALS: usize = 1024;
+/// One refusal report per source in this long (receiver time, ns): a source that floods new
+/// ids is counted, not reported one by one, so its reports do not crowd out a victim's (a
+/// socklab sender has a new source per test).
+const REPORT_GAP_NS: u64 = 1_000_000_000;
+/// Sources remembered for [`REPORT_GAP_NS`].
+const REMEMBER_REPORTED: usize = 4096;
 
 /// Why a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +56,9 @@ pub enum End {
     Idle,
     /// The receiver was stopped.
     Stop,
+    /// The test was refused when its first datagram came: too many tests open (from its
+    /// source, or in all); nothing of it was counted.
+    Refused,
 }
 
 /// The receiver's account of one test (printed by `socklab sink --udp` as a `REPORT` line).
@@ -70,6 +96,12 @@ pub struct TestReport {
     pub sys_us: u64,
     /// Counts per interval, when the receiver keeps a time series.
     pub intervals: Vec<Interval>,
+    /// Datagrams with the test's id from a source other than its owner (not counted in it).
+    #[serde(default)]
+    pub foreign: u64,
+    /// Why the test was refused ([`End::Refused`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 impl TestReport {
@@ -83,6 +115,10 @@ impl TestReport {
 #[derive(Debug)]
 struct Open {
     id: u64,
+    /// The source of its first datagram: only its datagrams count.
+    owner: SocketAddr,
+    /// Datagrams with its id from other sources.
+    foreign: u64,
     stats: RecvStats,
     fin: Option<Fin>,
     /// Receiver time of the first FIN.
@@ -104,7 +140,10 @@ pub enum Taken {
     Opened(u64),
     /// A straggler of a test that ended.
     Late,
-    /// A new test while [`MAX_OPEN`] are open.
+    /// A datagram of an open test from a source other than its owner (not counted in it).
+    Foreign,
+    /// A new test while [`MAX_OPEN`] are open, or [`MAX_PER_SOURCE`] from its source (or a
+    /// later datagram of a test refused so).
     Refused,
     /// Not a datagram of ours.
     Malformed,
@@ -115,6 +154,13 @@ pub enum Taken {
 pub struct Collector {
     open: Vec<Open>,
     ended: VecDeque<u64>,
+    /// Ids refused, to count their later datagrams refused (never open them mid-way).
+    refused_ids: VecDeque<u64>,
+    /// Refusal reports not yet handed out.
+    refusals: Vec<TestReport>,
+    /// When each source's last refusal was reported.
+    reported: std::collections::HashMap<SocketAddr, u64>,
+    foreign: u64,
     idle_ns: u64,
     interval_ns: u64,
     malformed: u64,
@@ -129,6 +175,10 @@ impl Collector {
         Collector {
             open: Vec::new(),
             ended: VecDeque::new(),
+            refused_ids: VecDeque::new(),
+            refusals: Vec::new(),
+            reported: std::collections::HashMap::new(),
+            foreign: 0,
             idle_ns: idle_ns.max(1),
             interval_ns,
             malformed: 0,
@@ -137,27 +187,44 @@ impl Collector {
         }
     }
 
-    /// A datagram arrived: `now` on the receiver's monotonic clock, `arrival_ns` on the clock
-    /// the send times are compared with.
-    pub fn on_datagram(&mut self, now: u64, arrival_ns: u64, datagram: &[u8]) -> Taken {
+    /// A datagram arrived from `from`: `now` on the receiver's monotonic clock, `arrival_ns`
+    /// on the clock the send times are compared with.
+    pub fn on_datagram(
+        &mut self,
+        now: u64,
+        arrival_ns: u64,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Taken {
         let Ok(h) = Header::parse(datagram) else {
             self.malformed += 1;
             return Taken::Malformed;
         };
         let mut taken = Taken::Counted;
         let i = match self.open.iter().position(|o| o.id == h.test_id) {
+            Some(i) if self.open[i].owner != from => {
+                self.open[i].foreign += 1;
+                self.foreign += 1;
+                return Taken::Foreign;
+            }
             Some(i) => i,
             None if self.ended.contains(&h.test_id) => {
                 self.late += 1;
                 return Taken::Late;
             }
-            None if self.open.len() >= MAX_OPEN => {
+            None if self.refused_ids.contains(&h.test_id) => {
                 self.refused += 1;
                 return Taken::Refused;
             }
             None => {
+                if let Some(why) = self.no_room(from) {
+                    self.refuse(h.test_id, why, from, now);
+                    return Taken::Refused;
+                }
                 self.open.push(Open {
                     id: h.test_id,
+                    owner: from,
+                    foreign: 0,
                     stats: RecvStats::new().with_intervals(self.interval_ns),
                     fin: None,
                     fin_at: None,
@@ -183,6 +250,79 @@ impl Collector {
             o.fin_at.get_or_insert(now);
         }
         taken
+    }
+
+    /// Why a new test from `from` finds no room, if it does not.
+    fn no_room(&self, from: SocketAddr) -> Option<String> {
+        let mine = self.open.iter().filter(|o| o.owner == from).count();
+        if mine >= MAX_PER_SOURCE {
+            return Some(format!(
+                "the UDP receiver refused the test: its source {from} already has {mine} tests open (at most {MAX_PER_SOURCE} per source)"
+            ));
+        }
+        if self.open.len() >= MAX_OPEN {
+            let sources = {
+                let mut s: Vec<SocketAddr> = self.open.iter().map(|o| o.owner).collect();
+                s.sort_unstable();
+                s.dedup();
+                s.len()
+            };
+            return Some(format!(
+                "the UDP receiver refused the test: {} tests were open (its limit) from {sources} other source{}",
+                self.open.len(),
+                if sources == 1 { "" } else { "s" }
+            ));
+        }
+        None
+    }
+
+    /// Refuses test `id` (its first datagram, from `from` at `now`): remembered, and one
+    /// report of it queued unless `from` had one in the last [`REPORT_GAP_NS`].
+    fn refuse(&mut self, id: u64, why: String, from: SocketAddr, now: u64) {
+        self.refused += 1;
+        if self.refused_ids.len() == REMEMBER_ENDED {
+            self.refused_ids.pop_front();
+        }
+        self.refused_ids.push_back(id);
+        if self.reported.len() >= REMEMBER_REPORTED {
+            self.reported
+                .retain(|_, t| now.saturating_sub(*t) < REPORT_GAP_NS);
+        }
+        let recent = self
+            .reported
+            .get(&from)
+            .is_some_and(|t| now.saturating_sub(*t) < REPORT_GAP_NS);
+        if !recent
+            && self.reported.len() < REMEMBER_REPORTED
+            && self.refusals.len() < MAX_PENDING_REFUSALS
+        {
+            self.reported.insert(from, now);
+            self.refusals.push(TestReport {
+                test_id: id,
+                counts: Counts::default(),
+                jitter_ns: 0.0,
+                owd: None,
+                first_arrival_ns: 0,
+                last_arrival_ns: 0,
+                total: None,
+                fin_bytes: 0,
+                drain_ms: None,
+                ended: End::Refused,
+                malformed: 0,
+                kernel_drops: 0,
+                user_us: 0,
+                sys_us: 0,
+                intervals: Vec::new(),
+                foreign: 0,
+                refused: Some(why),
+            });
+        }
+    }
+
+    /// The tests refused since the last call, one report each ([`End::Refused`], the reason
+    /// in `refused`, nothing counted).
+    pub fn refusals(&mut self) -> Vec<TestReport> {
+        std::mem::take(&mut self.refusals)
     }
 
     fn deadline(&self, o: &Open) -> u64 {
@@ -266,6 +406,8 @@ impl Collector {
             user_us: 0,
             sys_us: 0,
             intervals: o.stats.intervals(),
+            foreign: o.foreign,
+            refused: None,
         }
     }
 
@@ -275,9 +417,15 @@ impl Collector {
     }
 
     /// Datagrams that were not ours, stragglers of ended tests, and datagrams of tests refused
-    /// because [`MAX_OPEN`] were open, since the start.
+    /// because [`MAX_OPEN`] were open (or [`MAX_PER_SOURCE`] from their source), since the
+    /// start.
     pub fn strays(&self) -> (u64, u64, u64) {
         (self.malformed, self.late, self.refused)
+    }
+
+    /// Datagrams of open tests from sources other than their owners, since the start.
+    pub fn foreign(&self) -> u64 {
+        self.foreign
     }
 }
 
@@ -286,6 +434,11 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+
+    /// Source `k`: 127.0.0.1, port 40000 + k.
+    fn src(k: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 40_000 + k))
+    }
 
     fn dgram(test_id: u64, seq: u64, fin: Option<(u64, u32)>) -> Vec<u8> {
         let mut b = vec![0u8; 100];
@@ -303,14 +456,20 @@ mod tests {
     #[test]
     fn a_test_ends_its_drain_after_the_first_fin_and_stragglers_after_are_late() {
         let mut c = Collector::new(2000 * MS, 0);
-        assert_eq!(c.on_datagram(0, 10, &dgram(7, 0, None)), Taken::Opened(7));
-        assert_eq!(c.on_datagram(1, 11, &dgram(7, 2, None)), Taken::Counted);
+        assert_eq!(
+            c.on_datagram(0, 10, src(1), &dgram(7, 0, None)),
+            Taken::Opened(7)
+        );
+        assert_eq!(
+            c.on_datagram(1, 11, src(1), &dgram(7, 2, None)),
+            Taken::Counted
+        );
         // FIN 3 of a test of 5 (seqs 0..=2 data, 3 and 4 FIN), drain 50 ms.
-        c.on_datagram(10 * MS, 12, &dgram(7, 3, Some((5, 50))));
+        c.on_datagram(10 * MS, 12, src(1), &dgram(7, 3, Some((5, 50))));
         assert_eq!(c.next_deadline(), Some(60 * MS));
         // A straggler within the drain counts; a second FIN does not move the deadline.
-        c.on_datagram(30 * MS, 13, &dgram(7, 1, None));
-        c.on_datagram(40 * MS, 14, &dgram(7, 4, Some((5, 50))));
+        c.on_datagram(30 * MS, 13, src(1), &dgram(7, 1, None));
+        c.on_datagram(40 * MS, 14, src(1), &dgram(7, 4, Some((5, 50))));
         assert!(c.poll(59 * MS).is_empty());
         let r = c.poll(60 * MS);
         assert_eq!(r.len(), 1);
@@ -327,7 +486,10 @@ mod tests {
         );
         assert_eq!(r.lost(5), 0);
         assert_eq!((r.first_arrival_ns, r.last_arrival_ns), (10, 14));
-        assert_eq!(c.on_datagram(70 * MS, 15, &dgram(7, 1, None)), Taken::Late);
+        assert_eq!(
+            c.on_datagram(70 * MS, 15, src(1), &dgram(7, 1, None)),
+            Taken::Late
+        );
         assert_eq!(c.open(), 0);
         assert_eq!(c.strays(), (0, 1, 0));
     }
@@ -335,11 +497,11 @@ mod tests {
     #[test]
     fn closed_intervals_are_handed_over_once_each_as_they_close() {
         let mut c = Collector::new(2000 * MS, 100 * MS);
-        c.on_datagram(0, 1_000 * MS, &dgram(3, 0, None));
-        c.on_datagram(0, 1_050 * MS, &dgram(3, 1, None));
+        c.on_datagram(0, 1_000 * MS, src(1), &dgram(3, 0, None));
+        c.on_datagram(0, 1_050 * MS, src(1), &dgram(3, 1, None));
         assert!(c.closed_intervals().is_empty(), "the first is still open");
         // Arrivals at 250 ms close the intervals starting at 0 and 100 ms.
-        c.on_datagram(0, 1_250 * MS, &dgram(3, 3, None));
+        c.on_datagram(0, 1_250 * MS, src(1), &dgram(3, 3, None));
         let got = c.closed_intervals();
         assert_eq!(
             got.iter()
@@ -348,7 +510,7 @@ mod tests {
             [(3, 0, 2, 2), (3, 1, 0, 0)]
         );
         assert!(c.closed_intervals().is_empty(), "each once");
-        c.on_datagram(0, 1_310 * MS, &dgram(3, 4, None));
+        c.on_datagram(0, 1_310 * MS, src(1), &dgram(3, 4, None));
         assert_eq!(c.closed_intervals()[0].1, 2);
         // The report still has every interval, the open one included.
         let r = c.stop();
@@ -358,8 +520,8 @@ mod tests {
     #[test]
     fn a_test_whose_fins_are_lost_ends_when_idle() {
         let mut c = Collector::new(500 * MS, 0);
-        c.on_datagram(0, 1, &dgram(1, 0, None));
-        c.on_datagram(100 * MS, 2, &dgram(1, 1, None));
+        c.on_datagram(0, 1, src(1), &dgram(1, 0, None));
+        c.on_datagram(100 * MS, 2, src(1), &dgram(1, 1, None));
         assert_eq!(c.next_deadline(), Some(600 * MS));
         assert!(c.poll(599 * MS).is_empty());
         let r = c.poll(600 * MS);
@@ -373,13 +535,16 @@ mod tests {
     #[test]
     fn tests_are_kept_apart_and_foreign_datagrams_counted() {
         let mut c = Collector::new(500 * MS, 0);
-        c.on_datagram(0, 0, &dgram(1, 0, None));
-        c.on_datagram(0, 0, &dgram(2, 0, None));
-        c.on_datagram(0, 0, &dgram(2, 1, None));
-        assert_eq!(c.on_datagram(0, 0, b"GET / HTTP/1.1\r\n"), Taken::Malformed);
+        c.on_datagram(0, 0, src(1), &dgram(1, 0, None));
+        c.on_datagram(0, 0, src(1), &dgram(2, 0, None));
+        c.on_datagram(0, 0, src(1), &dgram(2, 1, None));
+        assert_eq!(
+            c.on_datagram(0, 0, src(1), b"GET / HTTP/1.1\r\n"),
+            Taken::Malformed
+        );
         let mut bad = dgram(1, 1, None);
         bad[20] ^= 4;
-        assert_eq!(c.on_datagram(0, 0, &bad), Taken::Malformed);
+        assert_eq!(c.on_datagram(0, 0, src(1), &bad), Taken::Malformed);
         assert_eq!(c.open(), 2);
         let r = c.stop();
         assert_eq!(r.iter().map(|r| r.test_id).collect::<Vec<_>>(), [1, 2]);
@@ -388,9 +553,12 @@ mod tests {
         assert_eq!(r[0].ended, End::Stop);
         assert_eq!(r[0].malformed, 2);
         for id in 0..MAX_OPEN as u64 {
-            c.on_datagram(0, 0, &dgram(100 + id, 0, None));
+            c.on_datagram(0, 0, src(100 + id as u16), &dgram(100 + id, 0, None));
         }
-        assert_eq!(c.on_datagram(0, 0, &dgram(999, 0, None)), Taken::Refused);
+        assert_eq!(
+            c.on_datagram(0, 0, src(1), &dgram(999, 0, None)),
+            Taken::Refused
+        );
         assert_eq!(c.strays(), (2, 0, 1));
     }
 
@@ -398,7 +566,7 @@ mod tests {
     fn reports_travel_as_json_and_come_back_equal() {
         let mut c = Collector::new(MS, 100 * MS);
         for seq in [0, 2, 1, 1] {
-            c.on_datagram(0, 1_000 + seq, &dgram(u64::MAX, seq, None));
+            c.on_datagram(0, 1_000 + seq, src(1), &dgram(u64::MAX, seq, None));
         }
         let r = c.stop().remove(0);
         let text = serde_json::to_string(&r).unwrap();
@@ -407,5 +575,108 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(back.test_id, u64::MAX, "u64 ids survive JSON");
         assert_eq!(back.intervals.len(), 1);
+    }
+
+    #[test]
+    fn one_source_holds_at_most_its_share_and_a_refusal_is_reported_once() {
+        let mut c = Collector::new(500 * MS, 0);
+        // A squatter: fake tests from one socket.
+        for id in 0..MAX_PER_SOURCE as u64 {
+            assert_eq!(
+                c.on_datagram(0, 0, src(9), &dgram(100 + id, 0, None)),
+                Taken::Opened(100 + id)
+            );
+        }
+        assert_eq!(
+            c.on_datagram(0, 0, src(9), &dgram(200, 0, None)),
+            Taken::Refused
+        );
+        assert_eq!(
+            c.on_datagram(1, 0, src(9), &dgram(200, 1, None)),
+            Taken::Refused,
+            "a refused test stays refused"
+        );
+        // More new tests from the squatter within a second: counted, not reported.
+        for id in 300..310 {
+            assert_eq!(
+                c.on_datagram(2, 0, src(9), &dgram(id, 0, None)),
+                Taken::Refused
+            );
+        }
+        let r = c.refusals();
+        assert_eq!(
+            r.len(),
+            1,
+            "one report per refused test, one a second per source"
+        );
+        assert_eq!((r[0].test_id, r[0].ended), (200, End::Refused));
+        let why = r[0].refused.as_deref().unwrap();
+        assert!(
+            why.contains("127.0.0.1:40009") && why.contains("at most 4 per source"),
+            "{why}"
+        );
+        assert!(c.refusals().is_empty());
+        // Another source still gets in, and is counted exactly.
+        assert_eq!(
+            c.on_datagram(0, 0, src(1), &dgram(7, 0, None)),
+            Taken::Opened(7)
+        );
+        c.on_datagram(0, 0, src(1), &dgram(7, 1, Some((2, 0))));
+        let done = c.poll(1);
+        assert_eq!(done.len(), 1);
+        assert_eq!((done[0].test_id, done[0].counts.unique), (7, 2));
+        assert_eq!(c.strays(), (0, 0, 12));
+        // A second later the squatter's next refusal is reported again.
+        c.on_datagram(2_000 * MS, 0, src(9), &dgram(400, 0, None));
+        assert_eq!(c.refusals().len(), 1);
+    }
+
+    #[test]
+    fn a_full_table_refuses_with_the_reason_and_squatters_expire_when_idle() {
+        let mut c = Collector::new(500 * MS, 0);
+        for k in 0..MAX_OPEN as u16 {
+            c.on_datagram(0, 0, src(100 + k), &dgram(u64::from(k), 0, None));
+        }
+        assert_eq!(c.open(), MAX_OPEN);
+        assert_eq!(
+            c.on_datagram(MS, 0, src(1), &dgram(1000, 0, None)),
+            Taken::Refused
+        );
+        let why = c.refusals().remove(0).refused.unwrap();
+        assert!(
+            why.contains("16 tests were open") && why.contains("from 16"),
+            "{why}"
+        );
+        // Fake tests that stop sending expire after the idle time, and room is back.
+        let gone = c.poll(500 * MS);
+        assert_eq!(gone.len(), MAX_OPEN);
+        assert!(gone.iter().all(|r| r.ended == End::Idle));
+        assert_eq!(
+            c.on_datagram(501 * MS, 0, src(2), &dgram(1001, 0, None)),
+            Taken::Opened(1001)
+        );
+    }
+
+    #[test]
+    fn datagrams_of_a_test_from_another_source_are_not_counted_in_it() {
+        let mut c = Collector::new(500 * MS, 0);
+        c.on_datagram(0, 10, src(1), &dgram(7, 0, None));
+        c.on_datagram(0, 11, src(1), &dgram(7, 1, None));
+        // A spoofer sends into test 7: more data, a duplicate, a FIN that would end it early.
+        for (seq, fin) in [(2, None), (1, None), (50, Some((60, 0)))] {
+            assert_eq!(
+                c.on_datagram(MS, 12, src(2), &dgram(7, seq, fin)),
+                Taken::Foreign
+            );
+        }
+        assert!(c.poll(2 * MS).is_empty(), "the foreign FIN did not end it");
+        c.on_datagram(3 * MS, 13, src(1), &dgram(7, 2, Some((3, 0))));
+        let r = c.poll(3 * MS).remove(0);
+        assert_eq!(
+            (r.counts.unique, r.counts.duplicates, r.total),
+            (3, 0, Some(3))
+        );
+        assert_eq!((r.foreign, c.foreign()), (3, 3));
+        assert_eq!(r.ended, End::Drain);
     }
 }

@@ -5,7 +5,8 @@
 //! One test: the sender sends numbered, timestamped datagrams ([`wire::Header`]) at the rate
 //! asked ([`pacer::Pacer`]), then a few FIN datagrams that continue the numbering and carry the
 //! test's total and the receiver's drain time. The receiver ([`receiver::UdpSink`], a
-//! long-lived server) counts each test apart by its id ([`collector::Collector`], with the
+//! long-lived server) counts each test apart by its id and its source, the address of its first
+//! datagram (no other source's datagrams count in it; [`collector::Collector`], with the
 //! per-test core [`stats::RecvStats`]) and reports it when the drain after its first FIN has
 //! passed, or when it fell idle (every FIN lost), or at its stop: a lossy link never hangs a
 //! test. Nothing travels back over the path measured; the report goes to whoever started the

@@ -1,8 +1,9 @@
 //! The UDP bulk receiver (`socklab sink --udp`): one socket, `recvmmsg` in batches of 64 with
 //! the kernel's arrival time of each datagram (`SO_TIMESTAMPNS`) and the socket's drop counter
-//! (`SO_RXQ_OVFL`), tests told apart by their id ([`Collector`]). It serves until stopped and
-//! hands each finished test's [`TestReport`] to the caller. Every wait is at most 50 ms, so
-//! `stop()` is seen within that.
+//! (`SO_RXQ_OVFL`) and the source address, tests told apart by their id and owned by the source
+//! of their first datagram ([`Collector`]). It serves until stopped and hands each finished
+//! test's [`TestReport`] to the caller, and a report of each test it refused at once. Every
+//! wait is at most 50 ms, so `stop()` is seen within that.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
@@ -52,8 +53,10 @@ pub struct SinkTotals {
     pub malformed: u64,
     /// Stragglers of tests that had ended.
     pub late: u64,
-    /// Datagrams of tests refused (too many open).
+    /// Datagrams of tests refused (too many open, in all or from their source).
     pub refused: u64,
+    /// Datagrams of open tests from sources other than their owners (not counted in them).
+    pub foreign: u64,
 }
 
 /// A bound receiver.
@@ -131,14 +134,17 @@ impl UdpSink {
         let slot = MAX_DATAGRAM + 1;
         let mut buf = vec![0u8; MAX_BATCH * slot];
         let mut metas = [Meta::default(); MAX_BATCH];
+        // The kernel names every UDP source; a datagram without one counts as this source.
+        let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
         let mut drops: Option<u32> = None;
         // Per open test: the drop counter and the CPU time when it opened.
         let mut baselines: Vec<(u64, u32, Usage)> = Vec::new();
         let mut tests = 0u64;
-        let mut finish = |r: TestReport,
-                          drops: Option<u32>,
-                          baselines: &mut Vec<(u64, u32, Usage)>,
-                          tests: &mut u64| {
+        let finish = |r: TestReport,
+                      drops: Option<u32>,
+                      baselines: &mut Vec<(u64, u32, Usage)>,
+                      tests: &mut u64,
+                      report: &mut dyn FnMut(TestReport)| {
             let mut r = r;
             if let Some(i) = baselines.iter().position(|b| b.0 == r.test_id) {
                 let (_, d0, u0) = baselines.swap_remove(i);
@@ -174,7 +180,8 @@ impl UdpSink {
                 let fallback = now_ns();
                 for (i, m) in metas[..n].iter().enumerate() {
                     let d = &buf[i * slot..i * slot + m.len];
-                    let taken = col.on_datagram(now, m.kernel_ns.unwrap_or(fallback), d);
+                    let from = m.from.unwrap_or(unknown);
+                    let taken = col.on_datagram(now, m.kernel_ns.unwrap_or(fallback), from, d);
                     if let Taken::Opened(id) = taken {
                         baselines.push((id, drops.unwrap_or(0), getrusage(Who::Process)));
                     }
@@ -188,12 +195,19 @@ impl UdpSink {
                     interval_out(id, k, &i);
                 }
             }
+            // A refused test is told at once, so whoever waits for it need not wait it out.
+            for r in col.refusals() {
+                report(r);
+            }
             for r in col.poll(mono()) {
-                finish(r, drops, &mut baselines, &mut tests);
+                finish(r, drops, &mut baselines, &mut tests, report);
             }
         }
+        for r in col.refusals() {
+            report(r);
+        }
         for r in col.stop() {
-            finish(r, drops, &mut baselines, &mut tests);
+            finish(r, drops, &mut baselines, &mut tests, report);
         }
         let (malformed, late, refused) = col.strays();
         Ok(SinkTotals {
@@ -201,6 +215,7 @@ impl UdpSink {
             malformed,
             late,
             refused,
+            foreign: col.foreign(),
         })
     }
 }
