@@ -41,7 +41,8 @@ pub const TICK: Duration = Duration::from_millis(100);
 pub const DEFAULT_MAX_CONNS: usize = 256;
 
 /// Read-buffer memory of all connections together, by default: a client may ask for reads of
-/// up to 64 MiB, but not make the sink hold 256 of them.
+/// up to 64 MiB, but not make the sink hold 256 of them. The `BULK/2` tests' rounds and their
+/// sendfile source files count against it too.
 pub const DEFAULT_BUFFER_BUDGET: usize = 512 << 20;
 
 /// How the sink listens and reads.
@@ -55,7 +56,8 @@ pub struct SinkConfig {
     pub idle_timeout: Duration,
     /// Connections served at once; a client beyond them is refused (`ERROR sink busy …`).
     pub max_conns: usize,
-    /// Read-buffer bytes of all connections together; a request beyond them is refused.
+    /// Bytes of all connections together (read buffers, the tests' rounds and their sendfile
+    /// source files); a request beyond them is refused.
     pub buffer_budget: usize,
 }
 
@@ -188,7 +190,21 @@ struct Shared {
 #[derive(Debug)]
 struct BufferPool {
     budget: usize,
-    state: Mutex<PoolState>,
+    state: Arc<Mutex<PoolState>>,
+}
+
+/// Bytes counted against the budget until this is dropped ([`BufferPool::charge`]).
+#[derive(Debug)]
+struct Charge {
+    state: Arc<Mutex<PoolState>>,
+    len: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.out = st.out.saturating_sub(self.len);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -220,21 +236,18 @@ impl BufferPool {
         })
     }
 
-    /// Counts `len` bytes of other memory (a down stream's payload) against the budget, or
-    /// `Err(bytes in use)`.
-    fn reserve(&self, len: usize) -> Result<(), usize> {
+    /// Counts `len` bytes held otherwise (a test's round, its sendfile file) against the
+    /// budget until the [`Charge`] is dropped, or `Err(bytes in use)`.
+    fn charge(&self, len: usize) -> Result<Charge, usize> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.out + len > self.budget {
             return Err(st.out);
         }
         st.out += len;
-        Ok(())
-    }
-
-    /// Returns what [`BufferPool::reserve`] counted.
-    fn release(&self, len: usize) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        st.out = st.out.saturating_sub(len);
+        Ok(Charge {
+            state: self.state.clone(),
+            len,
+        })
     }
 
     /// Returns a buffer taken with [`BufferPool::take`].
@@ -289,7 +302,7 @@ impl Sink {
         };
         let buffers = BufferPool {
             budget: cfg.buffer_budget.max(cfg.read_size),
-            state: Mutex::default(),
+            state: Arc::default(),
         };
         Ok(Sink {
             listener,
@@ -624,7 +637,7 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
 /// The refusal of a request whose read buffer would exceed the budget.
 fn busy(sh: &Shared, used: usize) -> Outcome {
     Outcome::Refused(format!(
-        "sink busy: its connections hold {} MiB of read buffers of {} MiB allowed; try again later or with a smaller read_size",
+        "sink busy: its connections hold {} MiB of read buffers and rounds of {} MiB allowed; try again later or with a smaller read_size",
         used >> 20,
         sh.buffers.budget >> 20
     ))
