@@ -92,6 +92,8 @@ pub(crate) struct Shared<'a> {
     pub cfg: &'a BulkConfig,
     /// The round every sending end sends (and every receiving end verifies against).
     pub payload: &'a Payload,
+    /// The file sendfile sends the round from (one per test; `None` for other strategies).
+    pub source: Option<&'a Arc<std::fs::File>>,
     pub gate: &'a Gate,
     /// Raised when a stream failed: the others give up.
     pub abort: &'a AtomicBool,
@@ -377,7 +379,7 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
     };
     let rcvbuf = SockRef::from(&stream).recv_buffer_size().unwrap_or(0);
     let mut done = if up {
-        let sender = Sender::new(cfg.strategy, sh.payload, stream.as_fd(), None)?;
+        let sender = Sender::new(cfg.strategy, sh.payload, stream.as_fd(), sh.source)?;
         let _ = events.send(Event::Ready(index, Setup { probe }));
         let Some((t0, ender)) = sh.gate.wait(sh.halt) else {
             return Err(gave_up(sh));
