@@ -1,6 +1,7 @@
 //! Hostile `BULK/2` clients against the real sink process (issue 26 items 1 and 2): sendfile
 //! down streams share one temporary file per test, counted in the sink's budget and freed with
-//! the test; a slow reader holds no down stream past its duration, nor the sink past SIGTERM.
+//! the test; a slow reader holds no down stream past its duration, nor the sink past SIGTERM,
+//! and neither does a client that trickles bytes.
 //! Loopback only; every wait is bounded.
 
 mod common;
@@ -329,4 +330,45 @@ fn the_sink_exits_on_sigterm_while_a_slow_reader_holds_a_down_stream() {
     assert!(st.success(), "{st:?}");
     drop(reader);
     drop(ctl);
+}
+
+/// Item 2, the reading side: a raw client that sends a byte every 50 ms never let a read wait
+/// a tick, so the sink never looked at its stop flag and outlived SIGTERM. Now every read that
+/// returns bytes looks: it exits within a generous 5 s (about 100 ms here).
+#[test]
+fn the_sink_exits_on_sigterm_while_a_client_trickles_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = sink(tmp.path(), &[]);
+    let c = connect(s.addr);
+    let quit = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let (q, n) = (quit.clone(), sent.clone());
+    let trickler = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        // Bounded: 60 s at most, whatever the sink does.
+        while !q.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(60) {
+            if (&c).write_all(b"x").is_err() {
+                break;
+            }
+            n.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let t0 = Instant::now();
+    while sent.load(Ordering::Relaxed) < 5 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the trickle did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let st = Command::new("kill")
+        .args(["-TERM", "--", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = wait_bounded(&mut s.child, Duration::from_secs(5), "sink after SIGTERM");
+    assert!(st.success(), "{st:?}");
+    quit.store(true, Ordering::Relaxed);
+    trickler.join().unwrap();
 }

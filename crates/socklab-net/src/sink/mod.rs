@@ -447,6 +447,35 @@ impl Conn<'_> {
         if !(is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted) {
             return Err(conn_error(&e));
         }
+        self.halted()?;
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= self.sh.cfg.idle_timeout {
+            return Err(Outcome::IdleTimeout);
+        }
+        Ok(())
+    }
+
+    /// One `read()` that returned bytes, or end of stream (0). The stop flag and the test's
+    /// end are looked at after every read that returned bytes too (two atomic loads): a client
+    /// that sends a byte every 50 ms never lets a read wait a tick, and held the sink past
+    /// SIGTERM (issue 26 item 2).
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Outcome> {
+        loop {
+            match self.stream.read(buf) {
+                Ok(n) => {
+                    self.idle_since = None;
+                    if n > 0 {
+                        self.halted()?;
+                    }
+                    return Ok(n);
+                }
+                Err(e) => self.waited(e)?,
+            }
+        }
+    }
+
+    /// `Err` when the sink stopped or this connection's test was given up.
+    fn halted(&self) -> Result<(), Outcome> {
         if self.sh.stop.load(Ordering::Relaxed) {
             return Err(Outcome::Stopped);
         }
@@ -457,24 +486,7 @@ impl Conn<'_> {
         {
             return Err(Outcome::Aborted("its test was given up".into()));
         }
-        let since = *self.idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= self.sh.cfg.idle_timeout {
-            return Err(Outcome::IdleTimeout);
-        }
         Ok(())
-    }
-
-    /// One `read()` that returned bytes, or end of stream (0).
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Outcome> {
-        loop {
-            match self.stream.read(buf) {
-                Ok(n) => {
-                    self.idle_since = None;
-                    return Ok(n);
-                }
-                Err(e) => self.waited(e)?,
-            }
-        }
     }
 
     /// Writes all of `bytes` (a control line).
