@@ -5,6 +5,12 @@
 //! one-shot operation until every byte is accepted and return how many calls they made. They
 //! take the operation as a closure, so tests drive them with mocks that accept a few bytes at a
 //! time or fail with `EINTR`.
+//!
+//! The `*_waiting` helpers ask a [`Policy`] after every call: after one without progress
+//! whether to wait on ([`Policy::stalled`]), and after one that moved bytes whether to go on
+//! ([`Policy::moved`]). The second is where a sender's stop flag and deadline are looked at
+//! *by time*: a slow reader that takes a few bytes every call keeps every call making progress,
+//! so a sender that looked only at stalls would never look (issue 26 item 2).
 
 use std::io::{self, IoSlice};
 use std::time::Instant;
@@ -18,6 +24,50 @@ pub fn is_no_progress(e: &io::Error) -> bool {
     )
 }
 
+/// What a sending loop asks between its calls.
+pub trait Policy {
+    /// A call made no progress (see [`is_no_progress`]); the calls have made none since
+    /// `since`. `Ok` to try again, or the error to give up with.
+    fn stalled(&mut self, e: io::Error, since: Instant) -> io::Result<()>;
+
+    /// A call moved `n` bytes (and another may follow). `Ok` to go on, or the error to give up
+    /// with: a sender's stop flag, its test given up, its deadline. Called after every call,
+    /// so it must be cheap (an atomic load; the clock only now and then, see [`Every`]).
+    fn moved(&mut self, _n: usize) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A closure is a policy that only waits (it never gives up while bytes move).
+impl<F: FnMut(io::Error, Instant) -> io::Result<()>> Policy for F {
+    fn stalled(&mut self, e: io::Error, since: Instant) -> io::Result<()> {
+        self(e, since)
+    }
+}
+
+/// Says yes once every `N` calls: how a [`Policy::moved`] reads the clock now and then rather
+/// than on every call. A blocking send returns within its socket's send timeout (the sink and
+/// `socklab bulk` set 100 ms), so a deadline looked at every [`CLOCK_EVERY`] calls is seen
+/// within about a second in the worst case and within a few ms on a flowing stream.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Every(u32);
+
+/// Calls between two looks at the clock in [`Policy::moved`].
+pub const CLOCK_EVERY: u32 = 8;
+
+impl Every {
+    /// True on every [`CLOCK_EVERY`]-th call.
+    pub fn tick(&mut self) -> bool {
+        self.0 += 1;
+        if self.0 >= CLOCK_EVERY {
+            self.0 = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// The waiting policy of the plain helpers: try again after `EINTR`, give up on anything else.
 pub fn retry_interrupted(e: io::Error, _since: Instant) -> io::Result<()> {
     if e.kind() == io::ErrorKind::Interrupted {
@@ -29,16 +79,17 @@ pub fn retry_interrupted(e: io::Error, _since: Instant) -> io::Result<()> {
 
 /// Calls `op` until all of `buf` is written. Returns the number of calls that succeeded.
 pub fn write_all_with(buf: &[u8], op: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<u64> {
-    write_all_waiting(buf, op, retry_interrupted)
+    write_all_waiting(buf, op, &mut retry_interrupted)
 }
 
 /// [`write_all_with`] where a call without progress (see [`is_no_progress`]) asks
-/// `wait(error, since)` whether to go on (`Ok`) or give up (its `Err`); `since` is when the
-/// calls stopped making progress. This is where a caller puts its deadline and its Ctrl-C.
-pub fn write_all_waiting(
+/// `wait.stalled(error, since)` whether to go on (`Ok`) or give up (its `Err`); `since` is when
+/// the calls stopped making progress; and a call that moved bytes asks `wait.moved(n)`. This is
+/// where a caller puts its deadline and its Ctrl-C.
+pub fn write_all_waiting<P: Policy + ?Sized>(
     buf: &[u8],
     mut op: impl FnMut(&[u8]) -> io::Result<usize>,
-    wait: impl FnMut(io::Error, Instant) -> io::Result<()>,
+    wait: &mut P,
 ) -> io::Result<u64> {
     send_range_waiting(buf.len(), |off, _| op(&buf[off..]), wait)
 }
@@ -49,14 +100,14 @@ pub fn write_all_vectored_with(
     bufs: &mut [IoSlice<'_>],
     op: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
 ) -> io::Result<u64> {
-    write_all_vectored_waiting(bufs, op, retry_interrupted)
+    write_all_vectored_waiting(bufs, op, &mut retry_interrupted)
 }
 
 /// [`write_all_vectored_with`] with a waiting policy, as [`write_all_waiting`].
-pub fn write_all_vectored_waiting(
+pub fn write_all_vectored_waiting<P: Policy + ?Sized>(
     mut bufs: &mut [IoSlice<'_>],
     mut op: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
-    mut wait: impl FnMut(io::Error, Instant) -> io::Result<()>,
+    wait: &mut P,
 ) -> io::Result<u64> {
     let mut calls = 0;
     let mut stalled = None;
@@ -75,8 +126,11 @@ pub fn write_all_vectored_waiting(
                 stalled = None;
                 let left: usize = bufs.iter().map(|b| b.len()).sum();
                 IoSlice::advance_slices(&mut bufs, n.min(left));
+                wait.moved(n)?;
             }
-            Err(e) if is_no_progress(&e) => wait(e, *stalled.get_or_insert_with(Instant::now))?,
+            Err(e) if is_no_progress(&e) => {
+                wait.stalled(e, *stalled.get_or_insert_with(Instant::now))?
+            }
             Err(e) => return Err(e),
         }
     }
@@ -89,14 +143,14 @@ pub fn send_range_with(
     len: usize,
     op: impl FnMut(usize, usize) -> io::Result<usize>,
 ) -> io::Result<u64> {
-    send_range_waiting(len, op, retry_interrupted)
+    send_range_waiting(len, op, &mut retry_interrupted)
 }
 
 /// [`send_range_with`] with a waiting policy, as [`write_all_waiting`].
-pub fn send_range_waiting(
+pub fn send_range_waiting<P: Policy + ?Sized>(
     len: usize,
     mut op: impl FnMut(usize, usize) -> io::Result<usize>,
-    mut wait: impl FnMut(io::Error, Instant) -> io::Result<()>,
+    wait: &mut P,
 ) -> io::Result<u64> {
     let mut off = 0;
     let mut calls = 0;
@@ -113,8 +167,11 @@ pub fn send_range_waiting(
                 calls += 1;
                 stalled = None;
                 off += n.min(len - off);
+                wait.moved(n)?;
             }
-            Err(e) if is_no_progress(&e) => wait(e, *stalled.get_or_insert_with(Instant::now))?,
+            Err(e) if is_no_progress(&e) => {
+                wait.stalled(e, *stalled.get_or_insert_with(Instant::now))?
+            }
             Err(e) => return Err(e),
         }
     }
@@ -219,7 +276,7 @@ mod tests {
                 Ok(n) => Ok(n),
                 Err(_) => Err(io::ErrorKind::WouldBlock.into()),
             },
-            |e, since| {
+            &mut |e: io::Error, since| {
                 assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
                 stalls.push(since);
                 Ok(())
@@ -235,12 +292,52 @@ mod tests {
         let e = write_all_waiting(
             b"abc",
             |_| Err(io::ErrorKind::WouldBlock.into()),
-            |_, _| Err(io::Error::other("deadline")),
+            &mut |_, _| Err(io::Error::other("deadline")),
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "deadline");
         let e = write_all_with(b"abc", |_| Err(io::ErrorKind::WouldBlock.into())).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+    }
+
+    /// Issue 26 item 2: a reader that takes a few bytes every call never makes a call fail
+    /// without progress, so only [`Policy::moved`] can end the loop: it is asked after every
+    /// call that moved bytes, in every helper, and its error ends the loop at once.
+    #[test]
+    fn a_policy_ends_a_loop_whose_every_call_moves_a_few_bytes() {
+        struct GiveUpAfter {
+            calls: u32,
+            bytes: usize,
+        }
+        impl Policy for GiveUpAfter {
+            fn stalled(&mut self, _: io::Error, _: Instant) -> io::Result<()> {
+                panic!("no call stalled")
+            }
+            fn moved(&mut self, n: usize) -> io::Result<()> {
+                self.calls += 1;
+                self.bytes += n;
+                if self.calls == 5 {
+                    Err(io::Error::other("stop"))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+        let fresh = || GiveUpAfter { calls: 0, bytes: 0 };
+        let mut p = fresh();
+        let e = write_all_waiting(&[0u8; 1000], |_| Ok(3), &mut p).unwrap_err();
+        assert_eq!((e.to_string(), p.calls, p.bytes), ("stop".into(), 5, 15));
+        let mut p = fresh();
+        let mut v = [IoSlice::new(&[0u8; 600]), IoSlice::new(&[0u8; 400])];
+        let e = write_all_vectored_waiting(&mut v, |_| Ok(7), &mut p).unwrap_err();
+        assert_eq!((e.to_string(), p.calls, p.bytes), ("stop".into(), 5, 35));
+        let mut p = fresh();
+        let e = send_range_waiting(1000, |_, _| Ok(2), &mut p).unwrap_err();
+        assert_eq!((e.to_string(), p.calls, p.bytes), ("stop".into(), 5, 10));
+        // The clock's pace: one yes every CLOCK_EVERY calls.
+        let mut every = Every::default();
+        let yes = (0..CLOCK_EVERY * 3).filter(|_| every.tick()).count();
+        assert_eq!(yes, 3);
     }
 
     #[test]

@@ -6,13 +6,14 @@
 use std::fs::File;
 use std::io::{self, IoSlice, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
 use socklab_sys::io as sysio;
 use socklab_sys::zerocopy::{self, Completions};
 
-use crate::partial::{send_range_waiting, write_all_vectored_waiting, write_all_waiting};
+use crate::partial::{send_range_waiting, write_all_vectored_waiting, write_all_waiting, Policy};
 use crate::payload::Payload;
 use crate::{NetError, Strategy};
 
@@ -139,7 +140,7 @@ enum Kind<'a> {
         zerocopy: Option<(Completions, u64)>,
         use_sendmsg: bool,
     },
-    Sendfile(File),
+    Sendfile(Arc<File>),
     Splice {
         r: OwnedFd,
         w: OwnedFd,
@@ -147,12 +148,27 @@ enum Kind<'a> {
     },
 }
 
+/// The file `sendfile` sends from: one round of `payload`, in an unlinked temporary file
+/// (`$TMPDIR`), `payload.round_len()` bytes of disk (of memory on tmpfs) until the last handle
+/// is dropped. Made once per test and shared by its streams (see [`Sender::new`]): `sendfile`
+/// reads it at an offset of its own, never the file's position.
+pub fn sendfile_source(payload: &Payload) -> Result<Arc<File>, NetError> {
+    let mut f =
+        tempfile::tempfile().map_err(|e| NetError::io("creating the sendfile source file", e))?;
+    f.write_all(payload.round())
+        .map_err(|e| NetError::io("writing the sendfile source file", e))?;
+    Ok(Arc::new(f))
+}
+
 impl<'a> Sender<'a> {
     /// Prepares `strategy` to send rounds of `payload` on `sock` (for zerocopy: `SO_ZEROCOPY`).
+    /// For sendfile it sends from `source` (a test's [`sendfile_source`], shared by its
+    /// streams), or from a file of its own when `None`.
     pub fn new(
         strategy: Strategy,
         payload: &'a Payload,
         sock: BorrowedFd<'_>,
+        source: Option<&Arc<File>>,
     ) -> Result<Sender<'a>, NetError> {
         let vectored = |zc: bool, use_sendmsg: bool| {
             let template: Vec<IoSlice<'a>> = (0..payload.nbufs())
@@ -179,13 +195,10 @@ impl<'a> Sender<'a> {
                 })?;
                 vectored(true, true)
             }
-            Strategy::Sendfile => {
-                let mut f = tempfile::tempfile()
-                    .map_err(|e| NetError::io("creating the sendfile source file", e))?;
-                f.write_all(payload.round())
-                    .map_err(|e| NetError::io("writing the sendfile source file", e))?;
-                Kind::Sendfile(f)
-            }
+            Strategy::Sendfile => Kind::Sendfile(match source {
+                Some(f) => f.clone(),
+                None => sendfile_source(payload)?,
+            }),
             Strategy::Splice => {
                 let (r, w) = sysio::pipe().map_err(|e| NetError::io("pipe", e))?;
                 let want = payload.round_len().clamp(4096, sysio::pipe_max_size());
@@ -196,12 +209,13 @@ impl<'a> Sender<'a> {
     }
 
     /// Sends one round; returns the send calls made. A call without progress (the send
-    /// timeout's tick, `EINTR`) asks `wait` whether to go on.
+    /// timeout's tick, `EINTR`) asks `wait` whether to go on, and so does every call that moved
+    /// bytes ([`Policy::moved`]: the stop flag and the deadline, looked at by time).
     pub fn round(
         &mut self,
         sock: BorrowedFd<'_>,
         payload: &Payload,
-        wait: &mut dyn FnMut(io::Error, Instant) -> io::Result<()>,
+        wait: &mut dyn Policy,
     ) -> io::Result<u64> {
         match &mut self.0 {
             Kind::Write => {

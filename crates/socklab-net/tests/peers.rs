@@ -236,6 +236,57 @@ fn a_sink_that_never_reads_fails_the_test_at_its_deadline() {
     );
 }
 
+/// A "sink" that answers READY and then reads 16 KiB every 20 ms through a small receive
+/// buffer (about 800 KB/s): every write of the sender moves a few bytes, none stalls.
+fn sink_that_reads_slowly() -> SocketAddr {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    sock.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    sock.listen(8).unwrap();
+    let l: TcpListener = sock.into();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut line = [0u8; 512];
+                let _ = s.read(&mut line);
+                let _ = s.write_all(b"READY read_size=65536 rcvbuf=0\n");
+                let mut buf = vec![0u8; 16 << 10];
+                let t0 = Instant::now();
+                // Bounded: 90 s at most.
+                while t0.elapsed() < Duration::from_secs(90) {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 26 item 2: against a sink that reads slowly, a round of 64 MiB (80 s at its pace)
+/// ran to its end before the deadline was looked at: every write moved a few bytes, and only a
+/// write without progress asked the bounds. Now the bounds are asked between the calls too,
+/// and the test fails at its deadline (2 s), mid-round, far within the 20 s bound here.
+#[test]
+fn a_sink_that_reads_slowly_fails_the_test_at_its_deadline_mid_round() {
+    let to = sink_that_reads_slowly();
+    let mut c = bulk_cfg(to, Limit::Duration(Duration::from_millis(500)));
+    c.bufsize = 64 << 20;
+    c.sndbuf = Some(4096);
+    c.verify = false;
+    c.timeout = Some(Duration::from_secs(2));
+    let e = within(Duration::from_secs(20), move || bulk::run(&c, &|| false)).unwrap_err();
+    let NetError::Timeout(m) = &e else {
+        panic!("{e}")
+    };
+    assert!(m.contains("did not end within 2s (`timeout` 2s)"), "{m}");
+}
+
 /// Item 9: a count-limited test has no deadline, but a sink that accepts nothing for
 /// [`bulk::STALL`] fails it; Ctrl-C ends it before that, as an interruption.
 #[test]

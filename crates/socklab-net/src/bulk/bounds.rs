@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{BulkConfig, Limit, RESULT_WAIT, STALL};
+use crate::partial::{Every, Policy};
 use crate::protocol::MAX_LINE;
 use crate::NetError;
 
@@ -35,6 +36,8 @@ pub(crate) struct Bounds<'a> {
     /// This stream receives (a down stream): the messages say so.
     pub receiving: bool,
     pub halted: Option<Halt>,
+    /// When a call that moved bytes looks at the clock (the deadline).
+    pub every: Every,
 }
 
 impl<'a> Bounds<'a> {
@@ -54,6 +57,7 @@ impl<'a> Bounds<'a> {
             moved: 0,
             receiving: false,
             halted: None,
+            every: Every::default(),
         }
     }
 
@@ -68,11 +72,7 @@ impl<'a> Bounds<'a> {
             Halt::Interrupted
         } else if self.abort.load(Ordering::Relaxed) {
             Halt::Aborted
-        } else if self
-            .t0
-            .zip(self.deadline)
-            .is_some_and(|(t0, d)| now >= t0 + d)
-        {
+        } else if self.past_deadline(now) {
             Halt::Deadline
         } else if now.duration_since(since) >= STALL {
             Halt::Stalled
@@ -83,6 +83,13 @@ impl<'a> Bounds<'a> {
         };
         self.halted = Some(halt);
         Err(io::Error::other("given up"))
+    }
+
+    /// Whether the test's deadline has passed at `now`.
+    fn past_deadline(&self, now: Instant) -> bool {
+        self.t0
+            .zip(self.deadline)
+            .is_some_and(|(t0, d)| now >= t0 + d)
     }
 
     /// The test's error after a failed call: the bound that gave up, else the I/O error.
@@ -134,6 +141,29 @@ impl<'a> Bounds<'a> {
                 },
             },
         }
+    }
+}
+
+/// A sending stream's bounds: after a call without progress, [`Bounds::wait`]; after one that
+/// moved bytes, Ctrl-C and another stream's failure (every call) and the deadline (every few
+/// calls), so a sink that reads a few bytes at a time holds no stream past them.
+impl Policy for Bounds<'_> {
+    fn stalled(&mut self, e: io::Error, since: Instant) -> io::Result<()> {
+        self.wait(e, since)
+    }
+
+    fn moved(&mut self, _n: usize) -> io::Result<()> {
+        let halt = if (self.stop)() {
+            Halt::Interrupted
+        } else if self.abort.load(Ordering::Relaxed) {
+            Halt::Aborted
+        } else if self.every.tick() && self.past_deadline(Instant::now()) {
+            Halt::Deadline
+        } else {
+            return Ok(());
+        };
+        self.halted = Some(halt);
+        Err(io::Error::other("given up"))
     }
 }
 

@@ -389,6 +389,7 @@ mod tests {
             moved: 4096,
             receiving: false,
             halted: None,
+            every: Default::default(),
         };
         let mut b = fresh(&stop);
         assert!(b.wait(tick(), Instant::now()).is_ok());

@@ -18,9 +18,10 @@ use crate::protocol::multi::{
     SendEnd, SendSpec, StreamLine, StreamResult, TestHello, TestReady, GO,
 };
 use crate::protocol::MAX_LINE;
+use crate::send::sendfile_source;
 use crate::series::{Direction, LiveTcp, Probe, Sampler, SeriesOutput};
 use crate::sockopt::Side;
-use crate::NetError;
+use crate::{NetError, Strategy};
 
 /// Runs one bulk test against the sink at `cfg.to`. `stop()` is polled at least every
 /// [`TICK`]: when it turns true the test is abandoned with [`NetError::Interrupted`]. A test past
@@ -39,6 +40,11 @@ pub fn run_live(
     cfg.validate()?;
     let payload = Payload::new(cfg.nbufs, cfg.bufsize, cfg.seed);
     let n = cfg.connections();
+    // Sendfile's source: one file for every up stream of the test, not one each.
+    let source = (cfg.strategy == Strategy::Sendfile
+        && (0..n).any(|i| cfg.direction_of(i) == Direction::Up))
+    .then(|| sendfile_source(&payload))
+    .transpose()?;
     let halt = AtomicBool::new(false);
     let abort = AtomicBool::new(false);
     let remaining = AtomicU32::new(n);
@@ -52,6 +58,7 @@ pub fn run_live(
     let sh = Shared {
         cfg,
         payload: &payload,
+        source: source.as_ref(),
         gate: &gate,
         abort: &abort,
         halt: &halt,

@@ -92,6 +92,8 @@ pub(crate) struct Shared<'a> {
     pub cfg: &'a BulkConfig,
     /// The round every sending end sends (and every receiving end verifies against).
     pub payload: &'a Payload,
+    /// The file sendfile sends the round from (one per test; `None` for other strategies).
+    pub source: Option<&'a Arc<std::fs::File>>,
     pub gate: &'a Gate,
     /// Raised when a stream failed: the others give up.
     pub abort: &'a AtomicBool,
@@ -315,13 +317,9 @@ pub(crate) fn send_line(
     cfg: &BulkConfig,
 ) -> Result<(), NetError> {
     let fd = stream.as_fd();
-    write_all_waiting(
-        line.as_bytes(),
-        |x| sysio::write(fd, x),
-        |e, since| b.wait(e, since),
-    )
-    .map(drop)
-    .map_err(|e| b.error(cfg, "sending the request to", e))
+    write_all_waiting(line.as_bytes(), |x| sysio::write(fd, x), b)
+        .map(drop)
+        .map_err(|e| b.error(cfg, "sending the request to", e))
 }
 
 fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done, NetError> {
@@ -381,7 +379,7 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
     };
     let rcvbuf = SockRef::from(&stream).recv_buffer_size().unwrap_or(0);
     let mut done = if up {
-        let sender = Sender::new(cfg.strategy, sh.payload, stream.as_fd())?;
+        let sender = Sender::new(cfg.strategy, sh.payload, stream.as_fd(), sh.source)?;
         let _ = events.send(Event::Ready(index, Setup { probe }));
         let Some((t0, ender)) = sh.gate.wait(sh.halt) else {
             return Err(gave_up(sh));
@@ -466,8 +464,8 @@ fn send(
     let mut syscalls = 0u64;
     let doing = format!("sending with {} to", cfg.strategy);
     while rounds < max_rounds {
-        let mut wait = |e, since| b.wait(e, since);
-        match sender.round(sock, payload, &mut wait) {
+        // Between calls, the bounds look at Ctrl-C, the others and the deadline (by time).
+        match sender.round(sock, payload, b) {
             Ok(n) => syscalls += n,
             Err(e) => return Err(b.error(cfg, &doing, e)),
         }

@@ -41,7 +41,8 @@ pub const TICK: Duration = Duration::from_millis(100);
 pub const DEFAULT_MAX_CONNS: usize = 256;
 
 /// Read-buffer memory of all connections together, by default: a client may ask for reads of
-/// up to 64 MiB, but not make the sink hold 256 of them.
+/// up to 64 MiB, but not make the sink hold 256 of them. The `BULK/2` tests' rounds and their
+/// sendfile source files count against it too.
 pub const DEFAULT_BUFFER_BUDGET: usize = 512 << 20;
 
 /// How the sink listens and reads.
@@ -55,7 +56,8 @@ pub struct SinkConfig {
     pub idle_timeout: Duration,
     /// Connections served at once; a client beyond them is refused (`ERROR sink busy …`).
     pub max_conns: usize,
-    /// Read-buffer bytes of all connections together; a request beyond them is refused.
+    /// Bytes of all connections together (read buffers, the tests' rounds and their sendfile
+    /// source files); a request beyond them is refused.
     pub buffer_budget: usize,
 }
 
@@ -189,7 +191,21 @@ struct Shared {
 #[derive(Debug)]
 struct BufferPool {
     budget: usize,
-    state: Mutex<PoolState>,
+    state: Arc<Mutex<PoolState>>,
+}
+
+/// Bytes counted against the budget until this is dropped ([`BufferPool::charge`]).
+#[derive(Debug)]
+struct Charge {
+    state: Arc<Mutex<PoolState>>,
+    len: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.out = st.out.saturating_sub(self.len);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -221,21 +237,18 @@ impl BufferPool {
         })
     }
 
-    /// Counts `len` bytes of other memory (a down stream's payload) against the budget, or
-    /// `Err(bytes in use)`.
-    fn reserve(&self, len: usize) -> Result<(), usize> {
+    /// Counts `len` bytes held otherwise (a test's round, its sendfile file) against the
+    /// budget until the [`Charge`] is dropped, or `Err(bytes in use)`.
+    fn charge(&self, len: usize) -> Result<Charge, usize> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.out + len > self.budget {
             return Err(st.out);
         }
         st.out += len;
-        Ok(())
-    }
-
-    /// Returns what [`BufferPool::reserve`] counted.
-    fn release(&self, len: usize) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        st.out = st.out.saturating_sub(len);
+        Ok(Charge {
+            state: self.state.clone(),
+            len,
+        })
     }
 
     /// Returns a buffer taken with [`BufferPool::take`].
@@ -290,7 +303,7 @@ impl Sink {
         };
         let buffers = BufferPool {
             budget: cfg.buffer_budget.max(cfg.read_size),
-            state: Mutex::default(),
+            state: Arc::default(),
         };
         Ok(Sink {
             listener,
@@ -435,6 +448,35 @@ impl Conn<'_> {
         if !(is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted) {
             return Err(conn_error(&e));
         }
+        self.halted()?;
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= self.sh.cfg.idle_timeout {
+            return Err(Outcome::IdleTimeout);
+        }
+        Ok(())
+    }
+
+    /// One `read()` that returned bytes, or end of stream (0). The stop flag and the test's
+    /// end are looked at after every read that returned bytes too (two atomic loads): a client
+    /// that sends a byte every 50 ms never lets a read wait a tick, and held the sink past
+    /// SIGTERM (issue 26 item 2).
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Outcome> {
+        loop {
+            match self.stream.read(buf) {
+                Ok(n) => {
+                    self.idle_since = None;
+                    if n > 0 {
+                        self.halted()?;
+                    }
+                    return Ok(n);
+                }
+                Err(e) => self.waited(e)?,
+            }
+        }
+    }
+
+    /// `Err` when the sink stopped or this connection's test was given up.
+    fn halted(&self) -> Result<(), Outcome> {
         if self.sh.stop.load(Ordering::Relaxed) {
             return Err(Outcome::Stopped);
         }
@@ -445,24 +487,7 @@ impl Conn<'_> {
         {
             return Err(Outcome::Aborted("its test was given up".into()));
         }
-        let since = *self.idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= self.sh.cfg.idle_timeout {
-            return Err(Outcome::IdleTimeout);
-        }
         Ok(())
-    }
-
-    /// One `read()` that returned bytes, or end of stream (0).
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Outcome> {
-        loop {
-            match self.stream.read(buf) {
-                Ok(n) => {
-                    self.idle_since = None;
-                    return Ok(n);
-                }
-                Err(e) => self.waited(e)?,
-            }
-        }
     }
 
     /// Writes all of `bytes` (a control line).
@@ -625,7 +650,7 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
 /// The refusal of a request whose read buffer would exceed the budget.
 fn busy(sh: &Shared, used: usize) -> Outcome {
     Outcome::Refused(format!(
-        "sink busy: its connections hold {} MiB of read buffers of {} MiB allowed; try again later or with a smaller read_size",
+        "sink busy: its connections hold {} MiB of read buffers and rounds of {} MiB allowed; try again later or with a smaller read_size",
         used >> 20,
         sh.buffers.budget >> 20
     ))

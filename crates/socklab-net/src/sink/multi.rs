@@ -14,26 +14,28 @@
 //! the request stated; every wait is bounded by the idle timeout and the sink's stop.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use socket2::SockRef;
-use socklab_sys::tcp::tcp_info;
 use socklab_sys::usage::{getrusage, Usage, Who};
 
-use super::{busy, finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
+use super::{busy, finish, Charge, Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use crate::payload::Payload;
 use crate::protocol::multi::{
-    test_id_text, Join, JoinReady, SendEnd, SenderTcp, StreamLine, StreamResult, TestHello,
-    TestReady, GO,
+    test_id_text, Join, JoinReady, StreamLine, StreamResult, TestHello, TestReady, GO,
 };
 use crate::protocol::{SinkResult, MAX_LINE};
-use crate::send::{read_back, SendOpts, Sender};
+use crate::send::sendfile_source;
 use crate::sockopt::Side;
+use crate::Strategy;
+
+mod down;
 
 /// The open tests, by id.
 #[derive(Debug, Default)]
@@ -56,6 +58,11 @@ struct Test {
     results: Mutex<mpsc::Sender<StreamLine>>,
     /// The round the down streams send.
     payload: Option<Payload>,
+    /// The file the down streams send from with sendfile: one per test, shared by its streams.
+    source: Option<Arc<File>>,
+    /// The round and the file, counted against the sink's budget until the test is dropped
+    /// (its control connection and every stream of it ended), when both are freed.
+    _charge: Option<Charge>,
 }
 
 impl Registry {
@@ -65,12 +72,11 @@ impl Registry {
 }
 
 /// Removes a test when its control connection's thread ends, however it ends, and gives its
-/// streams up.
+/// streams up (they drop the test, its round and its file, within a tick).
 struct Registered<'a> {
     sh: &'a Shared,
     id: u64,
     test: Arc<Test>,
-    reserved: usize,
 }
 
 impl Drop for Registered<'_> {
@@ -78,7 +84,6 @@ impl Drop for Registered<'_> {
         self.test.abort.store(true, Ordering::SeqCst);
         self.test.started.notify_all();
         self.sh.tests.lock().remove(&self.id);
-        self.sh.buffers.release(self.reserved);
     }
 }
 
@@ -106,10 +111,9 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
             ),
         );
     }
-    // The down streams' round, counted against the read-buffer budget.
-    let (payload, reserved) = match &h.send {
+    // The down streams' round (and its sendfile file), counted against the budget.
+    let (payload, source, charge) = match &h.send {
         Some(p) => {
-            let round = p.nbufs * p.bufsize;
             let iov_max = socklab_sys::io::iov_max();
             if p.strategy.uses_iovecs() && p.nbufs > iov_max {
                 return refuse(
@@ -120,16 +124,30 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
                     ),
                 );
             }
-            if let Err(used) = sh.buffers.reserve(round) {
-                let why = match busy(sh, used) {
-                    Outcome::Refused(w) => w,
-                    _ => "sink busy".into(),
-                };
-                return refuse(&mut c, why);
+            let round = p.nbufs * p.bufsize;
+            let sendfile = p.strategy == Strategy::Sendfile;
+            let held = if sendfile { 2 * round } else { round };
+            if held > sh.buffers.budget {
+                return refuse(&mut c, over_budget(round, sendfile, sh.buffers.budget));
             }
-            (Some(Payload::new(p.nbufs, p.bufsize, p.seed)), round)
+            let charge = match sh.buffers.charge(held) {
+                Ok(charge) => charge,
+                Err(used) => {
+                    let why = match busy(sh, used) {
+                        Outcome::Refused(w) => w,
+                        _ => "sink busy".into(),
+                    };
+                    return refuse(&mut c, why);
+                }
+            };
+            let payload = Payload::new(p.nbufs, p.bufsize, p.seed);
+            let source = match sendfile.then(|| sendfile_source(&payload)).transpose() {
+                Ok(f) => f,
+                Err(e) => return refuse(&mut c, format!("this sink {e}")),
+            };
+            (Some(payload), source, Some(charge))
         }
-        None => (None, 0),
+        None => (None, None, None),
     };
     let (tx, rx) = mpsc::channel();
     let test = Arc::new(Test {
@@ -140,12 +158,14 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
         abort: Arc::new(AtomicBool::new(false)),
         results: Mutex::new(tx),
         payload,
+        source,
+        _charge: charge,
     });
     {
         let mut tests = sh.tests.lock();
         if tests.contains_key(&h.test) {
             drop(tests);
-            sh.buffers.release(reserved);
+            drop(test);
             return refuse(
                 &mut c,
                 format!("test {} is in progress already", test_id_text(h.test)),
@@ -157,7 +177,6 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
         sh,
         id: h.test,
         test: test.clone(),
-        reserved,
     };
     let ready = TestReady {
         test: h.test,
@@ -208,6 +227,25 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
         }
     }
     done(Outcome::Complete)
+}
+
+/// Why a test whose round can never fit the budget is refused.
+fn over_budget(round: usize, sendfile: bool, budget: usize) -> String {
+    let mib = |b: usize| b.div_ceil(1 << 20);
+    let file = if sendfile {
+        format!(
+            " and {} MiB more for its copy in a temporary file that sendfile sends from",
+            mib(round)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "a round of {} MiB (nbufs x bufsize) holds {} MiB of the sink's memory{file}; this sink allows {} MiB for the read buffers and rounds of all tests: use a smaller nbufs or bufsize",
+        mib(round),
+        mib(round),
+        mib(budget)
+    )
 }
 
 /// Reads the `GO` line (and nothing after it).
@@ -376,7 +414,7 @@ pub(super) fn join(mut c: Conn<'_>, j: Join, peer: SocketAddr) -> ConnReport {
         },
     };
     let r = if down {
-        send_down(&mut c, &test, j.index, cpu, &mut post)
+        down::send_down(&mut c, &test, j.index, cpu, &mut post)
     } else {
         receive_up(&mut c, &test, j.index, cpu, &mut post)
     };
@@ -451,156 +489,6 @@ fn receive_up(
             elapsed_ns: result.elapsed_ns,
             hash: result.hash.clone(),
             tcp: None,
-        }));
-    } else {
-        post.failed(&outcome);
-    }
-    Ok((result, outcome))
-}
-
-/// A down stream: the sender's options, READY, GO, rounds until the test's end, FIN, the
-/// client's close, report.
-fn send_down(
-    c: &mut Conn<'_>,
-    test: &Test,
-    index: u32,
-    cpu: Option<usize>,
-    post: &mut Posting,
-) -> Result<(SinkResult, Outcome), String> {
-    let sh = c.sh;
-    let (Some(p), Some(payload)) = (&test.hello.send, &test.payload) else {
-        let why = "a down stream of a test without send keys".to_string();
-        post.failed(&Outcome::Refused(why.clone()));
-        return Err(why);
-    };
-    let fail = |post: &mut Posting, why: String| {
-        post.failed(&Outcome::Refused(why.clone()));
-        why
-    };
-    let opts = SendOpts {
-        cc: p.cc.clone(),
-        nodelay: p.nodelay,
-        sndbuf: p.sndbuf,
-        pacing: p.pacing,
-    };
-    opts.apply(SockRef::from(&c.stream))
-        .map_err(|e| fail(post, e.to_string()))?;
-    // The test's options after the sender's own, as on the client.
-    let opts = server_opts(c, test).map_err(|why| fail(post, why))?;
-    let applied = read_back(SockRef::from(&c.stream)).map_err(|e| fail(post, e.to_string()))?;
-    let mut sender = Sender::new(p.strategy, payload, c.stream.as_fd())
-        .map_err(|e| fail(post, e.to_string()))?;
-    let sock = SockRef::from(&c.stream);
-    let ready = JoinReady {
-        index,
-        down: true,
-        rcvbuf: sock.recv_buffer_size().unwrap_or(0),
-        sndbuf: applied.sndbuf,
-        cc: Some(applied.cc),
-        pacing: applied.pacing,
-        cpu,
-        opts,
-    };
-    let mut result = SinkResult::default();
-    if let Err(o) = c.write_all(ready.emit().as_bytes()) {
-        post.failed(&o);
-        return Ok((result, o));
-    }
-    let go = match wait_go(c, test) {
-        Ok(go) => go,
-        Err(o) => {
-            post.failed(&o);
-            return Ok((result, o));
-        }
-    };
-    let cpu0 = getrusage(Who::Thread);
-    let fd = c.stream.as_fd();
-    let round_len = payload.round_len() as u64;
-    let (max_rounds, duration) = match p.end {
-        SendEnd::Rounds(n) => (n, None),
-        SendEnd::Duration(d) => (u64::MAX, Some(d)),
-    };
-    let stop = &sh.stop;
-    let abort = &test.abort;
-    let idle = sh.cfg.idle_timeout;
-    let halted: std::cell::Cell<Option<Outcome>> = std::cell::Cell::new(None);
-    let mut wait = |e: io::Error, since: Instant| -> io::Result<()> {
-        let o = if !crate::partial::is_no_progress(&e) {
-            super::conn_error(&e)
-        } else if stop.load(Ordering::Relaxed) {
-            Outcome::Stopped
-        } else if abort.load(Ordering::Relaxed) {
-            Outcome::Aborted("its test was given up".into())
-        } else if since.elapsed() >= idle {
-            Outcome::IdleTimeout
-        } else {
-            return Ok(());
-        };
-        halted.set(Some(o));
-        Err(io::Error::other("given up"))
-    };
-    let mut rounds = 0u64;
-    let mut writes = 0u64;
-    let mut outcome = Outcome::Complete;
-    while rounds < max_rounds {
-        match sender.round(fd, payload, &mut wait) {
-            Ok(n) => writes += n,
-            Err(e) => {
-                outcome = halted.take().unwrap_or_else(|| super::conn_error(&e));
-                break;
-            }
-        }
-        rounds += 1;
-        if duration.is_some_and(|d| go.elapsed() >= d) {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            outcome = Outcome::Stopped;
-            break;
-        }
-        if abort.load(Ordering::Relaxed) {
-            outcome = Outcome::Aborted("its test was given up".into());
-            break;
-        }
-    }
-    let elapsed = go.elapsed();
-    result.bytes = rounds * round_len;
-    result.reads = writes;
-    result.elapsed_ns = elapsed.as_nanos() as u64;
-    if outcome != Outcome::Complete {
-        post.failed(&outcome);
-        return Ok((result, outcome));
-    }
-    let stopped = || stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed);
-    let _ = sender.drain(fd, idle.min(Duration::from_secs(10)), &stopped);
-    let _ = c.stream.shutdown(Shutdown::Write);
-    // The client closes once it has read every byte; then every byte is acknowledged and the
-    // sender's figures are final.
-    let mut junk = [0u8; 64];
-    let outcome = match c.read(&mut junk) {
-        Ok(0) => Outcome::Complete,
-        Ok(_) => Outcome::Refused("data on a down stream".into()),
-        Err(o) => o,
-    };
-    let used = getrusage(Who::Thread).since(&cpu0);
-    let info = tcp_info(c.stream.as_fd()).unwrap_or_default();
-    if outcome == Outcome::Complete {
-        post.send(StreamLine::Result(StreamResult {
-            index,
-            bytes: result.bytes,
-            reads: 0,
-            writes,
-            user_us: used.user.as_micros() as u64,
-            sys_us: used.sys.as_micros() as u64,
-            elapsed_ns: result.elapsed_ns,
-            hash: None,
-            tcp: Some(SenderTcp {
-                retrans: info.total_retrans,
-                cwnd: info.snd_cwnd,
-                rtt_us: info.rtt_us,
-                min_rtt_us: info.min_rtt_us,
-                mss: info.snd_mss,
-            }),
         }));
     } else {
         post.failed(&outcome);
