@@ -23,8 +23,12 @@
 //!   `Transfer-Encoding`, a header line that is not `name: value` (a space before the colon,
 //!   obs-fold, a bare CR) gets `400`; `Transfer-Encoding` alone (chunked or any other) gets
 //!   `501`: a load-test server reads no chunked bodies. Each of these closes the connection.
+//!   The head is parsed by `httparse` (hyper's parser), in place when a read holds all of it,
+//!   else from a per-connection copy of at most [`HTTP_MAX_HEAD`] bytes; more than
+//!   [`HTTP_MAX_HEADERS`] header lines get `431`.
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -36,6 +40,8 @@ pub const STEVENS_MAX: usize = 16384;
 pub const STEVENS_MAX_LINE: usize = 32;
 /// Largest HTTP request head (request line and headers).
 pub const HTTP_MAX_HEAD: usize = 8192;
+/// Most header lines in an HTTP request head (hyper's default); more get `431`.
+pub const HTTP_MAX_HEADERS: usize = 100;
 /// Default HTTP body size (the benchmarks' 100-byte file).
 pub const HTTP_DEFAULT_BODY: usize = 100;
 /// Largest HTTP body `--body` accepts.
@@ -164,8 +170,7 @@ impl Replies {
             closing: false,
             line: [0; STEVENS_MAX_LINE],
             line_len: 0,
-            head_len: 0,
-            http: HttpScan::default(),
+            head: Vec::new(),
             body_left: 0,
             after_body: (Out::None, false),
             echo: if self.handler == Handler::Echo {
@@ -212,40 +217,40 @@ enum Out {
     Echo,
 }
 
-/// Progress through one HTTP request head, without storing it.
-#[derive(Debug, Default, Clone)]
-struct HttpScan {
-    /// Bytes of the current line seen (for the request line: the method and version checks).
-    line_no: usize,
-    /// Request line fields, once parsed.
+/// What a complete HTTP request head says, as far as the reply goes.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    /// Bytes of the head, up to and including its empty line.
+    len: usize,
     method: Method,
     http10: bool,
-    /// `Connection:` header said close / keep-alive.
+    /// `Connection:` said close / keep-alive.
     conn_close: bool,
     conn_keepalive: bool,
     /// Framing (RFC 9112 §6.3): the `Content-Length`, whether a `Transfer-Encoding` came, and
-    /// whether the head is malformed (a bad or repeated `Content-Length`, a header line that
-    /// is not `name: value`, obs-fold, a bare CR).
+    /// whether a `Content-Length` was bad or repeated.
     content_length: Option<u64>,
     transfer_encoding: bool,
     malformed: bool,
-    /// The current line, up to 256 bytes (longer header lines are skipped, a longer request
-    /// line is still checked for its method and version from what fits).
-    cur: Vec<u8>,
-    cur_overflow: bool,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// What the bytes of a request head come to so far.
+#[derive(Debug)]
+enum Parsed {
+    /// Not complete yet.
+    Partial,
+    Done(Head),
+    /// Refused with this reply (the connection closes after it).
+    Refuse(&'static [u8]),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
-    #[default]
-    Unknown,
     Get,
     Head,
     Other,
     Bad,
 }
-
-const HTTP_LINE_KEEP: usize = 256;
 
 /// One connection's protocol state. See the module documentation for the protocol rules.
 #[derive(Debug)]
@@ -259,8 +264,9 @@ pub struct Session {
     closing: bool,
     line: [u8; STEVENS_MAX_LINE],
     line_len: usize,
-    head_len: usize,
-    http: HttpScan,
+    /// A request head split across reads, kept until it is complete (at most
+    /// `HTTP_MAX_HEAD + 1` bytes; empty when heads come whole).
+    head: Vec<u8>,
     /// Request body bytes still to discard before `after_body` (the reply and its close flag)
     /// is sent.
     body_left: u64,
@@ -338,63 +344,55 @@ impl Session {
         if self.body_left > 0 {
             return self.skip_body(data);
         }
-        if self.http.cur.capacity() == 0 {
-            self.http.cur = Vec::with_capacity(HTTP_LINE_KEEP);
-        }
-        for (i, &b) in data.iter().enumerate() {
-            self.head_len += 1;
-            if self.head_len > HTTP_MAX_HEAD {
-                self.reply(Out::Static(HTTP_431), true);
-                return i + 1;
-            }
-            if b != b'\n' {
-                if self.http.cur.len() < HTTP_LINE_KEEP {
-                    self.http.cur.push(b);
-                } else {
-                    self.http.cur_overflow = true;
+        if self.head.is_empty() {
+            // The usual case: the whole head is in this read, parsed in place.
+            let view = &data[..data.len().min(HTTP_MAX_HEAD + 1)];
+            return match parse_lines(view) {
+                Parsed::Partial => {
+                    self.head.extend_from_slice(view);
+                    view.len()
                 }
-                continue;
-            }
-            // End of a line.
-            let mut line = std::mem::take(&mut self.http.cur);
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if line.contains(&b'\r') {
-                // A bare CR (RFC 9112 §2.2).
-                self.http.malformed = true;
-            }
-            let first = self.http.line_no == 0;
-            self.http.line_no += 1;
-            if first {
-                if line.is_empty() {
-                    // Empty lines before a request line are ignored (RFC 9112 §2.2).
-                    self.http.line_no = 0;
-                    self.head_len = 0;
-                } else {
-                    self.http.method =
-                        request_line(&line, self.http.cur_overflow, &mut self.http.http10);
+                Parsed::Refuse(r) => {
+                    self.reply(Out::Static(r), true);
+                    view.len()
                 }
-            } else if line.is_empty() {
-                // End of the head.
-                line.clear();
-                self.http.cur = line;
-                let r = self.finish_http(&data[i + 1..]);
-                return i + 1 + r;
-            } else {
-                header(&mut self.http, &line);
-            }
-            self.http.cur_overflow = false;
-            line.clear();
-            self.http.cur = line;
+                Parsed::Done(h) => h.len + self.answer(h, &data[h.len..]),
+            };
         }
-        data.len()
+        // The rest of a split head: what it comes to changes only with a newline.
+        let old = self.head.len();
+        let take = data.len().min(HTTP_MAX_HEAD + 1 - old);
+        self.head.extend_from_slice(&data[..take]);
+        if !data[..take].contains(&b'\n') && self.head.len() <= HTTP_MAX_HEAD {
+            return take;
+        }
+        match parse_lines(&self.head) {
+            Parsed::Partial => take,
+            Parsed::Refuse(r) => {
+                self.release_head();
+                self.reply(Out::Static(r), true);
+                take
+            }
+            Parsed::Done(h) => {
+                // The head did not end in what was kept before (that was partial).
+                let used = h.len.saturating_sub(old);
+                self.release_head();
+                used + self.answer(h, &data[used..])
+            }
+        }
+    }
+
+    /// Forgets a split head, keeping a small buffer for the next.
+    fn release_head(&mut self) {
+        self.head.clear();
+        if self.head.capacity() > 1024 {
+            self.head = Vec::new();
+        }
     }
 
     /// Answers a complete request head, or starts discarding its body (of which `rest` may
     /// hold some); returns how much of `rest` it consumed.
-    fn finish_http(&mut self, rest: &[u8]) -> usize {
-        let h = std::mem::take(&mut self.http);
+    fn answer(&mut self, h: Head, rest: &[u8]) -> usize {
         // RFC 9112 §9.3: `close` ends the connection; an HTTP/1.0 request persists only with
         // `keep-alive`, and then the response must say `keep-alive` too.
         let conn = if h.conn_close || (h.http10 && !h.conn_keepalive) {
@@ -404,13 +402,9 @@ impl Session {
         } else {
             Conn::Persist
         };
-        let mut cur = h.cur;
-        cur.clear();
-        self.http.cur = cur;
-        self.head_len = 0;
         // RFC 9112 §6.3: a message whose framing is in doubt is answered and the connection
         // closed, so that nothing after it is read as a request.
-        let refuse = if matches!(h.method, Method::Bad | Method::Unknown) || h.malformed {
+        let refuse = if h.method == Method::Bad || h.malformed {
             Some(HTTP_400)
         } else if h.transfer_encoding && h.content_length.is_some() {
             Some(HTTP_400)
@@ -514,64 +508,71 @@ fn parse_count(line: &[u8]) -> Option<usize> {
     })
 }
 
-fn request_line(line: &[u8], overflow: bool, http10: &mut bool) -> Method {
-    let mut parts = line.split(|&b| b == b' ').filter(|p| !p.is_empty());
-    let (Some(m), Some(_target)) = (parts.next(), parts.next()) else {
-        return Method::Bad;
-    };
-    if !overflow {
-        match parts.next() {
-            Some(b"HTTP/1.1") => *http10 = false,
-            Some(b"HTTP/1.0") => *http10 = true,
-            _ => return Method::Bad,
-        }
-        if parts.next().is_some() {
-            return Method::Bad;
-        }
+/// [`parse_head`] of `buf` up to its last newline (all of it past `HTTP_MAX_HEAD`): what a
+/// head comes to depends on whole lines only, so it is the same however the bytes were split
+/// across reads (a bad byte in a line is found when the line ends).
+fn parse_lines(buf: &[u8]) -> Parsed {
+    if buf.len() > HTTP_MAX_HEAD {
+        return parse_head(buf);
     }
-    match m {
-        b"GET" => Method::Get,
-        b"HEAD" => Method::Head,
-        m if m.iter().all(|b| b.is_ascii_uppercase()) => Method::Other,
-        _ => Method::Bad,
+    match buf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => parse_head(&buf[..=i]),
+        None => Parsed::Partial,
     }
 }
 
-/// One header line (its final `\r` removed; only its first [`HTTP_LINE_KEEP`] bytes when
-/// `h.cur_overflow`).
-fn header(h: &mut HttpScan, line: &[u8]) {
-    // obs-fold (RFC 9112 §5.2) and a line without a colon are refused; so is whitespace
-    // between the name and the colon (§5.1): a recipient that read `Content-Length : 5` as
-    // no length would take the body for the next request.
-    let colon = line.iter().position(|&b| b == b':');
-    let Some(colon) = colon.filter(|_| !matches!(line.first(), Some(b' ' | b'\t'))) else {
-        h.malformed = true;
-        return;
+/// Parses a request head from the start of `buf` (at most `HTTP_MAX_HEAD + 1` bytes: a
+/// longer head is `431`). `httparse` refuses what RFC 9112 says a server must refuse in the
+/// head's syntax (whitespace before a colon, obs-fold, a bare CR, a line without a colon, a
+/// bad request line); the framing headers are checked here.
+fn parse_head(buf: &[u8]) -> Parsed {
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HTTP_MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut headers) {
+        Ok(httparse::Status::Complete(n)) if n <= HTTP_MAX_HEAD => n,
+        Ok(httparse::Status::Partial) if buf.len() <= HTTP_MAX_HEAD => return Parsed::Partial,
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => return Parsed::Refuse(HTTP_431),
+        Err(_) => return Parsed::Refuse(HTTP_400),
     };
-    let name = &line[..colon];
-    if name.is_empty() || name.iter().any(|&b| matches!(b, b' ' | b'\t' | b'\r')) {
-        h.malformed = true;
-        return;
-    }
-    let value = trim_ows(&line[colon + 1..]);
-    if name.eq_ignore_ascii_case(b"content-length") {
-        // One decimal value, once (§6.3 item 5: duplicates and lists are refused, not merged).
-        match content_length(value) {
-            Some(n) if h.content_length.is_none() && !h.cur_overflow => h.content_length = Some(n),
-            _ => h.malformed = true,
-        }
-    } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-        h.transfer_encoding = true;
-    } else if name.eq_ignore_ascii_case(b"connection") && !h.cur_overflow {
-        for tok in value.split(|&b| b == b',') {
-            let tok = trim_ows(tok);
-            if tok.eq_ignore_ascii_case(b"close") {
-                h.conn_close = true;
-            } else if tok.eq_ignore_ascii_case(b"keep-alive") {
-                h.conn_keepalive = true;
+    let method = match req.method {
+        Some("GET") => Method::Get,
+        Some("HEAD") => Method::Head,
+        Some(m) if m.bytes().all(|b| b.is_ascii_uppercase()) => Method::Other,
+        _ => Method::Bad,
+    };
+    let mut h = Head {
+        len,
+        method,
+        http10: req.version == Some(0),
+        conn_close: false,
+        conn_keepalive: false,
+        content_length: None,
+        transfer_encoding: false,
+        malformed: false,
+    };
+    for f in req.headers.iter() {
+        let value = trim_ows(f.value);
+        if f.name.eq_ignore_ascii_case("content-length") {
+            // One decimal value, once (§6.3 item 5: duplicates and lists are refused, not
+            // merged).
+            match content_length(value) {
+                Some(n) if h.content_length.is_none() => h.content_length = Some(n),
+                _ => h.malformed = true,
+            }
+        } else if f.name.eq_ignore_ascii_case("transfer-encoding") {
+            h.transfer_encoding = true;
+        } else if f.name.eq_ignore_ascii_case("connection") {
+            for tok in value.split(|&b| b == b',') {
+                let tok = trim_ows(tok);
+                if tok.eq_ignore_ascii_case(b"close") {
+                    h.conn_close = true;
+                } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                    h.conn_keepalive = true;
+                }
             }
         }
     }
+    Parsed::Done(h)
 }
 
 /// `v` without leading and trailing spaces and tabs (OWS, RFC 9110 §5.6.3).
@@ -815,13 +816,22 @@ mod tests {
                 assert!(close, "{text}");
             }
         }
-        // A length padded past the kept part of a line is refused, not skipped.
+        // A long header line is read whole: 300 zeros and a 5 are 5.
         let padded = format!(
-            "GET / HTTP/1.1\r\nContent-Length: {}5\r\n\r\nhello",
+            "GET / HTTP/1.1\r\nContent-Length: {}5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n",
             "0".repeat(300)
         );
         let (out, close) = run(Handler::Http, 10, padded.as_bytes(), 64, 64);
-        assert_eq!(statuses(&out), ["400"]);
+        assert_eq!(statuses(&out), ["200", "200"]);
+        assert!(!close);
+        // More header lines than `HTTP_MAX_HEADERS`: 431.
+        let mut many = b"GET / HTTP/1.1\r\n".to_vec();
+        for _ in 0..=HTTP_MAX_HEADERS {
+            many.extend_from_slice(b"X: y\r\n");
+        }
+        many.extend_from_slice(b"\r\n");
+        let (out, close) = run(Handler::Http, 10, &many, 100, 64);
+        assert_eq!(statuses(&out), ["431"]);
         assert!(close);
         // A leading zero is still one decimal value.
         let (out, close) = run(
@@ -914,7 +924,54 @@ mod tests {
                 prop_assert_eq!(st.len(), reqs.len());
                 prop_assert!(st.iter().all(|c| c == "200"));
             }
+
+            /// A soup of request fragments (framing headers, odd line ends, digits, commas):
+            /// any split gives what the whole gives, and only the last response may be a
+            /// refusal, which closes.
+            #[test]
+            fn any_split_of_fragment_soup(
+                parts in proptest::collection::vec(0usize..FRAGMENTS.len(), 0..60),
+                cuts in proptest::collection::vec(0usize..4000, 0..16),
+                wpiece in 1usize..200,
+            ) {
+                let stream: Vec<u8> = parts.iter().flat_map(|&i| FRAGMENTS[i].bytes()).collect();
+                let whole = run_cuts(&stream, &[], usize::MAX);
+                let split = run_cuts(&stream, &cuts, wpiece);
+                prop_assert_eq!(&whole, &split);
+                let st = statuses(&whole.0);
+                if let [ok @ .., last] = &st[..] {
+                    prop_assert!(ok.iter().all(|c| c == "200"));
+                    prop_assert!(last == "200" || whole.1);
+                }
+            }
         }
+
+        const FRAGMENTS: [&str; 24] = [
+            "GET / HTTP/1.1\r\n",
+            "HEAD / HTTP/1.0\r\n",
+            "GET / HTTP/1.1\n",
+            "POST / HTTP/1.1\r\n",
+            "\r\n",
+            "\n",
+            "\r",
+            " ",
+            "\t",
+            ":",
+            ",",
+            "0",
+            "5",
+            "12",
+            "-",
+            "+",
+            "x",
+            "Content-Length: ",
+            "content-length:",
+            "Transfer-Encoding: chunked\r\n",
+            "Connection: close\r\n",
+            "Connection: keep-alive\r\n",
+            "Host: x\r\n",
+            "GET /",
+        ];
     }
 
     #[test]
