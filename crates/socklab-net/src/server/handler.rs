@@ -404,9 +404,10 @@ impl Session {
         };
         // RFC 9112 §6.3: a message whose framing is in doubt is answered and the connection
         // closed, so that nothing after it is read as a request.
-        let refuse = if h.method == Method::Bad || h.malformed {
-            Some(HTTP_400)
-        } else if h.transfer_encoding && h.content_length.is_some() {
+        let refuse = if h.method == Method::Bad
+            || h.malformed
+            || (h.transfer_encoding && h.content_length.is_some())
+        {
             Some(HTTP_400)
         } else if h.transfer_encoding {
             Some(HTTP_501)
