@@ -2,7 +2,9 @@
 //! in any chunk size, with replies written in any piece size, never panic, always make progress
 //! (a chunk is consumed, or a reply is pending, or the session is closing), never consume more
 //! than given, and once closing consume nothing more; a stevens reply is 1..=16384 bytes or one
-//! ERROR line; the split of the input does not change what is written.
+//! ERROR line; the split of the input does not change what is written. For `http`, only the
+//! last response may be a refusal (400, 405, 413, 431, 501 close the connection: RFC 9112
+//! §6.3, a message whose framing is in doubt ends it).
 use socklab_net::server::{Handler, Replies};
 
 /// Feeds `data` in chunks of `chunk`, writes replies in pieces of `piece`; returns the bytes
@@ -52,4 +54,15 @@ pub fn run(data: &[u8]) {
     let whole = session(h, data, data.len().max(1), usize::MAX);
     let split = session(h, data, chunk, piece);
     assert_eq!(whole, split);
+    if h == Handler::Http {
+        // The 10-byte bodies (`abcdefghij`) hold no `HTTP/1.1 `: each one starts a response.
+        let text = String::from_utf8_lossy(&whole.0);
+        let codes: Vec<&str> = text.split("HTTP/1.1 ").skip(1).collect();
+        if let [ok @ .., _last] = &codes[..] {
+            assert!(ok.iter().all(|r| r.starts_with("200 ")), "{text}");
+        }
+        if codes.last().is_some_and(|r| !r.starts_with("200 ")) {
+            assert!(whole.1, "a refusal closes: {text}");
+        }
+    }
 }

@@ -8,9 +8,11 @@
 //! - `Content-Length` (the body is exactly that long); `204` and `304` have no body;
 //! - `Connection: close`, or an `HTTP/1.0` reply without `Connection: keep-alive` (RFC 9112
 //!   §9.3: the reply is the connection's last, [`ReplyParser::keep_alive`]);
-//! - `Transfer-Encoding: chunked`, or a 2xx reply without `Content-Length`, is refused as a bad
-//!   reply: the generator drives static files of known size (nginx, socklab's own servers)
-//!   and does not read bodies delimited by the end of the connection;
+//! - `Transfer-Encoding` (any coding: `chunked`, and `identity` too, which RFC 9112 no longer
+//!   knows and under which §6.3 would read to the close, not `Content-Length`), or a 2xx reply
+//!   without `Content-Length`, is refused as a bad reply: the generator drives static files of
+//!   known size (nginx, socklab's own servers) and does not read bodies delimited by the end
+//!   of the connection;
 //! - a head longer than [`MAX_HEAD`] bytes, a line that is not `Name: value`, or two
 //!   different `Content-Length` values are bad replies.
 
@@ -41,7 +43,7 @@ pub enum BadReply {
     Status(u16),
     /// A header line without a colon, or an unparsable `Content-Length`.
     Header,
-    /// Chunked transfer coding (not supported: see the module documentation).
+    /// A transfer coding, chunked or other (not supported: see the module documentation).
     Chunked,
     /// A 2xx reply with a body but no `Content-Length`.
     NoLength,
@@ -55,7 +57,7 @@ impl fmt::Display for BadReply {
             BadReply::StatusLine => f.write_str("malformed status line"),
             BadReply::Status(s) => write!(f, "status {s}"),
             BadReply::Header => f.write_str("malformed header"),
-            BadReply::Chunked => f.write_str("chunked body (unsupported)"),
+            BadReply::Chunked => f.write_str("transfer-coded (chunked) body (unsupported)"),
             BadReply::NoLength => f.write_str("no Content-Length"),
             BadReply::HeadTooLong => f.write_str("head too long"),
         }
@@ -258,9 +260,8 @@ fn head_line(f: &mut Fields, no: usize, line: &[u8], truncated: bool) -> Result<
         }
         f.content_length = Some(n);
     } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-        if !value.eq_ignore_ascii_case(b"identity") {
-            return Err(BadReply::Chunked);
-        }
+        // RFC 9112 §6.3: any Transfer-Encoding overrides Content-Length.
+        return Err(BadReply::Chunked);
     } else if name.eq_ignore_ascii_case(b"connection") {
         f.close |= contains_token(value, b"close");
         f.keep_alive |= contains_token(value, b"keep-alive");
@@ -415,6 +416,12 @@ mod tests {
             ),
             (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n",
+                BadReply::Chunked,
+            ),
+            // Issue 26 item 8: `identity` with a length was read by the length, where RFC
+            // 9112 §6.3 reads a transfer-coded body to the close.
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: identity\r\n\r\n",
                 BadReply::Chunked,
             ),
             (b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\n", BadReply::NoLength),

@@ -16,9 +16,19 @@
 //!   for `Connection: close` (or speaks HTTP/1.0 without `keep-alive`; with it, the response
 //!   says `Connection: keep-alive`, RFC 9112 §9.3, so `ab -k` works); pipelined requests are
 //!   answered in order. A malformed request gets `400`, another method `405`, headers over
-//!   8 KiB `431`, and the connection is closed after that reply.
+//!   8 KiB `431`, and the connection is closed after that reply. Message framing follows RFC
+//!   9112 §6.3: a request's `Content-Length` body is read and discarded before the reply (never
+//!   buffered; over [`HTTP_MAX_REQUEST_BODY`] gets `413`), so a body is never taken for the
+//!   next request. A repeated, listed, signed or non-decimal `Content-Length`, one with
+//!   `Transfer-Encoding`, a header line that is not `name: value` (a space before the colon,
+//!   obs-fold, a bare CR) gets `400`; `Transfer-Encoding` alone (chunked or any other) gets
+//!   `501`: a load-test server reads no chunked bodies. Each of these closes the connection.
+//!   The head is parsed by `httparse` (hyper's parser), in place when a read holds all of it,
+//!   else from a per-connection copy of at most [`HTTP_MAX_HEAD`] bytes; more than
+//!   [`HTTP_MAX_HEADERS`] header lines get `431`.
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -30,10 +40,15 @@ pub const STEVENS_MAX: usize = 16384;
 pub const STEVENS_MAX_LINE: usize = 32;
 /// Largest HTTP request head (request line and headers).
 pub const HTTP_MAX_HEAD: usize = 8192;
+/// Most header lines in an HTTP request head (hyper's default); more get `431`.
+pub const HTTP_MAX_HEADERS: usize = 100;
 /// Default HTTP body size (the benchmarks' 100-byte file).
 pub const HTTP_DEFAULT_BODY: usize = 100;
 /// Largest HTTP body `--body` accepts.
 pub const HTTP_MAX_BODY: usize = 64 << 20;
+/// Largest request body (`Content-Length`) the HTTP handler reads and discards; a larger one
+/// gets `413` and the connection is closed unread.
+pub const HTTP_MAX_REQUEST_BODY: u64 = 64 << 10;
 
 /// The application protocol a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,6 +128,8 @@ enum Conn {
 
 const HTTP_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\nServer: socklab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 const HTTP_405: &[u8] = b"HTTP/1.1 405 Method Not Allowed\r\nServer: socklab\r\nAllow: GET, HEAD\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const HTTP_413: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nServer: socklab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const HTTP_501: &[u8] = b"HTTP/1.1 501 Not Implemented\r\nServer: socklab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 const HTTP_431: &[u8] = b"HTTP/1.1 431 Request Header Fields Too Large\r\nServer: socklab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 const STEVENS_BAD_COUNT: &[u8] =
     b"ERROR count out of range: send a decimal byte count in 1..=16384 and a newline\n";
@@ -153,8 +170,9 @@ impl Replies {
             closing: false,
             line: [0; STEVENS_MAX_LINE],
             line_len: 0,
-            head_len: 0,
-            http: HttpScan::default(),
+            head: Vec::new(),
+            body_left: 0,
+            after_body: (Out::None, false),
             echo: if self.handler == Handler::Echo {
                 Vec::with_capacity(ECHO_CAP)
             } else {
@@ -199,34 +217,40 @@ enum Out {
     Echo,
 }
 
-/// Progress through one HTTP request head, without storing it.
-#[derive(Debug, Default, Clone)]
-struct HttpScan {
-    /// Bytes of the current line seen (for the request line: the method and version checks).
-    line_no: usize,
-    /// Request line fields, once parsed.
+/// What a complete HTTP request head says, as far as the reply goes.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    /// Bytes of the head, up to and including its empty line.
+    len: usize,
     method: Method,
     http10: bool,
-    /// `Connection:` header said close / keep-alive.
+    /// `Connection:` said close / keep-alive.
     conn_close: bool,
     conn_keepalive: bool,
-    /// The current line, up to 256 bytes (longer header lines are skipped, a longer request
-    /// line is still checked for its method and version from what fits).
-    cur: Vec<u8>,
-    cur_overflow: bool,
+    /// Framing (RFC 9112 §6.3): the `Content-Length`, whether a `Transfer-Encoding` came, and
+    /// whether a `Content-Length` was bad or repeated.
+    content_length: Option<u64>,
+    transfer_encoding: bool,
+    malformed: bool,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// What the bytes of a request head come to so far.
+#[derive(Debug)]
+enum Parsed {
+    /// Not complete yet.
+    Partial,
+    Done(Head),
+    /// Refused with this reply (the connection closes after it).
+    Refuse(&'static [u8]),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
-    #[default]
-    Unknown,
     Get,
     Head,
     Other,
     Bad,
 }
-
-const HTTP_LINE_KEEP: usize = 256;
 
 /// One connection's protocol state. See the module documentation for the protocol rules.
 #[derive(Debug)]
@@ -240,8 +264,13 @@ pub struct Session {
     closing: bool,
     line: [u8; STEVENS_MAX_LINE],
     line_len: usize,
-    head_len: usize,
-    http: HttpScan,
+    /// A request head split across reads, kept until it is complete (at most
+    /// `HTTP_MAX_HEAD + 1` bytes; empty when heads come whole).
+    head: Vec<u8>,
+    /// Request body bytes still to discard before `after_body` (the reply and its close flag)
+    /// is sent.
+    body_left: u64,
+    after_body: (Out, bool),
     echo: Vec<u8>,
     requests: u64,
 }
@@ -312,93 +341,111 @@ impl Session {
     }
 
     fn receive_http(&mut self, data: &[u8]) -> usize {
-        if self.http.cur.capacity() == 0 {
-            self.http.cur = Vec::with_capacity(HTTP_LINE_KEEP);
+        if self.body_left > 0 {
+            return self.skip_body(data);
         }
-        for (i, &b) in data.iter().enumerate() {
-            self.head_len += 1;
-            if self.head_len > HTTP_MAX_HEAD {
-                self.reply(Out::Static(HTTP_431), true);
-                return i + 1;
-            }
-            if b != b'\n' {
-                if self.http.cur.len() < HTTP_LINE_KEEP {
-                    self.http.cur.push(b);
-                } else {
-                    self.http.cur_overflow = true;
+        if self.head.is_empty() {
+            // The usual case: the whole head is in this read, parsed in place.
+            let view = &data[..data.len().min(HTTP_MAX_HEAD + 1)];
+            return match parse_lines(view) {
+                Parsed::Partial => {
+                    self.head.extend_from_slice(view);
+                    view.len()
                 }
-                continue;
-            }
-            // End of a line.
-            let mut line = std::mem::take(&mut self.http.cur);
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            let first = self.http.line_no == 0;
-            self.http.line_no += 1;
-            if first {
-                if line.is_empty() {
-                    // Empty lines before a request line are ignored (RFC 9112 §2.2).
-                    self.http.line_no = 0;
-                    self.head_len = 0;
-                } else {
-                    self.http.method =
-                        request_line(&line, self.http.cur_overflow, &mut self.http.http10);
+                Parsed::Refuse(r) => {
+                    self.reply(Out::Static(r), true);
+                    view.len()
                 }
-            } else if line.is_empty() {
-                // End of the head.
-                line.clear();
-                self.http.cur = line;
-                let r = self.finish_http();
-                return i + 1 + r;
-            } else if !self.http.cur_overflow {
-                header(
-                    &line,
-                    &mut self.http.conn_close,
-                    &mut self.http.conn_keepalive,
-                );
-            }
-            self.http.cur_overflow = false;
-            line.clear();
-            self.http.cur = line;
+                Parsed::Done(h) => h.len + self.answer(h, &data[h.len..]),
+            };
         }
-        data.len()
+        // The rest of a split head: what it comes to changes only with a newline.
+        let old = self.head.len();
+        let take = data.len().min(HTTP_MAX_HEAD + 1 - old);
+        self.head.extend_from_slice(&data[..take]);
+        if !data[..take].contains(&b'\n') && self.head.len() <= HTTP_MAX_HEAD {
+            return take;
+        }
+        match parse_lines(&self.head) {
+            Parsed::Partial => take,
+            Parsed::Refuse(r) => {
+                self.release_head();
+                self.reply(Out::Static(r), true);
+                take
+            }
+            Parsed::Done(h) => {
+                // The head did not end in what was kept before (that was partial).
+                let used = h.len.saturating_sub(old);
+                self.release_head();
+                used + self.answer(h, &data[used..])
+            }
+        }
     }
 
-    /// Answers a complete request head; returns 0 (a hook for consumed-count bookkeeping).
-    fn finish_http(&mut self) -> usize {
-        let method = self.http.method;
+    /// Forgets a split head, keeping a small buffer for the next.
+    fn release_head(&mut self) {
+        self.head.clear();
+        if self.head.capacity() > 1024 {
+            self.head = Vec::new();
+        }
+    }
+
+    /// Answers a complete request head, or starts discarding its body (of which `rest` may
+    /// hold some); returns how much of `rest` it consumed.
+    fn answer(&mut self, h: Head, rest: &[u8]) -> usize {
         // RFC 9112 §9.3: `close` ends the connection; an HTTP/1.0 request persists only with
         // `keep-alive`, and then the response must say `keep-alive` too.
-        let conn = if self.http.conn_close || (self.http.http10 && !self.http.conn_keepalive) {
+        let conn = if h.conn_close || (h.http10 && !h.conn_keepalive) {
             Conn::Close
-        } else if self.http.http10 {
+        } else if h.http10 {
             Conn::KeepAlive
         } else {
             Conn::Persist
         };
-        let close = conn == Conn::Close;
-        let cur = std::mem::take(&mut self.http.cur);
-        self.http = HttpScan {
-            cur,
-            ..HttpScan::default()
+        // RFC 9112 §6.3: a message whose framing is in doubt is answered and the connection
+        // closed, so that nothing after it is read as a request.
+        let refuse = if h.method == Method::Bad
+            || h.malformed
+            || (h.transfer_encoding && h.content_length.is_some())
+        {
+            Some(HTTP_400)
+        } else if h.transfer_encoding {
+            Some(HTTP_501)
+        } else if h.method == Method::Other {
+            Some(HTTP_405)
+        } else if h.content_length.unwrap_or(0) > HTTP_MAX_REQUEST_BODY {
+            Some(HTTP_413)
+        } else {
+            None
         };
-        self.head_len = 0;
-        match method {
-            Method::Get | Method::Head => {
-                self.requests += 1;
-                self.reply(
-                    Out::Http {
-                        conn,
-                        head_only: method == Method::Head,
-                    },
-                    close,
-                );
-            }
-            Method::Other => self.reply(Out::Static(HTTP_405), true),
-            Method::Bad | Method::Unknown => self.reply(Out::Static(HTTP_400), true),
+        if let Some(r) = refuse {
+            self.reply(Out::Static(r), true);
+            return 0;
         }
-        0
+        let ok = Out::Http {
+            conn,
+            head_only: h.method == Method::Head,
+        };
+        self.after_body = (ok, conn == Conn::Close);
+        self.body_left = h.content_length.unwrap_or(0);
+        if self.body_left == 0 {
+            self.requests += 1;
+            self.reply(ok, conn == Conn::Close);
+            return 0;
+        }
+        self.skip_body(rest)
+    }
+
+    /// Discards request body bytes; the reply follows the body's last byte.
+    fn skip_body(&mut self, data: &[u8]) -> usize {
+        let n = usize::try_from(self.body_left).map_or(data.len(), |b| b.min(data.len()));
+        self.body_left -= n as u64;
+        if self.body_left == 0 {
+            let (out, close) = self.after_body;
+            self.requests += 1;
+            self.reply(out, close);
+        }
+        n
     }
 
     /// The next bytes to write (empty when nothing is pending).
@@ -462,44 +509,92 @@ fn parse_count(line: &[u8]) -> Option<usize> {
     })
 }
 
-fn request_line(line: &[u8], overflow: bool, http10: &mut bool) -> Method {
-    let mut parts = line.split(|&b| b == b' ').filter(|p| !p.is_empty());
-    let (Some(m), Some(_target)) = (parts.next(), parts.next()) else {
-        return Method::Bad;
-    };
-    if !overflow {
-        match parts.next() {
-            Some(b"HTTP/1.1") => *http10 = false,
-            Some(b"HTTP/1.0") => *http10 = true,
-            _ => return Method::Bad,
-        }
-        if parts.next().is_some() {
-            return Method::Bad;
-        }
+/// [`parse_head`] of `buf` up to its last newline (all of it past `HTTP_MAX_HEAD`): what a
+/// head comes to depends on whole lines only, so it is the same however the bytes were split
+/// across reads (a bad byte in a line is found when the line ends).
+fn parse_lines(buf: &[u8]) -> Parsed {
+    if buf.len() > HTTP_MAX_HEAD {
+        return parse_head(buf);
     }
-    match m {
-        b"GET" => Method::Get,
-        b"HEAD" => Method::Head,
-        m if m.iter().all(|b| b.is_ascii_uppercase()) => Method::Other,
-        _ => Method::Bad,
+    match buf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => parse_head(&buf[..=i]),
+        None => Parsed::Partial,
     }
 }
 
-fn header(line: &[u8], close: &mut bool, keepalive: &mut bool) {
-    let Some(colon) = line.iter().position(|&b| b == b':') else {
-        return;
+/// Parses a request head from the start of `buf` (at most `HTTP_MAX_HEAD + 1` bytes: a
+/// longer head is `431`). `httparse` refuses what RFC 9112 says a server must refuse in the
+/// head's syntax (whitespace before a colon, obs-fold, a bare CR, a line without a colon, a
+/// bad request line); the framing headers are checked here.
+fn parse_head(buf: &[u8]) -> Parsed {
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HTTP_MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut headers) {
+        Ok(httparse::Status::Complete(n)) if n <= HTTP_MAX_HEAD => n,
+        Ok(httparse::Status::Partial) if buf.len() <= HTTP_MAX_HEAD => return Parsed::Partial,
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => return Parsed::Refuse(HTTP_431),
+        Err(_) => return Parsed::Refuse(HTTP_400),
     };
-    if !line[..colon].eq_ignore_ascii_case(b"connection") {
-        return;
-    }
-    for tok in line[colon + 1..].split(|&b| b == b',') {
-        let tok = tok.trim_ascii();
-        if tok.eq_ignore_ascii_case(b"close") {
-            *close = true;
-        } else if tok.eq_ignore_ascii_case(b"keep-alive") {
-            *keepalive = true;
+    let method = match req.method {
+        Some("GET") => Method::Get,
+        Some("HEAD") => Method::Head,
+        Some(m) if m.bytes().all(|b| b.is_ascii_uppercase()) => Method::Other,
+        _ => Method::Bad,
+    };
+    let mut h = Head {
+        len,
+        method,
+        http10: req.version == Some(0),
+        conn_close: false,
+        conn_keepalive: false,
+        content_length: None,
+        transfer_encoding: false,
+        malformed: false,
+    };
+    for f in req.headers.iter() {
+        let value = trim_ows(f.value);
+        if f.name.eq_ignore_ascii_case("content-length") {
+            // One decimal value, once (§6.3 item 5: duplicates and lists are refused, not
+            // merged).
+            match content_length(value) {
+                Some(n) if h.content_length.is_none() => h.content_length = Some(n),
+                _ => h.malformed = true,
+            }
+        } else if f.name.eq_ignore_ascii_case("transfer-encoding") {
+            h.transfer_encoding = true;
+        } else if f.name.eq_ignore_ascii_case("connection") {
+            for tok in value.split(|&b| b == b',') {
+                let tok = trim_ows(tok);
+                if tok.eq_ignore_ascii_case(b"close") {
+                    h.conn_close = true;
+                } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                    h.conn_keepalive = true;
+                }
+            }
         }
     }
+    Parsed::Done(h)
+}
+
+/// `v` without leading and trailing spaces and tabs (OWS, RFC 9110 §5.6.3).
+fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// A `Content-Length` value: 1*DIGIT that fits a `u64` (no sign, no list, no spaces inside).
+fn content_length(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    v.iter().try_fold(0u64, |a, &d| {
+        a.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
 }
 
 #[cfg(test)]
@@ -640,6 +735,244 @@ mod tests {
         let (out, close) = run(Handler::Http, 10, &big, 1000, 64);
         assert!(out.starts_with(b"HTTP/1.1 431 "));
         assert!(close);
+    }
+
+    /// The statuses of the responses in `out`, in order (the 10-byte bodies hold no `HTTP/`).
+    fn statuses(out: &[u8]) -> Vec<String> {
+        String::from_utf8_lossy(out)
+            .split("HTTP/1.1 ")
+            .skip(1)
+            .map(|r| r[..3].to_string())
+            .collect()
+    }
+
+    /// A GET whose body looks like a request (issue 26 item 8: it was answered twice).
+    const SMUGGLE: &[u8] =
+        b"GET / HTTP/1.1\r\nContent-Length: 26\r\n\r\nGET /smuggled HTTP/1.1\r\n\r\n";
+
+    #[test]
+    fn http_content_length_body_is_read_not_parsed() {
+        assert_eq!(
+            SMUGGLE.len() - SMUGGLE.windows(4).position(|w| w == b"\r\n\r\n").unwrap() - 4,
+            26
+        );
+        for chunk in [1, 7, 1000] {
+            let (out, close) = run(Handler::Http, 10, SMUGGLE, chunk, 64);
+            assert_eq!(statuses(&out), ["200"], "chunk {chunk}");
+            assert!(!close);
+            // The next request after the body is answered, once.
+            let mut two = SMUGGLE.to_vec();
+            two.extend_from_slice(
+                b"HEAD / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\n\r\n",
+            );
+            let (out, close) = run(Handler::Http, 10, &two, chunk, 64);
+            assert_eq!(statuses(&out), ["200", "200", "200"], "chunk {chunk}");
+            assert!(!close);
+        }
+        // A body up to the limit is discarded, then answered.
+        let mut big = format!("GET / HTTP/1.1\r\nContent-Length: {HTTP_MAX_REQUEST_BODY}\r\n\r\n")
+            .into_bytes();
+        big.resize(big.len() + HTTP_MAX_REQUEST_BODY as usize, b'G');
+        let (out, close) = run(Handler::Http, 10, &big, 4096, 64);
+        assert_eq!(statuses(&out), ["200"]);
+        assert!(!close);
+        // No reply before the body's last byte.
+        let r = Replies::new(Handler::Http, 10).unwrap();
+        let mut s = r.session();
+        let head = b"GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcd";
+        assert_eq!(s.receive(head), head.len());
+        assert!(!s.has_pending());
+        assert_eq!(s.receive(b"eGET"), 1);
+        assert!(s.has_pending());
+        assert_eq!(s.requests(), 1);
+    }
+
+    #[test]
+    fn http_doubtful_framing_is_refused_and_closed() {
+        for (req, code) in [
+            (&b"GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"[..], "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\nhello", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: -5\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 0x5\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 5 5\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length:\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello", "400"),
+            (b"GET / HTTP/1.1\r\nX: y\r\n Content-Length: 5\r\n\r\nhello", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 5\rX: y\r\n\r\nhello", "400"),
+            (b"GET / HTTP/1.1\r\nno colon here\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "501"),
+            (b"GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "501"),
+            (b"GET / HTTP/1.1\r\nContent-Length: 65537\r\n\r\n", "413"),
+            (b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", "405"),
+        ] {
+            for chunk in [1, 5, 1000] {
+                let (out, close) = run(Handler::Http, 10, req, chunk, 64);
+                let text = String::from_utf8_lossy(&out);
+                assert_eq!(statuses(&out), [code], "{text}");
+                assert!(close, "{text}");
+            }
+        }
+        // A long header line is read whole: 300 zeros and a 5 are 5.
+        let padded = format!(
+            "GET / HTTP/1.1\r\nContent-Length: {}5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n",
+            "0".repeat(300)
+        );
+        let (out, close) = run(Handler::Http, 10, padded.as_bytes(), 64, 64);
+        assert_eq!(statuses(&out), ["200", "200"]);
+        assert!(!close);
+        // More header lines than `HTTP_MAX_HEADERS`: 431.
+        let mut many = b"GET / HTTP/1.1\r\n".to_vec();
+        for _ in 0..=HTTP_MAX_HEADERS {
+            many.extend_from_slice(b"X: y\r\n");
+        }
+        many.extend_from_slice(b"\r\n");
+        let (out, close) = run(Handler::Http, 10, &many, 100, 64);
+        assert_eq!(statuses(&out), ["431"]);
+        assert!(close);
+        // A leading zero is still one decimal value.
+        let (out, close) = run(
+            Handler::Http,
+            10,
+            b"GET / HTTP/1.1\r\nContent-Length: \t005 \r\n\r\nhello",
+            3,
+            64,
+        );
+        assert_eq!(statuses(&out), ["200"]);
+        assert!(!close);
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Feeds `input` in pieces cut at `cuts`, writing replies `wpiece` bytes at a time.
+        fn run_cuts(input: &[u8], cuts: &[usize], wpiece: usize) -> (Vec<u8>, bool) {
+            let r = Replies::new(Handler::Http, 10).unwrap();
+            let mut s = r.session();
+            let mut out = Vec::new();
+            let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+            bounds.push(input.len());
+            bounds.sort_unstable();
+            let mut start = 0;
+            for end in bounds {
+                while start < end {
+                    while s.has_pending() {
+                        let p = s.pending(&r);
+                        let n = p.len().min(wpiece);
+                        out.extend_from_slice(&p[..n]);
+                        s.sent(n, &r);
+                    }
+                    if s.should_close() {
+                        return (out, true);
+                    }
+                    let n = s.receive(&input[start..end]);
+                    assert!(n > 0 || s.has_pending(), "no progress");
+                    start += n;
+                }
+            }
+            while s.has_pending() {
+                let p = s.pending(&r);
+                let n = p.len().min(wpiece);
+                out.extend_from_slice(&p[..n]);
+                s.sent(n, &r);
+            }
+            (out, s.should_close())
+        }
+
+        /// One valid request: GET or HEAD, HTTP/1.1 or 1.0 keep-alive, CRLF or LF, with or
+        /// without a body that looks like a request.
+        fn request(kind: u8, body: usize) -> Vec<u8> {
+            let eol = if kind & 4 == 0 { "\r\n" } else { "\n" };
+            let method = if kind & 1 == 0 { "GET" } else { "HEAD" };
+            let version = if kind & 2 == 0 {
+                "HTTP/1.1"
+            } else {
+                "HTTP/1.0"
+            };
+            let mut r = format!("{method} /{kind} {version}{eol}Host: x{eol}");
+            if kind & 2 != 0 {
+                r.push_str(&format!("Connection: keep-alive{eol}"));
+            }
+            if body > 0 {
+                r.push_str(&format!("Content-Length: {body}{eol}"));
+            }
+            r.push_str(eol);
+            let mut r = r.into_bytes();
+            r.extend(b"GET /no HTTP/1.1\r\n\r\n".iter().cycle().take(body));
+            r
+        }
+
+        proptest! {
+            /// Any byte split of a valid pipelined stream (bodies included) gives the same
+            /// responses as the whole stream at once: one per request, all 200.
+            #[test]
+            fn any_split_of_a_pipelined_stream(
+                reqs in proptest::collection::vec((0u8..8, 0usize..60), 1..8),
+                cuts in proptest::collection::vec(0usize..4000, 0..16),
+                wpiece in 1usize..200,
+            ) {
+                let stream: Vec<u8> = reqs.iter().flat_map(|&(k, b)| request(k, b)).collect();
+                let whole = run_cuts(&stream, &[], usize::MAX);
+                let split = run_cuts(&stream, &cuts, wpiece);
+                prop_assert_eq!(&whole, &split);
+                prop_assert!(!whole.1);
+                let st = statuses(&whole.0);
+                prop_assert_eq!(st.len(), reqs.len());
+                prop_assert!(st.iter().all(|c| c == "200"));
+            }
+
+            /// A soup of request fragments (framing headers, odd line ends, digits, commas):
+            /// any split gives what the whole gives, and only the last response may be a
+            /// refusal, which closes.
+            #[test]
+            fn any_split_of_fragment_soup(
+                parts in proptest::collection::vec(0usize..FRAGMENTS.len(), 0..60),
+                cuts in proptest::collection::vec(0usize..4000, 0..16),
+                wpiece in 1usize..200,
+            ) {
+                let stream: Vec<u8> = parts.iter().flat_map(|&i| FRAGMENTS[i].bytes()).collect();
+                let whole = run_cuts(&stream, &[], usize::MAX);
+                let split = run_cuts(&stream, &cuts, wpiece);
+                prop_assert_eq!(&whole, &split);
+                let st = statuses(&whole.0);
+                if let [ok @ .., last] = &st[..] {
+                    prop_assert!(ok.iter().all(|c| c == "200"));
+                    prop_assert!(last == "200" || whole.1);
+                }
+            }
+        }
+
+        const FRAGMENTS: [&str; 24] = [
+            "GET / HTTP/1.1\r\n",
+            "HEAD / HTTP/1.0\r\n",
+            "GET / HTTP/1.1\n",
+            "POST / HTTP/1.1\r\n",
+            "\r\n",
+            "\n",
+            "\r",
+            " ",
+            "\t",
+            ":",
+            ",",
+            "0",
+            "5",
+            "12",
+            "-",
+            "+",
+            "x",
+            "Content-Length: ",
+            "content-length:",
+            "Transfer-Encoding: chunked\r\n",
+            "Connection: close\r\n",
+            "Connection: keep-alive\r\n",
+            "Host: x\r\n",
+            "GET /",
+        ];
     }
 
     #[test]
