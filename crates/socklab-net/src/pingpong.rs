@@ -119,9 +119,11 @@ pub struct PingConfig {
     pub count: u64,
     /// Socket options of the client side.
     pub opts: OptSet,
-    /// The longest wait for one reply. UDP: how long one try waits before the message is sent
-    /// again. TCP: how long a read of the reply may wait (a slower reply is an error; one
-    /// within it is a sample, e.g. a message held by TCP_CORK's ~200 ms timer).
+    /// The longest wait for one reply. TCP: the whole reply, from the send of the message to
+    /// the last byte of its reply (however it trickles in); a slower reply fails the
+    /// repetition, one within it is a sample (e.g. a message held by TCP_CORK's ~200 ms timer).
+    /// With a connection per message the time starts after the connect. UDP: how long one try
+    /// waits for its datagram before the message is sent again.
     pub timeout: Duration,
     /// UDP: resends of an unanswered message before it counts as lost.
     pub retries: u32,
@@ -377,8 +379,10 @@ fn peer_error(cfg: &PingConfig, done: u64, source: io::Error) -> NetError {
 enum TripError {
     /// End of stream.
     Closed { got: usize },
-    /// No progress within the timeout.
+    /// The reply was not complete within the timeout.
     Timeout { got: usize },
+    /// The whole reply came, but after the timeout (`took` after the send began).
+    Late { took: Duration },
     /// The server sent more than the reply's size.
     TooMuch { got: usize },
     /// `--reply echo`: the reply differs from the message at byte `at`.
@@ -412,12 +416,20 @@ impl TripError {
                 format_duration(cfg.timeout * 10),
             ),
             TripError::Timeout { got } => format!(
-                "the reply to round trip {} stopped short: {}, {} and no more within the timeout of {}{}",
+                "the reply to round trip {} was not complete within the timeout of {} (it bounds the whole reply): {}, {}; a slower server needs a longer `timeout`{}",
                 done + 1,
+                format_duration(cfg.timeout),
                 expected(cfg),
                 arrived(got),
-                format_duration(cfg.timeout),
                 reply_hint(cfg)
+            ),
+            TripError::Late { took } => format!(
+                "the reply to round trip {} was complete only after {}, past the timeout of {} after {done} of {} round trips (a slower server needs a longer one: `timeout` {})",
+                done + 1,
+                format_duration(took),
+                format_duration(cfg.timeout),
+                cfg.count,
+                format_duration(cfg.timeout * 10),
             ),
             TripError::TooMuch { got } => format!(
                 "replied to round trip {} with more bytes than expected: {}, {} and more{}",
@@ -443,13 +455,19 @@ impl TripError {
 /// One TCP round trip on a blocking socket: sends `msg`, then reads its reply into `reply`
 /// (as [`Reply`] says what that is; `reply` holds at least that many bytes). Returns the size
 /// of the reply. With `--reply echo` every byte is compared with the message as it arrives.
+///
+/// The whole reply is due by `deadline`. The fast path reads no clock: the first read after a
+/// send that did not wait blocks at most the socket's `SO_RCVTIMEO` (the timeout, set once),
+/// and the caller checks the round trip's time against the timeout. Every other wait (the send
+/// finding the buffer full, the read after a short read) is a `poll()` for what is left until
+/// `deadline`, so a reply that trickles in cannot stretch the wait read by read.
 fn round_trip(
     sock: &Socket,
     msg: &[u8],
     reply: &mut [u8],
     want: Reply,
     rearm: bool,
-    timeout_ms: i32,
+    deadline: Instant,
 ) -> Result<usize, TripError> {
     // At least `need` bytes make the reply; a read fills at most `cap`.
     let (need, cap) = match want {
@@ -458,6 +476,9 @@ fn round_trip(
         Reply::Any => (1, reply.len()),
     };
     let (mut sent, mut got) = (0, 0);
+    // Whether a wait has happened in this round trip: from then on every wait is bounded by
+    // what is left until `deadline`.
+    let mut waited = false;
     let mut read_some = |got: &mut usize| -> Result<(), TripError> {
         if *got == cap {
             return Err(TripError::TooMuch { got: *got });
@@ -494,7 +515,9 @@ fn round_trip(
             {
                 // The send buffer is full (or the connection is not up yet): the server may be
                 // blocked writing the echo back to us, so read what has come back meanwhile.
-                let ready = poll_one(sock.as_fd(), poll_flags::IN | poll_flags::OUT, timeout_ms)
+                waited = true;
+                let ms = ms_left(deadline).ok_or(TripError::Timeout { got })?;
+                let ready = poll_one(sock.as_fd(), poll_flags::IN | poll_flags::OUT, ms)
                     .map_err(TripError::Io)?;
                 if ready == 0 {
                     return Err(TripError::Timeout { got });
@@ -507,9 +530,28 @@ fn round_trip(
         }
     }
     while got < need {
+        if waited {
+            // Only what is left of the deadline: the reply is bounded as a whole.
+            let ms = ms_left(deadline).ok_or(TripError::Timeout { got })?;
+            if poll_one(sock.as_fd(), poll_flags::IN, ms).map_err(TripError::Io)? == 0 {
+                return Err(TripError::Timeout { got });
+            }
+        }
         read_some(&mut got)?;
+        waited = true;
     }
     Ok(got)
+}
+
+/// The milliseconds left until `deadline`, rounded up (a `poll()` never ends early), or `None`
+/// once it has passed.
+fn ms_left(deadline: Instant) -> Option<i32> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return None;
+    }
+    let ms = left.as_nanos().div_ceil(1_000_000);
+    Some(i32::try_from(ms).unwrap_or(i32::MAX))
 }
 
 fn tcp_socket(cfg: &PingConfig) -> Result<Socket, NetError> {
@@ -523,16 +565,22 @@ fn tcp_socket(cfg: &PingConfig) -> Result<Socket, NetError> {
     Ok(sock)
 }
 
-fn timeout_ms(d: Duration) -> i32 {
-    i32::try_from(d.as_millis()).unwrap_or(i32::MAX).max(1)
-}
-
 /// The size of the reply buffer for `cfg`.
 fn reply_buf_len(cfg: &PingConfig) -> usize {
     match cfg.reply {
         Reply::Echo => cfg.size,
         Reply::Bytes(n) => n,
         Reply::Any => cfg.size.max(ANY_REPLY_BUF),
+    }
+}
+
+/// A round trip's outcome, failed as [`TripError::Late`] when its reply took longer than the
+/// timeout (`took`: from the send to the last byte): no sample is ever longer than the timeout.
+fn within(cfg: &PingConfig, r: Result<usize, TripError>, took: Duration) -> Result<(), TripError> {
+    match r {
+        Ok(_) if took > cfg.timeout => Err(TripError::Late { took }),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
@@ -545,7 +593,6 @@ fn run_tcp(
     let mut reply = AlignedBuf::zeroed(reply_buf_len(cfg));
     let reply = reply.as_mut_slice();
     let rearm = cfg.opts.rearm_quickack(Side::Client);
-    let poll_ms = timeout_ms(cfg.timeout);
     let prepare = |sock: &Socket| {
         sock.set_read_timeout(Some(cfg.timeout))
             .map_err(|e| NetError::io("SO_RCVTIMEO", e))
@@ -567,10 +614,10 @@ fn run_tcp(
             }
             stamp(msg, i);
             let t = Instant::now();
-            if let Err(e) = round_trip(&sock, msg, reply, cfg.reply, rearm, poll_ms) {
-                return Err(e.into_net(cfg, i, reply));
-            }
-            record(&mut res.rtt_ns, t.elapsed());
+            let r = round_trip(&sock, msg, reply, cfg.reply, rearm, t + cfg.timeout);
+            let rtt = t.elapsed();
+            within(cfg, r, rtt).map_err(|e| e.into_net(cfg, i, reply))?;
+            record(&mut res.rtt_ns, rtt);
             res.completed += 1;
         }
         res.total_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -592,10 +639,18 @@ fn run_tcp(
             .map_err(|e| connect_error(cfg, i, e))?;
         let connected = t.elapsed();
         prepare(&sock)?;
-        if let Err(e) = round_trip(&sock, msg, reply, cfg.reply, rearm, poll_ms) {
-            return Err(e.into_net(cfg, i, reply));
-        }
-        record(&mut res.rtt_ns, t.elapsed());
+        // The reply's time starts after the connect (`connect_timeout` bounds that).
+        let r = round_trip(
+            &sock,
+            msg,
+            reply,
+            cfg.reply,
+            rearm,
+            t + connected + cfg.timeout,
+        );
+        let rtt = t.elapsed();
+        within(cfg, r, rtt.saturating_sub(connected)).map_err(|e| e.into_net(cfg, i, reply))?;
+        record(&mut res.rtt_ns, rtt);
         record(&mut res.connect_ns, connected);
         res.connects += 1;
         if i == 0 {
@@ -759,5 +814,33 @@ mod tests {
         assert_eq!(quote(b"pong\n\0"), "\"pong\\n\\x00\"");
         let long = [b'a'; 100];
         assert_eq!(quote(&long), format!("\"{}\"…", "a".repeat(QUOTE_MAX)));
+    }
+
+    #[test]
+    fn a_whole_reply_after_the_timeout_is_no_sample() {
+        // The reply's last byte can come after the timeout only by a timer's slack (the waits
+        // are bounded by the deadline): it fails the round trip all the same.
+        let cfg = PingConfig {
+            timeout: Duration::from_secs(1),
+            ..PingConfig::default()
+        };
+        let ms = Duration::from_millis;
+        assert!(within(&cfg, Ok(29), ms(1000)).is_ok());
+        let Err(e) = within(&cfg, Ok(29), ms(1001)) else {
+            panic!("a late reply passed")
+        };
+        let text = e.into_net(&cfg, 3, &[]).to_string();
+        assert!(
+            text.contains("round trip 4 was complete only after 1001ms, past the timeout of 1s"),
+            "{text}"
+        );
+        assert!(matches!(
+            within(&cfg, Err(TripError::Timeout { got: 0 }), ms(5)),
+            Err(TripError::Timeout { got: 0 })
+        ));
+        // The deadline's milliseconds round up, so a poll never ends before it.
+        assert_eq!(ms_left(Instant::now() - ms(1)), None);
+        let left = ms_left(Instant::now() + Duration::from_micros(1500)).unwrap();
+        assert!((1..=2).contains(&left), "{left}");
     }
 }

@@ -327,3 +327,61 @@ fn a_silent_listener_is_a_clear_error_and_stop_ends_the_wait() {
     assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
     drop(l);
 }
+
+/// A "sink" that reads the client's first line and then trickles a control line that never
+/// ends: one byte every 50 ms, no newline (512 bytes, the line limit, take 25.6 s). Each read
+/// returns well within the socket's wake-up tick. Bounded: 600 bytes, then it holds the
+/// connection until the client goes away.
+fn sink_that_trickles_its_line() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut line = [0u8; 512];
+                let _ = s.read(&mut line);
+                for _ in 0..600 {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if s.write_all(b"R").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 26 item 7: a control line that trickles in was read byte by byte with the bounds
+/// looked at only when a read timed out, so Ctrl-C and the READY wait (10 s) were ignored
+/// until the line limit (25.6 s here). Now every partial line looks at them too.
+#[test]
+fn a_trickled_control_line_does_not_hold_off_stop_or_the_ready_wait() {
+    // Ctrl-C ends the wait at once (old: only at the 512-byte line limit, 25.6 s).
+    let to = sink_that_trickles_its_line();
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = flag.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let c = bulk_cfg(to, Limit::Iterations(1));
+        let _ = tx.send(bulk::run(&c, &|| f2.load(Ordering::SeqCst)));
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    flag.store(true, Ordering::SeqCst);
+    let r = rx
+        .recv_timeout(Duration::from_secs(15))
+        .expect("stop ignored while the line trickled in");
+    assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
+
+    // The READY wait (10 s) bounds the whole line, not each read of it.
+    let t0 = Instant::now();
+    let e = within(HANG, move || {
+        bulk::run(&bulk_cfg(to, Limit::Iterations(1)), &|| false)
+    })
+    .unwrap_err()
+    .to_string();
+    let took = t0.elapsed();
+    assert!(e.contains("no READY line in time"), "{e}");
+    assert!(took < Duration::from_secs(20), "{took:?}: {e}");
+}

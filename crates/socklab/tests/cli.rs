@@ -654,6 +654,92 @@ fn tcp_pingpong_waits_for_a_reply_as_long_as_timeout_says() {
     server.join().unwrap();
 }
 
+/// A TCP server on 127.0.0.1 for one connection that echoes each 32-byte message one byte
+/// every 300 ms (so a reply takes 9.3 s), until the client goes away (a write fails) or two
+/// messages were answered.
+fn trickling_tcp_server() -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut msg = [0u8; 32];
+        for _ in 0..2 {
+            if s.read_exact(&mut msg).is_err() {
+                return;
+            }
+            for b in msg {
+                std::thread::sleep(Duration::from_millis(300));
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    (addr, handle)
+}
+
+/// Issue 26 item 7: `--timeout` bounds the whole reply, not each read of it. A reply trickled
+/// in one byte every 300 ms was stored as a 9.3 s round trip under `--timeout 1s`; now the
+/// repetition fails at the timeout and is stored failed, with its reason and no round trip.
+#[test]
+fn a_trickled_reply_fails_the_pingpong_repetition_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let dbs = db.to_str().unwrap();
+    let (addr, server) = trickling_tcp_server();
+    let to = addr.to_string();
+    let args = [
+        "pingpong",
+        "--to",
+        &to,
+        "--size",
+        "32",
+        "--count",
+        "2",
+        "--timeout",
+        "1s",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--db",
+        dbs,
+    ];
+    let t = Instant::now();
+    assert_error(
+        &args,
+        1,
+        &[
+            "round trip 1 was not complete within the timeout of 1s",
+            "--timeout",
+        ],
+    );
+    // Generous: the timeout is 1 s; the old per-read timeout took 18.6 s for two round trips.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    // The server saw the connection go (its write failed): it was not kept.
+    server.join().unwrap();
+    let (c, json, err) = run(&["results", "export", "--json", "--db", dbs]);
+    assert_eq!(c, 0, "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let r = &rows[0];
+    assert_eq!(r["metrics"]["failed"], 1.0, "{r}");
+    assert!(
+        r["metrics"]["rtt_max_us"].is_null(),
+        "no round trip stored: {r}"
+    );
+    assert!(
+        r["extra"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("was not complete within the timeout of 1s")),
+        "{r}"
+    );
+}
+
 #[test]
 fn a_corked_pingpong_is_measured_at_the_cork_timer_not_failed() {
     // TCP_CORK holds each small message until its ~200 ms timer: a slow round trip, which the

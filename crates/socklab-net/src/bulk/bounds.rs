@@ -67,6 +67,13 @@ impl<'a> Bounds<'a> {
         if !crate::partial::is_no_progress(&e) {
             return Err(e);
         }
+        self.check(since)
+    }
+
+    /// Whether to go on now, with or without progress (`since`: the start of the silence, for
+    /// the stall): `Err` when a bound gave up, as [`Bounds::wait`]. A control line that trickles
+    /// in makes progress read by read, so it is checked after each partial read too.
+    pub fn check(&mut self, since: Instant) -> io::Result<()> {
         let now = Instant::now();
         let halt = if (self.stop)() {
             Halt::Interrupted
@@ -201,6 +208,11 @@ pub(crate) fn read_line(
             line.truncate(nl);
             return Ok(String::from_utf8_lossy(&line).into_owned());
         }
+        // Part of a line: the phase's limit, the deadline and Ctrl-C bound the whole line, not
+        // each read of it (issue 26 item 7).
+        if let Err(e) = b.check(Instant::now()) {
+            return Err(b.error(cfg, &format!("waiting for {what} from"), e));
+        }
         if line.len() >= MAX_LINE {
             return Err(NetError::Protocol {
                 peer,
@@ -247,7 +259,15 @@ impl LineReader {
                         detail: format!("closed the control connection before sending {what}"),
                     })
                 }
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    // A line may trickle in: its bounds apply to the whole of it.
+                    if !self.buf.contains(&b'\n') {
+                        if let Err(e) = b.check(Instant::now()) {
+                            return Err(b.error(cfg, &format!("waiting for {what} from"), e));
+                        }
+                    }
+                }
                 Err(e) => match b.wait(e, Instant::now()) {
                     Ok(()) => {}
                     Err(e) => return Err(b.error(cfg, &format!("waiting for {what} from"), e)),
