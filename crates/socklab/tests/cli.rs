@@ -654,31 +654,45 @@ fn tcp_pingpong_waits_for_a_reply_as_long_as_timeout_says() {
     server.join().unwrap();
 }
 
-/// A TCP server on 127.0.0.1 for one connection that echoes each 32-byte message one byte
+/// A TCP server on 127.0.0.1 for one measured connection that echoes each 32-byte message one byte
 /// every 300 ms (so a reply takes 9.3 s), until the client goes away (a write fails) or two
 /// messages were answered.
 fn trickling_tcp_server() -> (SocketAddr, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let handle = std::thread::spawn(move || {
-        let Ok((mut s, _)) = listener.accept() else {
-            return;
-        };
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut msg = [0u8; 32];
+        // The first connection is socklab's check that the target answers (it closes at
+        // once, sending nothing); the second is the repetition's.
         for _ in 0..2 {
-            if s.read_exact(&mut msg).is_err() {
+            let Ok((mut s, _)) = listener.accept() else {
                 return;
+            };
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut msg = [0u8; 32];
+            if s.read_exact(&mut msg).is_err() {
+                continue;
             }
-            for b in msg {
-                std::thread::sleep(Duration::from_millis(300));
-                if s.write_all(&[b]).is_err() {
-                    return;
-                }
-            }
+            trickle(&mut s, msg);
+            return;
         }
     });
     (addr, handle)
+}
+
+/// Answers `msg` and one more 32-byte message of `s`, each one byte every 300 ms.
+fn trickle(s: &mut std::net::TcpStream, first: [u8; 32]) {
+    let mut msg = first;
+    for i in 0..2 {
+        if i > 0 && s.read_exact(&mut msg).is_err() {
+            return;
+        }
+        for b in msg {
+            std::thread::sleep(Duration::from_millis(300));
+            if s.write_all(&[b]).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// Issue 26 item 7: `--timeout` bounds the whole reply, not each read of it. A reply trickled
