@@ -12,6 +12,10 @@ use crate::runner::{Executor, Sample};
 use crate::series::LiveSink;
 use crate::LabError;
 
+/// How long a failed repetition waits to see whether its remote server's session is ending:
+/// the client may see a broken pipe before the session's end is seen here.
+const LOST_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Runs cells for real.
 #[derive(Debug)]
 pub struct LiveExecutor {
@@ -62,6 +66,12 @@ impl Executor for LiveExecutor {
             .and_then(|s| match self.res.lost_server() {
                 Some(e) => Err(e),
                 None => Ok(s),
+            })
+            // A repetition that failed while its remote server's session was going down
+            // (the client saw the broken pipe first): the lost host is the reason.
+            .map_err(|e| match e {
+                LabError::Run { .. } => self.res.lost_server_within(LOST_GRACE).unwrap_or(e),
+                e => e,
             });
         let mut s = match ran {
             Ok(s) => s,

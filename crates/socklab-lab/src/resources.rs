@@ -318,6 +318,23 @@ impl Resources {
         })
     }
 
+    /// [`Self::lost_server`], giving a remote server that is ending up to `grace` to be seen
+    /// ended; at once `None` when no kept server runs on another host.
+    pub fn lost_server_within(&mut self, grace: Duration) -> Option<LabError> {
+        let until = std::time::Instant::now() + grace;
+        loop {
+            if let Some(e) = self.lost_server() {
+                return Some(e);
+            }
+            if !self.servers.iter().any(|(_, c)| c.host().is_some())
+                || std::time::Instant::now() >= until
+            {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Whether the server role runs on another host (connecting to it on first use).
     pub fn remote_server(&mut self) -> Result<bool, LabError> {
         Ok(self.hosts.server()?.is_some())
