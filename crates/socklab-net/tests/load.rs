@@ -34,6 +34,9 @@ enum Behaviour {
     /// Stevens, but half the reply, a pause of 300 ms, the rest; then it checks that the
     /// client's close was clean (end of file, not a reset) and counts it in `clean`.
     SlowStevens,
+    /// Stevens, each reply whole 202 ms after its request: just past a 200 ms timeout, before
+    /// the next 10 ms scan of the requests in flight would see it.
+    Late,
     /// socklab's own server protocol ([`socklab_net::server::handler::Session`]).
     Socklab(Handler),
 }
@@ -205,6 +208,15 @@ fn serve(s: TcpStream, b: Behaviour, stop: &AtomicBool, clean: &Mutex<(u32, u32)
                 }
             }
         }
+        Behaviour::Late => {
+            while let Some(l) = line(&mut r, stop) {
+                let n: usize = l.trim().parse().unwrap();
+                std::thread::sleep(Duration::from_millis(202));
+                if w.write_all(&vec![b'x'; n]).is_err() {
+                    return;
+                }
+            }
+        }
         Behaviour::Stall => {
             let _ = line(&mut r, stop);
             while !stop.load(Ordering::Relaxed) {
@@ -367,6 +379,21 @@ fn a_stalled_server_times_out_and_the_run_ends() {
     let r = run(&c);
     assert_eq!(r.completed, 0, "{r:?}");
     assert_eq!(r.failed.timeout, 4, "{r:?}");
+}
+
+/// A reply that lands after the timeout is a timeout, whenever the in-flight requests are next
+/// scanned: before, one that arrived between two scans (every 10 ms) counted as completed, with
+/// a latency over the timeout.
+#[test]
+fn a_reply_after_the_timeout_is_a_timeout_not_a_completion() {
+    let s = Server::start(Behaviour::Late);
+    let mut c = cfg(s.addr, LoadProtocol::Stevens);
+    c.requests = Some(40);
+    c.connections = 8;
+    c.timeout = Duration::from_millis(200);
+    let r = run(&c);
+    assert_eq!(r.completed, 0, "{r:?}");
+    assert_eq!(r.failed.timeout, 40, "{r:?}");
 }
 
 /// A hostile server: a body that never ends fails each request at `--timeout` (the body is

@@ -620,6 +620,13 @@ impl Worker<'_> {
             c.sock = None;
             return;
         }
+        // A reply completed past the timeout (between two scans) timed out, as the scan would
+        // have said: the timeout bounds the whole request, not when it is looked at.
+        let limit = u64::try_from(self.sh.cfg.timeout.as_nanos()).unwrap_or(u64::MAX);
+        if now.saturating_sub(self.conns[i].start) >= limit {
+            self.fail(i, Fail::Timeout, now);
+            return;
+        }
         let open = self.sh.cfg.rate.is_some();
         let per_request = self.sh.cfg.new_connection_per_request;
         let c = &mut self.conns[i];
