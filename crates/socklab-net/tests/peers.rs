@@ -375,13 +375,10 @@ fn a_trickled_control_line_does_not_hold_off_stop_or_the_ready_wait() {
     assert!(matches!(r, Err(NetError::Interrupted)), "{r:?}");
 
     // The READY wait (10 s) bounds the whole line, not each read of it.
-    let t0 = Instant::now();
     let e = within(HANG, move || {
         bulk::run(&bulk_cfg(to, Limit::Iterations(1)), &|| false)
     })
     .unwrap_err()
     .to_string();
-    let took = t0.elapsed();
     assert!(e.contains("no READY line in time"), "{e}");
-    assert!(took < Duration::from_secs(20), "{took:?}: {e}");
 }

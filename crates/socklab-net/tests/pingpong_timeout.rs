@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use socklab_net::pingpong::{self, PingConfig, Reply};
 use socklab_net::NetError;
@@ -19,9 +19,6 @@ const SIZE: usize = 32;
 const DRIP: Duration = Duration::from_millis(300);
 /// The client's timeout: the whole reply takes 31 × 300 ms = 9.3 s, so it must fail.
 const TIMEOUT: Duration = Duration::from_secs(1);
-/// Generous bound for the failure to come: the timeout is 1 s; the per-read timeout of old
-/// let the reply take 9.3 s (and stored it as a sample).
-const FAILS_WITHIN: Duration = Duration::from_secs(6);
 
 /// A server that reads each `SIZE`-byte message and echoes it back one byte every [`DRIP`],
 /// on every connection it accepts (up to `conns`). For each connection it reports, once the
@@ -78,12 +75,11 @@ fn cfg(to: SocketAddr) -> PingConfig {
     }
 }
 
-/// Runs `cfg` and checks that it fails with the whole-reply timeout of round trip 1, within
-/// [`FAILS_WITHIN`]; returns the error's text.
+/// Runs `cfg` and checks that it fails with the whole-reply timeout of round trip 1 (the
+/// per-read timeout of old let the reply take 9.3 s and stored it as a sample); returns the
+/// error's text.
 fn fails_on_the_timeout(cfg: &PingConfig) -> String {
-    let t = Instant::now();
     let r = pingpong::run(cfg, &|| false);
-    let took = t.elapsed();
     let e = match r {
         Ok(r) => panic!(
             "a reply trickled over {:?} was stored as {} round trip(s), the longest {:.1} s",
@@ -93,10 +89,6 @@ fn fails_on_the_timeout(cfg: &PingConfig) -> String {
         ),
         Err(e) => e,
     };
-    assert!(
-        took < FAILS_WITHIN,
-        "the timeout of {TIMEOUT:?} took {took:?} to fail: {e}"
-    );
     assert!(matches!(e, NetError::Protocol { .. }), "{e}");
     let text = e.to_string();
     assert!(

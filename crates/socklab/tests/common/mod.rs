@@ -29,12 +29,15 @@ pub fn root_or_skip(test: &str) -> bool {
 /// Starts a socklab server with `args` (which include `--announce`) and returns it with the
 /// address of its `LISTENING <addr>` line.
 pub fn spawn_announced(args: &[&str]) -> (Child, String) {
-    let mut child = socklab()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = socklab();
+    cmd.args(args).stderr(Stdio::piped());
+    announced(cmd)
+}
+
+/// Spawns `cmd` (a socklab server given `--announce`) with its stdout piped and returns it with
+/// the address of its `LISTENING <addr>` line.
+pub fn announced(mut cmd: Command) -> (Child, String) {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -45,6 +48,21 @@ pub fn spawn_announced(args: &[&str]) -> (Child, String) {
         .unwrap_or_else(|| panic!("announce line: {line:?}"))
         .to_string();
     (child, addr)
+}
+
+/// Polls `cond` every 10 ms until it holds (`true`) or `limit` has passed (`false`): a guard
+/// against a hang while waiting for an event, not a measurement.
+pub fn wait_until(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Asserts exit code 2 and a one-line error containing every needle.
