@@ -9,26 +9,10 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{root_or_skip, run, socklab, spawn_announced};
-
-/// Waits for `child` at most `limit`; kills it and fails the test past that.
-fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+use common::{root_or_skip, run, socklab, spawn_announced, wait_bounded};
 
 /// A child killed when the test ends, passed or not.
 struct KillOnDrop(Child);

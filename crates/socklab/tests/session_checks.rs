@@ -9,11 +9,11 @@ mod common;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{run, socklab};
+use common::{run, socklab, wait_bounded};
 
 /// A loopback port where nothing listens (bound, then closed).
 fn dead_port() -> String {
@@ -133,22 +133,6 @@ fn wait_for_line(
     }
 }
 
-/// Waits for `child` at most `limit`; kills it and fails past that.
-fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn sigint(child: &Child) {
     socklab_sys::process::kill(child.id(), socklab_sys::process::Signal::Int).unwrap();
 }
@@ -208,7 +192,7 @@ fn run_printed(err: &str) -> (i32, String) {
         let _ = pipe.read_to_string(&mut text);
         text
     });
-    let st = wait_bounded(&mut child, Duration::from_secs(300));
+    let st = wait_bounded(&mut child, Duration::from_secs(300), "socklab");
     (st.code().unwrap_or(-1), reader.join().unwrap())
 }
 
@@ -248,7 +232,7 @@ fn an_interrupted_run_counts_as_the_store_does_and_its_printed_command_resumes()
     // Two warm-ups and two measured repetitions stored, ten still to run.
     wait_for_line(&rx, |l| l.starts_with("[4/14]"), Duration::from_secs(120));
     sigint(&child);
-    let st = wait_bounded(&mut child, Duration::from_secs(60));
+    let st = wait_bounded(&mut child, Duration::from_secs(60), "socklab");
     let err: Vec<String> = rx.iter().collect();
     let err = err.join("\n");
     assert_eq!(st.code(), Some(130), "{err}");
@@ -294,7 +278,7 @@ fn an_interrupted_lab_says_so_counts_as_the_store_does_and_resumes() {
         Duration::from_secs(180),
     );
     sigint(&child);
-    let st = wait_bounded(&mut child, Duration::from_secs(60));
+    let st = wait_bounded(&mut child, Duration::from_secs(60), "socklab");
     let err: Vec<String> = rx.iter().collect();
     let err = err.join("\n");
     assert_eq!(st.code(), Some(130), "{err}");

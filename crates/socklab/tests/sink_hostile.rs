@@ -9,7 +9,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Socket, Type};
 
-use common::{announced, socklab, wait_until};
+use common::{announced, socklab, wait_bounded, wait_until};
 
 /// A sink child, killed when the test ends, passed or not.
 struct SinkProc {
@@ -52,20 +52,6 @@ fn sink(tmp: &Path, extra: &[&str]) -> SinkProc {
         child,
         addr: addr.parse().unwrap(),
     }
-}
-
-/// Waits for `child` to exit (a hang guard of `limit`); kills it and fails the test past that.
-fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let mut status = None;
-    if !wait_until(limit, || {
-        status = child.try_wait().unwrap();
-        status.is_some()
-    }) {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("{what}: still running after {limit:?}");
-    }
-    status.unwrap()
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 
 use assert_cmd::cargo::CommandCargoExt;
 
@@ -73,4 +73,18 @@ pub fn assert_usage_error(args: &[&str], needles: &[&str]) {
     for n in needles {
         assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
     }
+}
+
+/// Waits for `child` to exit (a hang guard of `limit`); kills it and fails the test past that.
+pub fn wait_bounded(child: &mut Child, limit: std::time::Duration, what: &str) -> ExitStatus {
+    let mut status = None;
+    if !wait_until(limit, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    }) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{what}: still running after {limit:?}");
+    }
+    status.unwrap()
 }
