@@ -290,13 +290,13 @@ impl Params {
     fn check(&self) -> Result<(), String> {
         let refuse = |why: String| Err(format!("iperf3 parameters refused: {why}"));
         if self.udp || self.sctp || !self.tcp {
-            return refuse("only TCP tests are served yet (no -u, no --sctp)".into());
+            return refuse("only TCP tests are served yet (`udp` and `sctp` are not)".into());
         }
         if self.bidirectional {
-            return refuse("--bidir is not served yet".into());
+            return refuse("`bidirectional` is not served yet".into());
         }
         if self.authtoken.is_some() {
-            return refuse("the sink has no users (drop --username)".into());
+            return refuse("the sink has no users (`authtoken` is not accepted)".into());
         }
         if self.parallel == 0 || self.parallel > MAX_PARALLEL {
             return refuse(format!("parallel {} (1..={MAX_PARALLEL})", self.parallel));
