@@ -11,8 +11,16 @@ use serde::{Deserialize, Serialize};
 /// Bytes of a cookie on the wire: 36 characters and a NUL.
 pub const COOKIE_LEN: usize = 37;
 
-/// The characters of a cookie (iperf3's `make_cookie`: a base32 alphabet, lower case).
+/// The characters of a cookie iperf3 3.12 makes (`make_cookie`: random characters of a
+/// lower-case base32 alphabet; the string is in Debian's libiperf.so.0).
 pub const COOKIE_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+/// Whether `b` may be in a cookie. Older iperf3 3.x built the cookie from the host name, the
+/// time and `random()` in hex, cut to 36 bytes (esnet/iperf `src/iperf_util.c`, 2017), so
+/// any printable ASCII byte but a space is accepted; [`COOKIE_ALPHABET`] is what 3.12 sends.
+pub fn cookie_byte(b: u8) -> bool {
+    (0x21..=0x7e).contains(&b)
+}
 
 /// The largest JSON message accepted (iperf3's own limit is far larger; ours is what a
 /// parameter or results message of 128 streams needs, with room).
@@ -44,9 +52,9 @@ impl Cookie {
         if bytes[36] != 0 {
             return Err("iperf3 cookie not ended by a NUL at byte 37".into());
         }
-        if let Some(&b) = bytes[..36].iter().find(|b| !COOKIE_ALPHABET.contains(b)) {
+        if let Some(&b) = bytes[..36].iter().find(|&&b| !cookie_byte(b)) {
             return Err(format!(
-                "iperf3 cookie has byte 0x{b:02x}, outside its alphabet a-z2-7"
+                "iperf3 cookie has byte 0x{b:02x}: its 36 bytes are printable ASCII, no space"
             ));
         }
         let mut c = [0u8; 36];
@@ -61,14 +69,14 @@ impl Cookie {
     }
 }
 
-/// Whether the first bytes of a connection may be an iperf3 cookie (all of them so far in
-/// the alphabet, and a NUL at byte 37 if it has come). A socklab line starts `SOCKLAB`, in
-/// upper case, so the two never overlap.
+/// Whether the first bytes of a connection may be an iperf3 cookie (all of them so far
+/// printable and no space, and a NUL at byte 37 if it has come). A socklab line has a space
+/// at byte 8 (`SOCKLAB BULK/1 …`), so the two never overlap.
 pub fn may_be_cookie(head: &[u8]) -> bool {
     !head.is_empty()
         && head.iter().enumerate().all(|(i, b)| {
             if i < 36 {
-                COOKIE_ALPHABET.contains(b)
+                cookie_byte(*b)
             } else {
                 i == 36 && *b == 0
             }

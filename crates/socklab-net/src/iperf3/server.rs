@@ -180,7 +180,7 @@ impl Server {
         match self.phase {
             Phase::Cookie => {
                 if !super::proto::may_be_cookie(&self.buf[..self.buf.len().min(COOKIE_LEN)]) {
-                    self.fail("not an iperf3 cookie (36 characters of a-z2-7 and a NUL)".into());
+                    self.fail("not an iperf3 cookie (36 printable characters and a NUL)".into());
                     return false;
                 }
                 if self.buf.len() < COOKIE_LEN {

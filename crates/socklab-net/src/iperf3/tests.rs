@@ -161,9 +161,12 @@ fn a_bad_cookie_is_refused_in_one_line() {
     assert!(Cookie::parse(&COOKIE[..36])
         .unwrap_err()
         .contains("36 bytes"));
-    let mut upper = *COOKIE;
-    upper[0] = b'A';
-    assert!(Cookie::parse(&upper).unwrap_err().contains("0x41"));
+    let mut ctl = *COOKIE;
+    ctl[0] = 0x01;
+    assert!(Cookie::parse(&ctl).unwrap_err().contains("0x01"));
+    // Older 3.x clients: host name, time and hex, cut to 36 bytes.
+    assert!(Cookie::parse(b"Lab-Host.1499000000.123456.1a2b3c4de\0").is_ok());
+    assert!(COOKIE[..36].iter().all(|b| COOKIE_ALPHABET.contains(b)));
     assert!(!may_be_cookie(b"SOCKLAB BULK/2"));
     assert!(may_be_cookie(&COOKIE[..5]) && may_be_cookie(COOKIE));
 }
