@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,8 @@ struct Test {
     changed: Condvar,
     /// Raised when the streams must stop (TEST_END, a failure, the control connection gone).
     stop: AtomicBool,
+    /// Bytes the sending streams have taken of a `-n`/`-k` test's total, together.
+    taken: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +96,7 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
         run: Mutex::default(),
         changed: Condvar::new(),
         stop: AtomicBool::new(false),
+        taken: AtomicU64::new(0),
     });
     c.sh.iperf3.lock().insert(cookie, test.clone());
     let reg = Registered {
@@ -244,13 +247,18 @@ fn stream(
         }
     };
     test.run().live += 1;
-    let len = test
-        .server()
-        .params()
-        .map_or(128 * 1024, |p| p.len as usize);
+    let (len, total) = test.server().params().map_or((128 * 1024, None), |p| {
+        // A reversed `-n` or `-k` test: the sink, the sender, stops at the total.
+        let total = if p.num > 0 {
+            p.num
+        } else {
+            p.blockcount.saturating_mul(p.len)
+        };
+        (p.len as usize, (total > 0).then_some(total))
+    });
     let cpu_start = getrusage(Who::Thread);
     let (outcome, last) = if reverse {
-        (send(&mut c, test, len, &mut result), Instant::now())
+        send(&mut c, test, len, total, &mut result)
     } else {
         receive(&mut c, test, len, &mut result)
     };
@@ -316,24 +324,76 @@ fn receive(
     }
 }
 
-/// Sends blocks of `len` until the test stops.
-fn send(c: &mut Conn<'_>, test: &Test, len: usize, result: &mut SinkResult) -> Outcome {
+/// Sends blocks of `len` until the test stops, or until the streams together sent `total`;
+/// with the time of the last write.
+fn send(
+    c: &mut Conn<'_>,
+    test: &Test,
+    len: usize,
+    total: Option<u64>,
+    result: &mut SinkResult,
+) -> (Outcome, Instant) {
     let block: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let mut pending: &[u8] = &[];
+    let mut last = Instant::now();
     loop {
         if test.stop.load(Ordering::SeqCst) {
-            return Outcome::Complete;
+            return (Outcome::Complete, last);
         }
-        match c.stream.write(&block) {
+        if pending.is_empty() {
+            let want = match total {
+                None => len,
+                Some(t) => take(&test.taken, t, len as u64) as usize,
+            };
+            if want == 0 {
+                // The total is sent: wait for TEST_END.
+                let run = test.run();
+                let _ = test.changed.wait_timeout(run, TICK);
+                if let Err(o) = c.halted() {
+                    return (o, last);
+                }
+                continue;
+            }
+            pending = &block[..want];
+        }
+        match c.stream.write(pending) {
             Ok(n) => {
                 result.reads += 1;
                 result.bytes += n as u64;
+                pending = &pending[n..];
+                last = Instant::now();
             }
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
                 if let Err(o) = c.halted() {
-                    return o;
+                    return (o, last);
                 }
             }
-            Err(e) => return Outcome::Aborted(e.to_string()),
+            Err(e) => return (Outcome::Aborted(e.to_string()), last),
         }
+    }
+}
+
+/// Takes up to `want` bytes of `total` from the shared count; 0 when all are taken.
+fn take(taken: &AtomicU64, total: u64, want: u64) -> u64 {
+    let prev = taken
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+            (t < total).then(|| t + want.min(total - t))
+        })
+        .unwrap_or(total);
+    want.min(total.saturating_sub(prev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_share_a_total_and_never_take_past_it() {
+        let taken = AtomicU64::new(0);
+        assert_eq!(take(&taken, 10, 4), 4);
+        assert_eq!(take(&taken, 10, 4), 4);
+        assert_eq!(take(&taken, 10, 4), 2, "the last block is cut to the total");
+        assert_eq!(take(&taken, 10, 4), 0);
+        assert_eq!(taken.load(Ordering::SeqCst), 10);
     }
 }
