@@ -304,6 +304,7 @@ fn receive(
                 result.reads += 1;
                 result.bytes += n as u64;
                 last = Instant::now();
+                c.idle_since = None;
             }
             return (Outcome::Complete, last);
         }
@@ -313,9 +314,11 @@ fn receive(
                 result.reads += 1;
                 result.bytes += n as u64;
                 last = Instant::now();
+                c.idle_since = None;
             }
+            // A stream silent past the sink's idle timeout ends (the test goes on).
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                if let Err(o) = c.halted() {
+                if let Err(o) = c.waited(e) {
                     return (o, last);
                 }
             }
@@ -362,9 +365,11 @@ fn send(
                 result.bytes += n as u64;
                 pending = &pending[n..];
                 last = Instant::now();
+                c.idle_since = None;
             }
+            // A stream silent past the sink's idle timeout ends (the test goes on).
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                if let Err(o) = c.halted() {
+                if let Err(o) = c.waited(e) {
                     return (o, last);
                 }
             }
