@@ -11,6 +11,7 @@ pub mod host_lines;
 pub mod http_reply;
 pub mod ip_header;
 pub mod ip_packet;
+pub mod iperf3_messages;
 pub mod link_check;
 pub mod link_spec;
 pub mod opt_set;
@@ -39,6 +40,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("generator_report", generator_report::run),
     ("host_lines", host_lines::run),
     ("http_reply", http_reply::run),
+    ("iperf3_messages", iperf3_messages::run),
     ("ip_header", ip_header::run),
     ("ip_packet", ip_packet::run),
     ("link_check", link_check::run),

@@ -6,6 +6,7 @@
 //! - [`payload`] — the deterministic bytes a bulk test sends;
 //! - [`protocol`] — the sink's control lines (documented in `docs/sink-protocol.md`);
 //! - [`sink`] — the receiving server (`socklab sink`);
+//! - [`iperf3`] — iperf3's protocol, sans I/O, so the sink answers iperf3 clients;
 //! - [`childline`] — the lines a server started by the lab prints (LISTENING, EFFECTIVE, STATS);
 //! - [`bulk`] — the client of `socklab bulk`: streams up, down or both, each on its own thread;
 //! - [`cpus`] — CPU lists (`--affinity 0-3`), round-robin per stream;
@@ -21,6 +22,7 @@ pub mod childline;
 pub mod cpus;
 pub mod echo;
 pub mod error;
+pub mod iperf3;
 pub mod load;
 mod memtrim;
 pub mod partial;

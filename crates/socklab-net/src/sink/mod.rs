@@ -27,10 +27,12 @@ use socklab_sys::usage::{getrusage, Usage, Who};
 
 use crate::aligned::AlignedBuf;
 use crate::error::{is_timeout, is_transient_accept_error};
+use crate::iperf3::proto::{may_be_cookie, Cookie, COOKIE_LEN};
 use crate::protocol::multi::{Join, TestHello};
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
 
+mod iperf3;
 mod multi;
 
 /// How often every blocking call of the sink wakes to look at the stop flag and the idle
@@ -96,6 +98,18 @@ pub enum Mode {
         /// The sink sent on it (its `reads` are then the sink's send calls).
         down: bool,
     },
+    /// The control connection of an iperf3 test.
+    Iperf3Control {
+        /// Its streams.
+        streams: u32,
+    },
+    /// A stream of an iperf3 test.
+    Iperf3Stream {
+        /// iperf3's id of the stream (1, 3, 4 …).
+        id: i64,
+        /// The sink sent on it (`-R`).
+        reverse: bool,
+    },
 }
 
 /// How a connection ended.
@@ -152,13 +166,17 @@ impl ConnReport {
                     self.peer
                 )
             }
+            Mode::Iperf3Control { streams } => format!("iperf3 control ({streams} streams)"),
+            Mode::Iperf3Stream { id, reverse } => {
+                format!("iperf3 stream {id} {}", if reverse { "down" } else { "up" })
+            }
             Mode::Stream { test, index, down } => format!(
                 "test {test:016x} stream {index} {}",
                 if down { "down" } else { "up" }
             ),
         };
         let calls = match self.mode {
-            Mode::Stream { down: true, .. } => "writes",
+            Mode::Stream { down: true, .. } | Mode::Iperf3Stream { reverse: true, .. } => "writes",
             _ => "reads",
         };
         format!(
@@ -184,6 +202,8 @@ struct Shared {
     buffers: BufferPool,
     /// The `BULK/2` tests whose control connection is open.
     tests: multi::Registry,
+    /// The iperf3 tests whose control connection is open.
+    iperf3: iperf3::Registry,
 }
 
 /// Read buffers: checked out per connection within a byte budget, a few kept for reuse (a
@@ -312,6 +332,7 @@ impl Sink {
                 stop: AtomicBool::new(false),
                 buffers,
                 tests: multi::Registry::default(),
+                iperf3: iperf3::Registry::default(),
             }),
         })
     }
@@ -429,6 +450,8 @@ enum Request {
     Test(Box<TestHello>),
     /// A stream joining a test (`SOCKLAB JOIN/2`).
     Join(Join),
+    /// An iperf3 control connection or stream: its cookie.
+    Iperf3(Cookie),
 }
 
 /// One connection, on its own thread: blocking reads and writes that wake every [`TICK`] to
@@ -511,14 +534,24 @@ impl Conn<'_> {
         let mut head = Vec::with_capacity(64);
         let mut byte_buf = [0u8; MAX_LINE];
         loop {
-            let n = self
-                .read(&mut byte_buf[..MAX_LINE - head.len()])
-                .map_err(|o| (o, false))?;
+            // While it may be an iperf3 cookie, read no further than its end.
+            let want = if head.is_empty() || may_be_cookie(&head) {
+                COOKIE_LEN - head.len()
+            } else {
+                MAX_LINE - head.len()
+            };
+            let n = self.read(&mut byte_buf[..want]).map_err(|o| (o, false))?;
             if n == 0 {
                 return Ok(Request::Raw(head));
             }
             result.reads += 1;
             head.extend_from_slice(&byte_buf[..n]);
+            if may_be_cookie(&head) {
+                match Cookie::parse(&head) {
+                    Ok(c) => return Ok(Request::Iperf3(c)),
+                    Err(_) => continue,
+                }
+            }
             let k = head.len().min(MAGIC.len());
             if head[..k] != MAGIC.as_bytes()[..k] {
                 return Ok(Request::Raw(head));
@@ -597,6 +630,7 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
     match request {
         Request::Test(h) => multi::control(c, &h, peer, cpu0),
         Request::Join(j) => multi::join(c, j, peer),
+        Request::Iperf3(cookie) => iperf3::serve(c, cookie, peer, cpu0),
         Request::Raw(head) => {
             result.bytes = head.len() as u64;
             if head.is_empty() {
