@@ -133,6 +133,8 @@ pub struct PingConfig {
     pub new_connection_per_message: bool,
     /// Give up connecting after this long.
     pub connect_timeout: Duration,
+    /// Speak sockperf to a `sockperf sr` ([`crate::sockperf::client`]).
+    pub sockperf: bool,
 }
 
 impl Default for PingConfig {
@@ -148,6 +150,7 @@ impl Default for PingConfig {
             reply: Reply::Echo,
             new_connection_per_message: false,
             connect_timeout: Duration::from_secs(5),
+            sockperf: false,
         }
     }
 }
@@ -244,7 +247,7 @@ fn histogram() -> Histogram<u64> {
     h
 }
 
-fn record(h: &mut Histogram<u64>, d: Duration) {
+pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
     let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     if h.record(ns).is_err() {
         h.saturating_record(ns);
@@ -252,7 +255,7 @@ fn record(h: &mut Histogram<u64>, d: Duration) {
 }
 
 impl PingResult {
-    fn new() -> PingResult {
+    pub(crate) fn new() -> PingResult {
         PingResult {
             rtt_ns: histogram(),
             total_ns: 0,
@@ -271,6 +274,9 @@ impl PingResult {
 /// 64th round trip: when it turns true the test is abandoned with [`NetError::Interrupted`].
 pub fn run(cfg: &PingConfig, stop: &dyn Fn() -> bool) -> Result<PingResult, NetError> {
     cfg.validate()?;
+    if cfg.sockperf {
+        return crate::sockperf::client::run(cfg, stop);
+    }
     let mut msg = AlignedBuf::zeroed(cfg.size);
     for (b, p) in msg
         .as_mut_slice()

@@ -92,7 +92,7 @@ pub const KEYS: &[Key] = &[
     Key::new(
         "to",
         "self",
-        "echo server HOST:PORT, or self to start one on loopback",
+        "echo server HOST:PORT, sockperf://HOST:PORT for a `sockperf sr`, or self to start one on loopback",
     ),
     Key::new("udp", "false", "datagrams instead of a TCP connection").switch(),
     SIZE,
@@ -256,7 +256,7 @@ impl Spec for PingSpec {
     }
 
     fn parse(p: &Params) -> Result<Self, LabError> {
-        let to = p.value_in(KEYS, "to", parse_target)?;
+        let (sockperf, to) = p.value_in(KEYS, "to", parse_to)?;
         let udp = p.value_in(KEYS, "udp", parse_bool)?;
         let timeout = p.value(&TIMEOUT, parse_timeout)?.unwrap_or(if udp {
             UDP_TIMEOUT
@@ -281,8 +281,12 @@ impl Spec for PingSpec {
             reply: p.value(&REPLY, |s| s.parse::<Reply>())?,
             new_connection_per_message: p.value_in(KEYS, "new_connection", parse_bool)?,
             connect_timeout: Duration::from_secs(5),
+            sockperf,
         };
         cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
+        if sockperf {
+            socklab_net::sockperf::client::validate(&cfg).map_err(|e| LabError::Plan(e.to_string()))?;
+        }
         cfg.opts
             .validate(cfg.udp)
             .map_err(|e| LabError::Plan(e.to_string()))?;
@@ -304,7 +308,7 @@ impl Spec for PingSpec {
     fn params(&self) -> Params {
         let (cfg, mut p) = (&self.cfg, Params::new());
         link::print(&mut p, &self.link);
-        p.set("to", self.to.to_string());
+        p.set("to", to_text(cfg, self.to));
         p.set("udp", cfg.udp.to_string());
         p.set("size", format_size(cfg.size as u64));
         p.set("count", cfg.count.to_string());
@@ -345,7 +349,7 @@ impl Spec for PingSpec {
         cfg.to = res.route(in_link, server)?;
         // On a client host of its own, this very repetition runs there against `cfg.to`.
         let mut there = self.params();
-        there.set("to", cfg.to.to_string());
+        there.set("to", to_text(&cfg, Target::Addr(cfg.to)));
         // There only the client's side of the options applies (the server here has the rest).
         let client_side = socklab_net::sockopt::OptSet(
             cfg.opts
@@ -373,6 +377,26 @@ impl Spec for PingSpec {
             (tfo("TCPFastOpenActive"), tfo("TCPFastOpenPassive")),
             link_run,
         ))
+    }
+}
+
+/// `to`: `self`, `HOST:PORT`, or `sockperf://HOST:PORT` (an unmodified `sockperf sr`).
+fn parse_to(s: &str) -> Result<(bool, Target), String> {
+    match s.trim().strip_prefix("sockperf://") {
+        None => parse_target(s).map(|t| (false, t)),
+        Some(rest) => match parse_target(rest)? {
+            Target::SelfSink => Err("sockperf:// needs a running `sockperf sr`: write sockperf://HOST:PORT, e.g. sockperf://127.0.0.1:11111".into()),
+            t => Ok((true, t)),
+        },
+    }
+}
+
+/// `to` as [`parse_to`] reads it back.
+fn to_text(cfg: &PingConfig, to: Target) -> String {
+    if cfg.sockperf {
+        format!("sockperf://{to}")
+    } else {
+        to.to_string()
     }
 }
 
