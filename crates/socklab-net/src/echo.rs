@@ -484,7 +484,8 @@ fn serve_conn(
         if messages == 0 && crate::sockperf::serve::is_sockperf_tcp(&buf[..n]) {
             // A sockperf client (its first bytes are a sockperf header, never socklab's
             // ASCII): answered as `sockperf sr` does for the rest of the connection.
-            let s = crate::sockperf::serve::tcp(&mut stream, buf, n, wire::MAX_TCP_MESSAGE, &gave_up);
+            let s =
+                crate::sockperf::serve::tcp(&mut stream, buf, n, wire::MAX_TCP_MESSAGE, &gave_up);
             (bytes, messages) = (s.bytes, s.messages);
             break s.end;
         }

@@ -285,7 +285,8 @@ impl Spec for PingSpec {
         };
         cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
         if sockperf {
-            socklab_net::sockperf::client::validate(&cfg).map_err(|e| LabError::Plan(e.to_string()))?;
+            socklab_net::sockperf::client::validate(&cfg)
+                .map_err(|e| LabError::Plan(e.to_string()))?;
         }
         cfg.opts
             .validate(cfg.udp)

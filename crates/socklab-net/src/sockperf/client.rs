@@ -23,7 +23,11 @@ const STOP_EVERY: u64 = 64;
 
 /// Checks what sockperf framing adds to [`PingConfig::validate`].
 pub fn validate(cfg: &PingConfig) -> Result<(), NetError> {
-    let max = if cfg.udp { MAX_UDP_MESSAGE } else { MAX_TCP_MESSAGE };
+    let max = if cfg.udp {
+        MAX_UDP_MESSAGE
+    } else {
+        MAX_TCP_MESSAGE
+    };
     let bad = |m: String| Err(NetError::Invalid(m));
     if !(HEADER_LEN..=max).contains(&cfg.size) {
         return bad(format!(
@@ -67,7 +71,10 @@ pub fn run(cfg: &PingConfig, stop: &dyn Fn() -> bool) -> Result<PingResult, NetE
     };
     connected.map_err(|e| {
         NetError::io(
-            format!("cannot connect to {} (is `sockperf sr` running there?)", cfg.to),
+            format!(
+                "cannot connect to {} (is `sockperf sr` running there?)",
+                cfg.to
+            ),
             e,
         )
     })?;
@@ -82,7 +89,14 @@ pub fn run(cfg: &PingConfig, stop: &dyn Fn() -> bool) -> Result<PingResult, NetE
     if cfg.udp {
         udp(cfg, stop, &sock.into(), msg, reply, &mut res)?;
     } else {
-        tcp(cfg, stop, &mut sock.into(), msg, &mut reply[..cfg.size], &mut res)?;
+        tcp(
+            cfg,
+            stop,
+            &mut sock.into(),
+            msg,
+            &mut reply[..cfg.size],
+            &mut res,
+        )?;
     }
     res.total_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
     Ok(res)

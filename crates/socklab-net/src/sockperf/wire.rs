@@ -318,8 +318,16 @@ mod tests {
         let mut d = msg(7, FLAG_CLIENT | FLAG_PONG, 20);
         assert_eq!(answer_datagram(&mut d), Ok(true));
         assert_eq!(Header::parse(&d, 100).unwrap().flags, FLAG_PONG);
-        for flags in [FLAG_CLIENT, FLAG_PONG, FLAG_CLIENT | FLAG_PONG | FLAG_WARMUP] {
-            assert_eq!(answer_datagram(&mut msg(7, flags, 20)), Ok(false), "{flags}");
+        for flags in [
+            FLAG_CLIENT,
+            FLAG_PONG,
+            FLAG_CLIENT | FLAG_PONG | FLAG_WARMUP,
+        ] {
+            assert_eq!(
+                answer_datagram(&mut msg(7, flags, 20)),
+                Ok(false),
+                "{flags}"
+            );
         }
     }
 
@@ -347,8 +355,16 @@ mod tests {
     fn the_responder_refuses_an_oversized_message_before_buffering_it() {
         let mut r = Responder::new(1000);
         let mut out = Vec::new();
-        let e = r.feed(&msg(1, 3, 1001)[..HEADER_LEN], &mut out).unwrap_err();
-        assert_eq!(e, WireError::Length { len: 1001, max: 1000 });
+        let e = r
+            .feed(&msg(1, 3, 1001)[..HEADER_LEN], &mut out)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            WireError::Length {
+                len: 1001,
+                max: 1000
+            }
+        );
         assert!(out.is_empty());
     }
 
