@@ -560,4 +560,31 @@ mod tests {
         let e = spec("pong").unwrap_err().to_string();
         assert!(e.contains("reply") && e.contains("any"), "{e}");
     }
+
+    #[test]
+    fn a_sockperf_target_is_parsed_printed_and_checked() {
+        let spec = |to: &str, extra: &[(&str, &str)]| {
+            let mut p = Params::new().with("to", to);
+            for (k, v) in extra {
+                p = p.with(k, *v);
+            }
+            PingSpec::parse(&p)
+        };
+        let s = spec("sockperf://127.0.0.1:11111", &[]).unwrap();
+        assert!(s.cfg.sockperf);
+        assert_eq!(s.to, Target::Addr("127.0.0.1:11111".parse().unwrap()));
+        assert_eq!(s.params().get("to"), Some("sockperf://127.0.0.1:11111"));
+        assert_eq!(PingSpec::parse(&s.params()).unwrap(), s);
+        assert!(!spec("127.0.0.1:11111", &[]).unwrap().cfg.sockperf);
+        let e = spec("sockperf://self", &[]).unwrap_err().to_string();
+        assert!(e.contains("sockperf://HOST:PORT"), "{e}");
+        let e = spec("sockperf://127.0.0.1:1", &[("size", "13")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`size` 13") && e.contains("14 to"), "{e}");
+        let e = spec("sockperf://127.0.0.1:1", &[("reply", "any")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`reply` any"), "{e}");
+    }
 }
