@@ -25,6 +25,7 @@ use socklab_sys::io::{poll_flags, poll_one};
 use crate::aligned::AlignedBuf;
 use crate::error::{is_timeout, is_transient_accept_error};
 use crate::sockopt::{self, OptSet, Side};
+use crate::sockperf::serve::End;
 use crate::sockperf::wire;
 use crate::NetError;
 
@@ -487,7 +488,11 @@ fn serve_conn(
             let s =
                 crate::sockperf::serve::tcp(&mut stream, buf, n, wire::MAX_TCP_MESSAGE, &gave_up);
             (bytes, messages) = (s.bytes, s.messages);
-            break s.end;
+            break match s.end {
+                End::Complete => ConnEnd::Complete,
+                End::Aborted(e) => ConnEnd::Aborted(e),
+                End::GaveUp(end) => end,
+            };
         }
         bytes += n as u64;
         messages += 1;

@@ -133,8 +133,6 @@ pub struct PingConfig {
     pub new_connection_per_message: bool,
     /// Give up connecting after this long.
     pub connect_timeout: Duration,
-    /// Speak sockperf to a `sockperf sr` ([`crate::sockperf::client`]).
-    pub sockperf: bool,
 }
 
 impl Default for PingConfig {
@@ -150,7 +148,6 @@ impl Default for PingConfig {
             reply: Reply::Echo,
             new_connection_per_message: false,
             connect_timeout: Duration::from_secs(5),
-            sockperf: false,
         }
     }
 }
@@ -274,9 +271,6 @@ impl PingResult {
 /// 64th round trip: when it turns true the test is abandoned with [`NetError::Interrupted`].
 pub fn run(cfg: &PingConfig, stop: &dyn Fn() -> bool) -> Result<PingResult, NetError> {
     cfg.validate()?;
-    if cfg.sockperf {
-        return crate::sockperf::client::run(cfg, stop);
-    }
     let mut msg = AlignedBuf::zeroed(cfg.size);
     for (b, p) in msg
         .as_mut_slice()

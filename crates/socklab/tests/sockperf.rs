@@ -151,21 +151,32 @@ fn free_port(tcp: bool) -> u16 {
     }
 }
 
+/// A server process, killed and reaped when dropped (also when a test fails).
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `sockperf sr` and waits until it answers (a connect over TCP; a sockperf pong
 /// request over UDP), at most [`BOUND`].
-fn sockperf_sr(tcp: bool) -> (Child, u16) {
+fn sockperf_sr(tcp: bool) -> (Server, u16) {
     let port = free_port(tcp);
     let mut c = Command::new(SOCKPERF);
     c.arg("sr");
     if tcp {
         c.arg("--tcp");
     }
-    let child = c
-        .args(["-i", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Server(
+        c.args(["-i", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let t = Instant::now();
     let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
     probe
@@ -199,7 +210,7 @@ fn pingpong_measures_an_unmodified_sockperf_server() {
     let db = dir.path().join("s.db");
     let db = db.to_str().unwrap();
     for tcp in [true, false] {
-        let (mut sr, port) = sockperf_sr(tcp);
+        let (sr, port) = sockperf_sr(tcp);
         let to = format!("sockperf://127.0.0.1:{port}");
         let mut args = vec![
             "pingpong", "--to", &to, "--reps", "2", "--count", "100", "--db", db,
@@ -208,8 +219,7 @@ fn pingpong_measures_an_unmodified_sockperf_server() {
             args.push("--udp");
         }
         let (code, _, err) = run(&args);
-        let _ = sr.kill();
-        let _ = sr.wait();
+        drop(sr);
         assert_eq!(code, 0, "{args:?}: {err}");
         // `results show` shows the latest experiment: this one.
         let (code, json, err) = run(&["results", "show", "--json", "--db", db]);

@@ -29,6 +29,8 @@ pub struct PingSpec {
     pub cfg: PingConfig,
     /// The emulated link between client and echo server, if any.
     pub link: Option<LinkParams>,
+    /// `to` is `sockperf://`: the client speaks sockperf to a `sockperf sr`.
+    pub sockperf: bool,
 }
 
 impl PartialEq for PingSpec {
@@ -281,7 +283,6 @@ impl Spec for PingSpec {
             reply: p.value(&REPLY, |s| s.parse::<Reply>())?,
             new_connection_per_message: p.value_in(KEYS, "new_connection", parse_bool)?,
             connect_timeout: Duration::from_secs(5),
-            sockperf,
         };
         cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
         if sockperf {
@@ -303,13 +304,18 @@ impl Spec for PingSpec {
         if !cfg.udp {
             cfg.connect_timeout = link::connect_timeout(p, &link, cfg.connect_timeout)?;
         }
-        Ok(PingSpec { to, cfg, link })
+        Ok(PingSpec {
+            to,
+            cfg,
+            link,
+            sockperf,
+        })
     }
 
     fn params(&self) -> Params {
         let (cfg, mut p) = (&self.cfg, Params::new());
         link::print(&mut p, &self.link);
-        p.set("to", to_text(cfg, self.to));
+        p.set("to", to_text(self.sockperf, self.to));
         p.set("udp", cfg.udp.to_string());
         p.set("size", format_size(cfg.size as u64));
         p.set("count", cfg.count.to_string());
@@ -350,7 +356,7 @@ impl Spec for PingSpec {
         cfg.to = res.route(in_link, server)?;
         // On a client host of its own, this very repetition runs there against `cfg.to`.
         let mut there = self.params();
-        there.set("to", to_text(&cfg, Target::Addr(cfg.to)));
+        there.set("to", to_text(self.sockperf, Target::Addr(cfg.to)));
         // There only the client's side of the options applies (the server here has the rest).
         let client_side = socklab_net::sockopt::OptSet(
             cfg.opts
@@ -368,7 +374,10 @@ impl Spec for PingSpec {
             return Ok(s);
         }
         let tfo0 = socklab_net::sockopt::tfo_counters();
-        let (r, link_run) = res.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
+        let (r, link_run) = res.in_client(in_link, || match self.sockperf {
+            true => socklab_net::sockperf::client::run(&cfg, stop),
+            false => socklab_net::pingpong::run(&cfg, stop),
+        })?;
         let r = r.map_err(run_err)?;
         let tfo1 = socklab_net::sockopt::tfo_counters();
         let tfo = |name: &str| tfo(name, &tfo0, &tfo1);
@@ -393,8 +402,8 @@ fn parse_to(s: &str) -> Result<(bool, Target), String> {
 }
 
 /// `to` as [`parse_to`] reads it back.
-fn to_text(cfg: &PingConfig, to: Target) -> String {
-    if cfg.sockperf {
+fn to_text(sockperf: bool, to: Target) -> String {
+    if sockperf {
         format!("sockperf://{to}")
     } else {
         to.to_string()
@@ -571,11 +580,11 @@ mod tests {
             PingSpec::parse(&p)
         };
         let s = spec("sockperf://127.0.0.1:11111", &[]).unwrap();
-        assert!(s.cfg.sockperf);
+        assert!(s.sockperf);
         assert_eq!(s.to, Target::Addr("127.0.0.1:11111".parse().unwrap()));
         assert_eq!(s.params().get("to"), Some("sockperf://127.0.0.1:11111"));
         assert_eq!(PingSpec::parse(&s.params()).unwrap(), s);
-        assert!(!spec("127.0.0.1:11111", &[]).unwrap().cfg.sockperf);
+        assert!(!spec("127.0.0.1:11111", &[]).unwrap().sockperf);
         let e = spec("sockperf://self", &[]).unwrap_err().to_string();
         assert!(e.contains("sockperf://HOST:PORT"), "{e}");
         let e = spec("sockperf://127.0.0.1:1", &[("size", "13")])

@@ -21,8 +21,9 @@ use crate::NetError;
 /// Stop is polled before every 64th round trip.
 const STOP_EVERY: u64 = 64;
 
-/// Checks what sockperf framing adds to [`PingConfig::validate`].
+/// Checks `cfg` ([`PingConfig::validate`]) and what sockperf framing adds to it.
 pub fn validate(cfg: &PingConfig) -> Result<(), NetError> {
+    cfg.validate()?;
     let max = if cfg.udp {
         MAX_UDP_MESSAGE
     } else {

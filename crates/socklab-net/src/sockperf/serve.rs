@@ -9,13 +9,23 @@ use std::time::Instant;
 use socklab_sys::ioerr::is_timeout;
 
 use super::wire::{self, Responder};
-use crate::echo::ConnEnd;
+
+/// How a sockperf connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End<E> {
+    /// The client closed the connection.
+    Complete,
+    /// A bad header (its one-line reason) or an I/O error.
+    Aborted(String),
+    /// `gave_up` said so.
+    GaveUp(E),
+}
 
 /// What a sockperf connection did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Served {
-    /// How it ended (a bad header: `Aborted` with the header's one-line reason).
-    pub end: ConnEnd,
+pub struct Served<E> {
+    /// How it ended.
+    pub end: End<E>,
     /// Bytes received.
     pub bytes: u64,
     /// sockperf messages received.
@@ -25,13 +35,13 @@ pub struct Served {
 /// Serves a TCP connection as sockperf's `sr` does, from its first read `buf[..first]` on:
 /// messages up to `max` bytes, an answer to each pong request. `gave_up` says, when a read or
 /// write timed out, whether the connection is to end (stop asked, idle too long).
-pub fn tcp(
+pub fn tcp<E>(
     stream: &mut TcpStream,
     buf: &mut [u8],
     first: usize,
     max: usize,
-    gave_up: &dyn Fn(Instant) -> Option<ConnEnd>,
-) -> Served {
+    gave_up: &dyn Fn(Instant) -> Option<E>,
+) -> Served<E> {
     let mut r = Responder::new(max);
     let mut out = Vec::new();
     let mut bytes = 0u64;
@@ -41,12 +51,12 @@ pub fn tcp(
         bytes += n as u64;
         out.clear();
         if let Err(e) = r.feed(&buf[..n], &mut out) {
-            break ConnEnd::Aborted(e.to_string());
+            break End::Aborted(e.to_string());
         }
         let mut off = 0;
         while off < out.len() {
             match stream.write(&out[off..]) {
-                Ok(0) => break 'conn ConnEnd::Aborted("write accepted 0 bytes".into()),
+                Ok(0) => break 'conn End::Aborted("write accepted 0 bytes".into()),
                 Ok(k) => {
                     off += k;
                     last = Instant::now();
@@ -54,23 +64,23 @@ pub fn tcp(
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if is_timeout(&e) => {
                     if let Some(end) = gave_up(last) {
-                        break 'conn end;
+                        break 'conn End::GaveUp(end);
                     }
                 }
-                Err(e) => break 'conn ConnEnd::Aborted(e.to_string()),
+                Err(e) => break 'conn End::Aborted(e.to_string()),
             }
         }
         n = loop {
             match stream.read(buf) {
-                Ok(0) => break 'conn ConnEnd::Complete,
+                Ok(0) => break 'conn End::Complete,
                 Ok(k) => break k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if is_timeout(&e) => {
                     if let Some(end) = gave_up(last) {
-                        break 'conn end;
+                        break 'conn End::GaveUp(end);
                     }
                 }
-                Err(e) => break 'conn ConnEnd::Aborted(e.to_string()),
+                Err(e) => break 'conn End::Aborted(e.to_string()),
             }
         };
         last = Instant::now();
