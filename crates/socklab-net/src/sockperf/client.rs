@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use socklab_sys::ioerr::is_timeout;
+use socklab_units::format_duration;
 
 use super::wire::{self, Header, HEADER_LEN, MAX_TCP_MESSAGE, MAX_UDP_MESSAGE};
 use crate::aligned::AlignedBuf;
@@ -126,18 +127,34 @@ fn tcp(
         let t = Instant::now();
         let trip = sock.write_all(msg).and_then(|()| sock.read_exact(reply));
         let rtt = t.elapsed();
-        match trip {
-            Err(e) if is_timeout(&e) => {
-                return Err(protocol(cfg, i, format!("no answer within the timeout of {:?} (a slower server needs a longer `timeout`)", cfg.timeout)))
+        let gone = |e: &io::Error| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+            )
+        };
+        let what = match trip {
+            Err(e) if is_timeout(&e) => format!(
+                "no answer within the timeout of {} (a slower server needs a longer `timeout`)",
+                format_duration(cfg.timeout)
+            ),
+            Err(e) if gone(&e) => format!(
+                "sockperf closed the connection ({e}; a `sockperf sr` without -m takes at most {MAX_UDP_MESSAGE} bytes: start it with -m {})",
+                cfg.size
+            ),
+            Err(e) => {
+                let context = format!("round trip {} with {}", i + 1, cfg.to);
+                return Err(NetError::io(context, e));
             }
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(protocol(cfg, i, "sockperf closed the connection (does its `-m` allow this `size`?)"))
-            }
-            Err(e) => return Err(NetError::io(format!("round trip {} with {}", i + 1, cfg.to), e)),
-            Ok(()) if rtt > cfg.timeout => {
-                return Err(protocol(cfg, i, format!("answer came after {rtt:?}, past the timeout")))
-            }
-            Ok(()) => {}
+            Ok(()) if rtt > cfg.timeout => format!(
+                "the answer came after {}, past the timeout of {}",
+                format_duration(rtt),
+                format_duration(cfg.timeout)
+            ),
+            Ok(()) => String::new(),
+        };
+        if !what.is_empty() {
+            return Err(protocol(cfg, i, what));
         }
         wire::check_reply(msg, reply).map_err(|e| protocol(cfg, i, e))?;
         record(&mut res.rtt_ns, rtt);
