@@ -22,6 +22,7 @@ pub mod rrul_probe;
 pub mod rudp_connection;
 pub mod rudp_packet;
 pub mod server_session;
+pub mod sockperf_wire;
 pub mod trace;
 pub mod transfer_decoders;
 pub mod transfer_receiver;
@@ -53,6 +54,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("rudp_connection", rudp_connection::run),
     ("rudp_packet", rudp_packet::run),
     ("server_session", server_session::run),
+    ("sockperf_wire", sockperf_wire::run),
     ("trace", trace::run),
     ("transfer_decoders", transfer_decoders::run),
     ("transfer_receiver", transfer_receiver::run),

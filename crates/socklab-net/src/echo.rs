@@ -25,6 +25,8 @@ use socklab_sys::io::{poll_flags, poll_one};
 use crate::aligned::AlignedBuf;
 use crate::error::{is_timeout, is_transient_accept_error};
 use crate::sockopt::{self, OptSet, Side};
+use crate::sockperf::serve::End;
+use crate::sockperf::wire;
 use crate::NetError;
 
 /// How often `stop()` is polled (accept loop, idle connections, blocked writes, UDP receive).
@@ -354,6 +356,20 @@ impl EchoServer {
             };
             stats.messages += 1;
             stats.bytes += n as u64;
+            if n <= max && wire::is_client_start(&buf[..n], wire::MAX_UDP_MESSAGE) {
+                // A sockperf client's datagram: answered only when it asks, as `sockperf sr`.
+                match wire::answer_datagram(&mut buf[..n]) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        log(&EchoEvent::Error {
+                            peer: Some(peer),
+                            what: format!("{e}: not answered"),
+                        });
+                        continue;
+                    }
+                }
+            }
             if n > max {
                 log(&EchoEvent::Error {
                     peer: Some(peer),
@@ -466,6 +482,18 @@ fn serve_conn(
             Err(e) => break ConnEnd::Aborted(e.to_string()),
         };
         last = Instant::now();
+        if messages == 0 && crate::sockperf::serve::is_sockperf_tcp(&buf[..n]) {
+            // A sockperf client (its first bytes are a sockperf header, never socklab's
+            // ASCII): answered as `sockperf sr` does for the rest of the connection.
+            let s =
+                crate::sockperf::serve::tcp(&mut stream, buf, n, wire::MAX_TCP_MESSAGE, &gave_up);
+            (bytes, messages) = (s.bytes, s.messages);
+            break match s.end {
+                End::Complete => ConnEnd::Complete,
+                End::Aborted(e) => ConnEnd::Aborted(e),
+                End::GaveUp(end) => end,
+            };
+        }
         bytes += n as u64;
         messages += 1;
         // Echo exactly the n bytes received, finishing partial writes.

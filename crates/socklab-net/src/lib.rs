@@ -36,6 +36,7 @@ pub mod series;
 pub mod server;
 pub mod sink;
 pub mod sockopt;
+pub mod sockperf;
 pub mod states;
 pub mod strategy;
 pub mod udpbulk;

@@ -244,7 +244,7 @@ fn histogram() -> Histogram<u64> {
     h
 }
 
-fn record(h: &mut Histogram<u64>, d: Duration) {
+pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
     let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     if h.record(ns).is_err() {
         h.saturating_record(ns);
@@ -252,7 +252,7 @@ fn record(h: &mut Histogram<u64>, d: Duration) {
 }
 
 impl PingResult {
-    fn new() -> PingResult {
+    pub(crate) fn new() -> PingResult {
         PingResult {
             rtt_ns: histogram(),
             total_ns: 0,

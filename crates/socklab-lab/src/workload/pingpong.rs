@@ -29,6 +29,8 @@ pub struct PingSpec {
     pub cfg: PingConfig,
     /// The emulated link between client and echo server, if any.
     pub link: Option<LinkParams>,
+    /// `to` is `sockperf://`: the client speaks sockperf to a `sockperf sr`.
+    pub sockperf: bool,
 }
 
 impl PartialEq for PingSpec {
@@ -92,7 +94,7 @@ pub const KEYS: &[Key] = &[
     Key::new(
         "to",
         "self",
-        "echo server HOST:PORT, or self to start one on loopback",
+        "echo server HOST:PORT, sockperf://HOST:PORT for a `sockperf sr`, or self to start one on loopback",
     ),
     Key::new("udp", "false", "datagrams instead of a TCP connection").switch(),
     SIZE,
@@ -256,7 +258,7 @@ impl Spec for PingSpec {
     }
 
     fn parse(p: &Params) -> Result<Self, LabError> {
-        let to = p.value_in(KEYS, "to", parse_target)?;
+        let (sockperf, to) = p.value_in(KEYS, "to", parse_to)?;
         let udp = p.value_in(KEYS, "udp", parse_bool)?;
         let timeout = p.value(&TIMEOUT, parse_timeout)?.unwrap_or(if udp {
             UDP_TIMEOUT
@@ -283,6 +285,10 @@ impl Spec for PingSpec {
             connect_timeout: Duration::from_secs(5),
         };
         cfg.validate().map_err(|e| LabError::Plan(e.to_string()))?;
+        if sockperf {
+            socklab_net::sockperf::client::validate(&cfg)
+                .map_err(|e| LabError::Plan(e.to_string()))?;
+        }
         cfg.opts
             .validate(cfg.udp)
             .map_err(|e| LabError::Plan(e.to_string()))?;
@@ -298,13 +304,18 @@ impl Spec for PingSpec {
         if !cfg.udp {
             cfg.connect_timeout = link::connect_timeout(p, &link, cfg.connect_timeout)?;
         }
-        Ok(PingSpec { to, cfg, link })
+        Ok(PingSpec {
+            to,
+            cfg,
+            link,
+            sockperf,
+        })
     }
 
     fn params(&self) -> Params {
         let (cfg, mut p) = (&self.cfg, Params::new());
         link::print(&mut p, &self.link);
-        p.set("to", self.to.to_string());
+        p.set("to", to_text(self.sockperf, self.to));
         p.set("udp", cfg.udp.to_string());
         p.set("size", format_size(cfg.size as u64));
         p.set("count", cfg.count.to_string());
@@ -345,7 +356,7 @@ impl Spec for PingSpec {
         cfg.to = res.route(in_link, server)?;
         // On a client host of its own, this very repetition runs there against `cfg.to`.
         let mut there = self.params();
-        there.set("to", cfg.to.to_string());
+        there.set("to", to_text(self.sockperf, Target::Addr(cfg.to)));
         // There only the client's side of the options applies (the server here has the rest).
         let client_side = socklab_net::sockopt::OptSet(
             cfg.opts
@@ -363,7 +374,10 @@ impl Spec for PingSpec {
             return Ok(s);
         }
         let tfo0 = socklab_net::sockopt::tfo_counters();
-        let (r, link_run) = res.in_client(in_link, || socklab_net::pingpong::run(&cfg, stop))?;
+        let (r, link_run) = res.in_client(in_link, || match self.sockperf {
+            true => socklab_net::sockperf::client::run(&cfg, stop),
+            false => socklab_net::pingpong::run(&cfg, stop),
+        })?;
         let r = r.map_err(run_err)?;
         let tfo1 = socklab_net::sockopt::tfo_counters();
         let tfo = |name: &str| tfo(name, &tfo0, &tfo1);
@@ -373,6 +387,26 @@ impl Spec for PingSpec {
             (tfo("TCPFastOpenActive"), tfo("TCPFastOpenPassive")),
             link_run,
         ))
+    }
+}
+
+/// `to`: `self`, `HOST:PORT`, or `sockperf://HOST:PORT` (an unmodified `sockperf sr`).
+fn parse_to(s: &str) -> Result<(bool, Target), String> {
+    match s.trim().strip_prefix("sockperf://") {
+        None => parse_target(s).map(|t| (false, t)),
+        Some(rest) => match parse_target(rest)? {
+            Target::SelfSink => Err("sockperf:// needs a running `sockperf sr`: write sockperf://HOST:PORT, e.g. sockperf://127.0.0.1:11111".into()),
+            t => Ok((true, t)),
+        },
+    }
+}
+
+/// `to` as [`parse_to`] reads it back.
+fn to_text(sockperf: bool, to: Target) -> String {
+    if sockperf {
+        format!("sockperf://{to}")
+    } else {
+        to.to_string()
     }
 }
 
@@ -534,5 +568,32 @@ mod tests {
         }
         let e = spec("pong").unwrap_err().to_string();
         assert!(e.contains("reply") && e.contains("any"), "{e}");
+    }
+
+    #[test]
+    fn a_sockperf_target_is_parsed_printed_and_checked() {
+        let spec = |to: &str, extra: &[(&str, &str)]| {
+            let mut p = Params::new().with("to", to);
+            for (k, v) in extra {
+                p = p.with(k, *v);
+            }
+            PingSpec::parse(&p)
+        };
+        let s = spec("sockperf://127.0.0.1:11111", &[]).unwrap();
+        assert!(s.sockperf);
+        assert_eq!(s.to, Target::Addr("127.0.0.1:11111".parse().unwrap()));
+        assert_eq!(s.params().get("to"), Some("sockperf://127.0.0.1:11111"));
+        assert_eq!(PingSpec::parse(&s.params()).unwrap(), s);
+        assert!(!spec("127.0.0.1:11111", &[]).unwrap().sockperf);
+        let e = spec("sockperf://self", &[]).unwrap_err().to_string();
+        assert!(e.contains("sockperf://HOST:PORT"), "{e}");
+        let e = spec("sockperf://127.0.0.1:1", &[("size", "13")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`size` 13") && e.contains("14 to"), "{e}");
+        let e = spec("sockperf://127.0.0.1:1", &[("reply", "any")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`reply` any"), "{e}");
     }
 }
