@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use socklab_sys::usage::{getrusage, Usage, Who};
 
 use super::{finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
+use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
 use crate::iperf3::proto::{Cookie, Results, StreamResult};
 use crate::iperf3::server::{Action, Server};
@@ -295,12 +296,15 @@ fn receive(
     len: usize,
     result: &mut SinkResult,
 ) -> (Outcome, Instant) {
-    let mut buf = vec![0u8; len.clamp(4096, 1 << 20)];
+    // Page-aligned: the kernel copies into a buffer at malloc's page offset 16 at about half
+    // speed ([`AlignedBuf`]; measured in docs/benchmarks.md, `bench/iperf3-interop`).
+    let mut buf = AlignedBuf::zeroed(len.clamp(4096, 1 << 20));
+    let buf = buf.as_mut_slice();
     let mut last = Instant::now();
     loop {
         if test.stop.load(Ordering::SeqCst) {
             let _ = c.stream.set_nonblocking(true);
-            while let Ok(n @ 1..) = c.stream.read(&mut buf) {
+            while let Ok(n @ 1..) = c.stream.read(buf) {
                 result.reads += 1;
                 result.bytes += n as u64;
                 last = Instant::now();
@@ -308,7 +312,7 @@ fn receive(
             }
             return (Outcome::Complete, last);
         }
-        match c.stream.read(&mut buf) {
+        match c.stream.read(buf) {
             Ok(0) => return (Outcome::Complete, last),
             Ok(n) => {
                 result.reads += 1;
@@ -336,7 +340,11 @@ fn send(
     total: Option<u64>,
     result: &mut SinkResult,
 ) -> (Outcome, Instant) {
-    let block: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let mut block = AlignedBuf::zeroed(len);
+    for (i, b) in block.as_mut_slice().iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let block = block.as_slice();
     let mut pending: &[u8] = &[];
     let mut last = Instant::now();
     loop {
