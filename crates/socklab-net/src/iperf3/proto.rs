@@ -300,9 +300,10 @@ impl Params {
         if self.udp || self.sctp || !self.tcp {
             return refuse("only TCP tests are served yet (`udp` and `sctp` are not)".into());
         }
-        if self.bidirectional {
-            return refuse("`bidirectional` is not served yet".into());
+        if self.bidirectional && self.reverse {
+            return refuse("`bidirectional` and `reverse` together (iperf3 refuses both)".into());
         }
+        super::options::check(self).or_else(refuse)?;
         if self.authtoken.is_some() {
             return refuse("the sink has no users (`authtoken` is not accepted)".into());
         }
@@ -321,9 +322,14 @@ impl Params {
         Ok(())
     }
 
-    /// The number of streams.
+    /// The number of streams: `parallel`, twice over with `bidirectional` (half of them
+    /// sending, half receiving).
     pub fn streams(&self) -> u32 {
-        self.parallel
+        if self.bidirectional {
+            self.parallel * 2
+        } else {
+            self.parallel
+        }
     }
 }
 
@@ -366,6 +372,9 @@ pub struct Results {
     /// The congestion control used, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion_used: Option<String>,
+    /// The server's own output, for a client that asked for it (`get_server_output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
     /// The streams.
     pub streams: Vec<StreamResult>,
 }
