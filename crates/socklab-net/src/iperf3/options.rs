@@ -25,12 +25,6 @@ pub const IESETCONGESTION: i32 = 134;
 /// iperf3's `IESETBUF2` (141): "socket buffer size not set correctly".
 pub const IESETBUF2: i32 = 141;
 
-/// The largest `window` (`-w`) served: iperf3's own `MAX_TCP_BUFFER`, 512 MiB.
-pub const MAX_WINDOW: u64 = 512 << 20;
-
-/// Bytes of a congestion-control name, its NUL included (`TCP_CA_NAME_MAX`).
-pub const CA_NAME_MAX: usize = 16;
-
 /// A test the server cannot run as asked: `SERVER_ERROR`, iperf3's error number (the client
 /// prints its text) and an `errno`; `why` is the sink's own one-line reason, for its log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,27 +50,6 @@ impl ServerError {
 /// What the I/O checks once a test's parameters are read, before its streams are created
 /// (the sink: can this kernel give the `window` and the `congestion` asked for?).
 pub type ParamCheck = fn(&Params) -> Result<(), ServerError>;
-
-/// Bounds of the options the sink applies; `Err` is the reason, naming the key.
-pub(super) fn check(p: &Params) -> Result<(), String> {
-    if let Some(w) = p.window {
-        if w == 0 || w > MAX_WINDOW {
-            return Err(format!("window {w} (1..={MAX_WINDOW})"));
-        }
-    }
-    if let Some(cc) = &p.congestion {
-        let ok =
-            !cc.is_empty() && cc.len() < CA_NAME_MAX && cc.bytes().all(|b| b.is_ascii_graphic());
-        if !ok {
-            return Err(format!(
-                "congestion {:?} (a kernel algorithm name: 1 to {} printable characters)",
-                cc.chars().take(40).collect::<String>(),
-                CA_NAME_MAX - 1
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// Whether the sink sends on the stream accepted `position`-th (from 0) of a test: all of
 /// them with `reverse`; with `bidirectional` those after the first `parallel` (the client

@@ -36,6 +36,12 @@ pub const MAX_LEN: u64 = 16 << 20;
 /// The longest test (`-t`) served: a day.
 pub const MAX_TIME_S: u64 = 86_400;
 
+/// The largest `window` (`-w`) served: iperf3's own `MAX_TCP_BUFFER`, 512 MiB.
+pub const MAX_WINDOW: u64 = 512 << 20;
+
+/// Bytes of a congestion-control name, its NUL included (`TCP_CA_NAME_MAX`).
+pub const CA_NAME_MAX: usize = 16;
+
 /// A test's cookie: what ties its streams to its control connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cookie(pub [u8; 36]);
@@ -303,7 +309,7 @@ impl Params {
         if self.bidirectional && self.reverse {
             return refuse("`bidirectional` and `reverse` together (iperf3 refuses both)".into());
         }
-        super::options::check(self).or_else(refuse)?;
+        check_options(self).or_else(refuse)?;
         if self.authtoken.is_some() {
             return refuse("the sink has no users (`authtoken` is not accepted)".into());
         }
@@ -331,6 +337,27 @@ impl Params {
             self.parallel
         }
     }
+}
+
+/// Bounds of the options the sink applies; `Err` is the reason, naming the key.
+fn check_options(p: &Params) -> Result<(), String> {
+    if let Some(w) = p.window {
+        if w == 0 || w > MAX_WINDOW {
+            return Err(format!("window {w} (1..={MAX_WINDOW})"));
+        }
+    }
+    if let Some(cc) = &p.congestion {
+        let ok =
+            !cc.is_empty() && cc.len() < CA_NAME_MAX && cc.bytes().all(|b| b.is_ascii_graphic());
+        if !ok {
+            return Err(format!(
+                "congestion {:?} (a kernel algorithm name: 1 to {} printable characters)",
+                cc.chars().take(40).collect::<String>(),
+                CA_NAME_MAX - 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One stream's figures in a results message.

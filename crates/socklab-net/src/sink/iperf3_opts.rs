@@ -34,13 +34,20 @@ pub(super) fn apply(sock: SockRef<'_>, p: &Params) -> Result<Applied, ServerErro
         }
     }
     if let Some(cc) = &p.congestion {
-        if let Err(e) = sock.set_tcp_congestion(cc.as_bytes()) {
+        // Only an algorithm already loaded: as root, setting another would have the kernel
+        // load a module `tcp_<name>` at a remote client's word.
+        let available = available_cc();
+        let set = if loaded(&available, cc) {
+            sock.set_tcp_congestion(cc.as_bytes())
+        } else {
+            Err(io::Error::from_raw_os_error(socklab_sys::errno::ENOENT))
+        };
+        if let Err(e) = set {
             return Err(ServerError {
                 code: IESETCONGESTION,
                 errno: e.raw_os_error().unwrap_or(0),
                 why: format!(
-                    "iperf3 `congestion` {cc:?}: this kernel cannot use it ({e}); available here: {}",
-                    available_cc()
+                    "iperf3 `congestion` {cc:?}: this kernel cannot use it ({e}); available here: {available} (the sink loads no module for a client: `modprobe tcp_<name>` on its host)"
                 ),
             });
         }
@@ -67,6 +74,12 @@ pub(super) fn apply(sock: SockRef<'_>, p: &Params) -> Result<Applied, ServerErro
         }
     }
     Ok(applied)
+}
+
+/// Whether `cc` is among the algorithms this kernel has loaded (`available`, the text of
+/// `tcp_available_congestion_control`); where that list cannot be read, the kernel decides.
+fn loaded(available: &str, cc: &str) -> bool {
+    available.trim().is_empty() || available.split_whitespace().any(|a| a == cc)
 }
 
 /// The check of a test's parameters before its streams are made: [`apply`] on an
@@ -108,5 +121,45 @@ pub(super) fn send_some(
             let mut off = offset as i64;
             socklab_sys::io::sendfile(stream.as_fd(), f.as_fd(), &mut off, n)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_loaded_algorithm_is_set_so_no_client_makes_the_kernel_load_a_module() {
+        assert!(loaded("reno cubic bbr\n", "cubic"));
+        assert!(!loaded("reno cubic bbr", "dctcp"), "a module not loaded");
+        assert!(!loaded("reno cubic", "cub"), "whole names only");
+        assert!(loaded("", "cubic"), "no list: the kernel decides");
+        let p = Params {
+            congestion: Some("dctcp-x".into()),
+            ..Params::default()
+        };
+        let e = vet(&p).unwrap_err();
+        assert_eq!(
+            (e.code, e.errno),
+            (IESETCONGESTION, socklab_sys::errno::ENOENT)
+        );
+        assert!(
+            e.why.contains("\"dctcp-x\"") && e.why.contains("available here"),
+            "{}",
+            e.why
+        );
+    }
+
+    #[test]
+    fn a_window_is_set_doubled_and_read_back_on_a_socket() {
+        let p = Params {
+            window: Some(64 * 1024),
+            ..Params::default()
+        };
+        let probe = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        let a = apply(SockRef::from(&probe), &p).unwrap();
+        // Linux doubles what is set (socket(7)); net.core.[rw]mem_max is at least 64 KiB.
+        assert_eq!((a.sndbuf, a.rcvbuf), (128 * 1024, 128 * 1024));
+        assert!(a.congestion.is_some_and(|c| !c.is_empty()));
     }
 }
