@@ -71,7 +71,8 @@ pub(crate) fn cvt_size(ret: libc::ssize_t) -> std::io::Result<usize> {
 pub mod errno {
     pub use libc::{
         EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ECANCELED, ECONNABORTED, ECONNREFUSED,
-        ECONNRESET, EINPROGRESS, EINTR, EINVAL, EIO, EMFILE, ENFILE, ENOBUFS, ENOMEM, EPERM, EPIPE,
+        ECONNRESET, EINPROGRESS, EINTR, EINVAL, EIO, EMFILE, ENFILE, ENOBUFS, ENOENT, ENOMEM,
+        EPERM, EPIPE,
     };
 }
 

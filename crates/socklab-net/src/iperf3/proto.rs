@@ -36,6 +36,12 @@ pub const MAX_LEN: u64 = 16 << 20;
 /// The longest test (`-t`) served: a day.
 pub const MAX_TIME_S: u64 = 86_400;
 
+/// The largest `window` (`-w`) served: iperf3's own `MAX_TCP_BUFFER`, 512 MiB.
+pub const MAX_WINDOW: u64 = 512 << 20;
+
+/// Bytes of a congestion-control name, its NUL included (`TCP_CA_NAME_MAX`).
+pub const CA_NAME_MAX: usize = 16;
+
 /// A test's cookie: what ties its streams to its control connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cookie(pub [u8; 36]);
@@ -300,9 +306,10 @@ impl Params {
         if self.udp || self.sctp || !self.tcp {
             return refuse("only TCP tests are served yet (`udp` and `sctp` are not)".into());
         }
-        if self.bidirectional {
-            return refuse("`bidirectional` is not served yet".into());
+        if self.bidirectional && self.reverse {
+            return refuse("`bidirectional` and `reverse` together (iperf3 refuses both)".into());
         }
+        check_options(self).or_else(refuse)?;
         if self.authtoken.is_some() {
             return refuse("the sink has no users (`authtoken` is not accepted)".into());
         }
@@ -321,10 +328,36 @@ impl Params {
         Ok(())
     }
 
-    /// The number of streams.
+    /// The number of streams: `parallel`, twice over with `bidirectional` (half of them
+    /// sending, half receiving).
     pub fn streams(&self) -> u32 {
-        self.parallel
+        if self.bidirectional {
+            self.parallel * 2
+        } else {
+            self.parallel
+        }
     }
+}
+
+/// Bounds of the options the sink applies; `Err` is the reason, naming the key.
+fn check_options(p: &Params) -> Result<(), String> {
+    if let Some(w) = p.window {
+        if w == 0 || w > MAX_WINDOW {
+            return Err(format!("window {w} (1..={MAX_WINDOW})"));
+        }
+    }
+    if let Some(cc) = &p.congestion {
+        let ok =
+            !cc.is_empty() && cc.len() < CA_NAME_MAX && cc.bytes().all(|b| b.is_ascii_graphic());
+        if !ok {
+            return Err(format!(
+                "congestion {:?} (a kernel algorithm name: 1 to {} printable characters)",
+                cc.chars().take(40).collect::<String>(),
+                CA_NAME_MAX - 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One stream's figures in a results message.
@@ -366,6 +399,9 @@ pub struct Results {
     /// The congestion control used, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion_used: Option<String>,
+    /// The server's own output, for a client that asked for it (`get_server_output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
     /// The streams.
     pub streams: Vec<StreamResult>,
 }

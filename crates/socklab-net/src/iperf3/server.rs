@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use super::options::{sink_sends, stream_id, ParamCheck, ServerError};
 use super::proto::{frame, json_len, Cookie, Params, Results, State, COOKIE_LEN};
 
 /// How long a client may take to send its cookie and parameters.
@@ -59,6 +60,15 @@ pub enum Action {
     Fail(String),
 }
 
+/// What one stream of a test does, known once all its streams are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Role {
+    /// iperf3's id of the stream (by the order the streams were accepted).
+    pub id: i64,
+    /// The sink sends on it (`reverse`, or the second half of a `bidirectional` test).
+    pub sends: bool,
+}
+
 /// One test, as its control connection sees it.
 #[derive(Debug)]
 pub struct Server {
@@ -66,7 +76,12 @@ pub struct Server {
     buf: Vec<u8>,
     cookie: Option<Cookie>,
     params: Option<Params>,
+    check: Option<ParamCheck>,
     stream_ids: Vec<i64>,
+    /// The accept order of each stream, by the order they joined.
+    accepted: Vec<u64>,
+    /// Each stream's role, by the order they joined, once all are in.
+    roles: Vec<Role>,
     ours: Option<Results>,
     client_results: Option<Results>,
     deadline: Option<Instant>,
@@ -81,11 +96,24 @@ impl Server {
             buf: Vec::new(),
             cookie: None,
             params: None,
+            check: None,
             stream_ids: Vec::new(),
+            accepted: Vec::new(),
+            roles: Vec::new(),
             ours: None,
             client_results: None,
             deadline: Some(now + HANDSHAKE_TIMEOUT),
             actions: VecDeque::new(),
+        }
+    }
+
+    /// A test whose parameters, once read, are put to `check` before its streams are created;
+    /// a refusal is sent to the client as `SERVER_ERROR` (the client prints iperf3's text for
+    /// its error number) and fails the test.
+    pub fn with_check(now: Instant, check: ParamCheck) -> Server {
+        Server {
+            check: Some(check),
+            ..Server::new(now)
         }
     }
 
@@ -202,6 +230,10 @@ impl Server {
                 Ok(None) => false,
                 Ok(Some(json)) => match Params::parse(&json) {
                     Ok(p) => {
+                        if let Some(Err(e)) = self.check.map(|check| check(&p)) {
+                            self.server_error(e);
+                            return false;
+                        }
                         self.params = Some(p);
                         self.send_state(State::CreateStreams);
                         self.phase = Phase::Streams;
@@ -280,6 +312,15 @@ impl Server {
         }
     }
 
+    /// Refuses the test with `SERVER_ERROR` (before any stream exists).
+    fn server_error(&mut self, e: ServerError) {
+        self.actions.push_back(Action::Send(e.wire()));
+        self.actions.push_back(Action::Fail(e.why));
+        self.phase = Phase::Failed;
+        self.deadline = None;
+        self.buf.clear();
+    }
+
     fn finish(&mut self, client: Option<Results>) {
         if let Some(c) = client {
             self.actions.push_back(Action::Done(Box::new(c)));
@@ -306,9 +347,25 @@ impl Server {
         Ok(Some(json))
     }
 
-    /// A stream connected and sent `cookie`: `Ok` with its id when it belongs to this test
-    /// now, else the one-line refusal for that stream (the test goes on).
+    /// A stream connected and sent `cookie`, its connections taken in the order they
+    /// joined: `Ok` with its id when it belongs to this test now, else the one-line refusal
+    /// for that stream (the test goes on).
     pub fn stream_connected(&mut self, now: Instant, cookie: &Cookie) -> Result<i64, String> {
+        let order = self.stream_ids.len() as u64;
+        self.stream_joined(now, cookie, order).map(stream_id)
+    }
+
+    /// A stream connected and sent `cookie`; `accepted` orders it among the test's streams
+    /// (the order the listener accepted them, which is the order the client connected them:
+    /// threads may read the cookies in another). `Ok` with its ticket (the streams before it
+    /// that joined) when it belongs to this test, else the one-line refusal for that stream.
+    /// Its [`Role`] is known once all streams are in ([`Server::stream_role`]).
+    pub fn stream_joined(
+        &mut self,
+        now: Instant,
+        cookie: &Cookie,
+        accepted: u64,
+    ) -> Result<usize, String> {
         if self.cookie.as_ref() != Some(cookie) {
             return Err(format!(
                 "iperf3 stream cookie {} belongs to no test",
@@ -320,11 +377,26 @@ impl Server {
             return Err("iperf3 stream arrived after its test's streams were complete".into());
         }
         // iperf3 numbers its streams 1, 3, 4, 5 … (iperf_add_stream), in connection order.
-        let k = self.stream_ids.len() as i64;
-        let id = if k == 0 { 1 } else { k + 2 };
-        self.stream_ids.push(id);
+        let ticket = self.stream_ids.len();
+        self.stream_ids.push(stream_id(ticket));
+        self.accepted.push(accepted);
         if self.stream_ids.len() == want {
             let p = self.params.as_ref().expect("params read before streams");
+            let mut by_accept: Vec<usize> = (0..want).collect();
+            by_accept.sort_by_key(|&t| self.accepted[t]);
+            self.roles = vec![
+                Role {
+                    id: 0,
+                    sends: false
+                };
+                want
+            ];
+            for (position, &t) in by_accept.iter().enumerate() {
+                self.roles[t] = Role {
+                    id: stream_id(position),
+                    sends: sink_sends(p, position),
+                };
+            }
             let reverse = p.reverse;
             self.deadline =
                 (p.time > 0).then(|| now + Duration::from_secs(p.time + p.omit) + RUN_GRACE);
@@ -335,7 +407,12 @@ impl Server {
             // Bytes that came early (a fast TEST_END) wait in the buffer.
             while !self.over() && self.step(now) {}
         }
-        Ok(id)
+        Ok(ticket)
+    }
+
+    /// The role of the stream that joined with `ticket`, once all the test's streams are in.
+    pub fn stream_role(&self, ticket: usize) -> Option<Role> {
+        self.roles.get(ticket).copied()
     }
 
     /// The streams stopped, with the sink's own figures (`streams` in the order of

@@ -42,6 +42,7 @@ fn ours(ids: &[i64]) -> Results {
         cpu_util_system: 0.5,
         sender_has_retransmits: -1,
         congestion_used: None,
+        server_output_text: None,
         streams: ids
             .iter()
             .map(|&id| StreamResult {

@@ -4,19 +4,24 @@
 //! accounting, so several iperf3 clients are served at once, each as if alone.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use socket2::SockRef;
 use socklab_sys::usage::{getrusage, Usage, Who};
 
+use super::iperf3_opts as opts;
 use super::{finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
-use crate::iperf3::proto::{Cookie, Results, StreamResult};
+use crate::iperf3::options::stream_id;
+use crate::iperf3::proto::{Cookie, Results};
+use crate::iperf3::results::{self, Applied, Ended, Meter};
 use crate::iperf3::server::{Action, Server};
 use crate::protocol::SinkResult;
 
@@ -43,13 +48,19 @@ struct Test {
     stop: AtomicBool,
     /// Bytes the sending streams have taken of a `-n`/`-k` test's total, together.
     taken: AtomicU64,
+    /// Raised by the first stream past the omitted seconds (which restarts `taken`).
+    omit_over: AtomicBool,
+    /// The file `zerocopy` streams send from, made by the first of them.
+    source: OnceLock<Result<Arc<File>, String>>,
 }
 
 #[derive(Debug, Default)]
 struct Run {
     start: Option<(Instant, bool)>,
     /// The streams' figures, as each ends.
-    done: Vec<(StreamResult, Usage)>,
+    done: Vec<Ended>,
+    /// What the stream sockets run with (the first stream's, read back).
+    applied: Option<Applied>,
     /// Streams that started and have not ended.
     live: usize,
 }
@@ -60,6 +71,16 @@ impl Test {
     }
     fn run(&self) -> MutexGuard<'_, Run> {
         self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// The omitted seconds are over (iperf3's `iperf_reset_stats`): a `-n`/`-k` total is
+    /// counted again from here, once for the test.
+    fn omit_over(&self) {
+        let first =
+            self.omit_over
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst);
+        if first.is_ok() {
+            self.taken.store(0, Ordering::SeqCst);
+        }
     }
 }
 
@@ -90,7 +111,7 @@ pub(super) fn serve(c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) 
 
 fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> ConnReport {
     let t0 = Instant::now();
-    let mut server = Server::new(t0);
+    let mut server = Server::with_check(t0, opts::vet);
     server.control_bytes(t0, &cookie_bytes(&cookie));
     let test = Arc::new(Test {
         server: Mutex::new(server),
@@ -98,6 +119,8 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
         changed: Condvar::new(),
         stop: AtomicBool::new(false),
         taken: AtomicU64::new(0),
+        omit_over: AtomicBool::new(false),
+        source: OnceLock::new(),
     });
     c.sh.iperf3.lock().insert(cookie, test.clone());
     let reg = Registered {
@@ -108,7 +131,7 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
     let mut result = SinkResult::default();
     let mut streams = 0u32;
     let outcome = loop {
-        match step(&mut c, &test, &mut result) {
+        match step(&mut c, &test, &mut result, peer) {
             Ok(Some(o)) => break o,
             Ok(None) => {}
             Err(o) => break o,
@@ -125,6 +148,7 @@ fn step(
     c: &mut Conn<'_>,
     test: &Test,
     result: &mut SinkResult,
+    peer: SocketAddr,
 ) -> Result<Option<Outcome>, Outcome> {
     loop {
         let action = test.server().poll_action();
@@ -138,7 +162,7 @@ fn step(
             Action::StopStreams => {
                 test.stop.store(true, Ordering::SeqCst);
                 test.changed.notify_all();
-                let ours = collect(c, test)?;
+                let ours = collect(c, test, peer)?;
                 test.server().streams_stopped(Instant::now(), ours);
             }
             Action::Done(_client) => return Ok(Some(Outcome::Complete)),
@@ -162,9 +186,9 @@ fn step(
     Ok(None)
 }
 
-/// Waits for the started streams to end (each ends within a tick of `stop`) and sums them
-/// into the sink's results message.
-fn collect(c: &Conn<'_>, test: &Test) -> Result<Results, Outcome> {
+/// Waits for the started streams to end (each ends within a tick of `stop`) and builds the
+/// sink's results message from their figures.
+fn collect(c: &Conn<'_>, test: &Test, peer: SocketAddr) -> Result<Results, Outcome> {
     let mut run = test.run();
     let deadline = Instant::now() + Duration::from_secs(5);
     while run.live > 0 && Instant::now() < deadline {
@@ -175,24 +199,15 @@ fn collect(c: &Conn<'_>, test: &Test) -> Result<Results, Outcome> {
             .unwrap_or_else(|p| p.into_inner())
             .0;
     }
-    let reverse = run.start.is_some_and(|(_, r)| r);
-    let mut streams: Vec<StreamResult> = run.done.iter().map(|(s, _)| s.clone()).collect();
-    streams.sort_by_key(|s| s.id);
-    let secs = streams.iter().map(|s| s.end_time).fold(0.0, f64::max);
-    let (mut user, mut sys) = (0.0, 0.0);
-    for (_, u) in &run.done {
-        user += u.user.as_secs_f64();
-        sys += u.sys.as_secs_f64();
-    }
-    let pct = |x: f64| if secs > 0.0 { 100.0 * x / secs } else { 0.0 };
-    Ok(Results {
-        cpu_util_total: pct(user + sys),
-        cpu_util_user: pct(user),
-        cpu_util_system: pct(sys),
-        sender_has_retransmits: if reverse { 1 } else { -1 },
-        congestion_used: None,
-        streams,
-    })
+    let params = test.server().params().cloned().unwrap_or_default();
+    let peer = peer.to_string();
+    let t = results::Test {
+        params: &params,
+        peer: &peer,
+        applied: run.applied.as_ref(),
+        wall: run.start.map_or(0.0, |(s, _)| s.elapsed().as_secs_f64()),
+    };
+    Ok(results::build(&t, &run.done))
 }
 
 fn cookie_bytes(c: &Cookie) -> [u8; 37] {
@@ -201,7 +216,8 @@ fn cookie_bytes(c: &Cookie) -> [u8; 37] {
     b
 }
 
-/// A stream: waits for the start, then reads (or, reversed, sends) until told to stop.
+/// A stream: sets the client's socket options, waits for the start, then reads (or, when the
+/// sink sends on it, sends) until told to stop.
 fn stream(
     mut c: Conn<'_>,
     cookie: &Cookie,
@@ -210,35 +226,52 @@ fn stream(
     cpu0: Usage,
 ) -> ConnReport {
     let t0 = Instant::now();
-    let mut result = SinkResult::default();
-    let joined = test.server().stream_connected(t0, cookie);
-    let id = match joined {
-        Ok(id) => id,
-        Err(why) => {
-            return finish(
-                peer,
-                Mode::Raw,
-                result,
-                cpu0,
-                t0,
-                Outcome::Refused(why),
-                None,
-            )
-        }
+    let result = SinkResult::default();
+    let refused = |result, why| {
+        finish(
+            peer,
+            Mode::Raw,
+            result,
+            cpu0,
+            t0,
+            Outcome::Refused(why),
+            None,
+        )
     };
+    // The test's options were checked on a socket of its own; a failure here is the kernel's.
+    let params = test.server().params().cloned();
+    let applied = match params
+        .as_ref()
+        .map(|p| opts::apply(SockRef::from(&c.stream), p))
+    {
+        Some(Err(e)) => return refused(result, e.why),
+        Some(Ok(a)) => Some(a),
+        None => None,
+    };
+    let joined = test.server().stream_joined(t0, cookie, c.accepted);
+    let ticket = match joined {
+        Ok(t) => t,
+        Err(why) => return refused(result, why),
+    };
+    if let Some(a) = applied {
+        test.run().applied.get_or_insert(a);
+    }
     test.changed.notify_all();
-    let mode = |reverse| Mode::Iperf3Stream { id, reverse };
     // Wait for the start.
-    let (start, reverse) = {
+    let start = {
         let mut run = test.run();
         loop {
-            if let Some(s) = run.start {
+            if let Some((s, _)) = run.start {
                 break s;
             }
             if test.stop.load(Ordering::SeqCst) || c.halted().is_err() {
                 drop(run);
                 let o = Outcome::Aborted("its test ended before it started".into());
-                return finish(peer, mode(false), result, cpu0, t0, o, None);
+                let mode = Mode::Iperf3Stream {
+                    id: stream_id(ticket),
+                    reverse: false,
+                };
+                return finish(peer, mode, result, cpu0, t0, o, None);
             }
             run = test
                 .changed
@@ -247,141 +280,192 @@ fn stream(
                 .0;
         }
     };
-    test.run().live += 1;
-    let (len, total) = test.server().params().map_or((128 * 1024, None), |p| {
-        // A reversed `-n` or `-k` test: the sink, the sender, stops at the total.
-        let total = if p.num > 0 {
-            p.num
-        } else {
-            p.blockcount.saturating_mul(p.len)
-        };
-        (p.len as usize, (total > 0).then_some(total))
-    });
-    let cpu_start = getrusage(Who::Thread);
-    let (outcome, last) = if reverse {
-        send(&mut c, test, len, total, &mut result)
-    } else {
-        receive(&mut c, test, len, &mut result)
+    let role = test.server().stream_role(ticket);
+    let Some(role) = role else {
+        let o = Outcome::Aborted("its test has no role for it".into());
+        return finish(peer, Mode::Raw, result, cpu0, t0, o, None);
     };
-    let retransmits = if reverse {
-        socklab_sys::tcp::tcp_info(c.stream.as_fd()).map_or(-1, |i| i64::from(i.total_retrans))
+    test.run().live += 1;
+    let p = params.unwrap_or_default();
+    // A `-n` or `-k` test: the sending streams stop at the total, together.
+    let total = if p.num > 0 {
+        p.num
+    } else {
+        p.blockcount.saturating_mul(p.len)
+    };
+    let mut s = Stream {
+        meter: Meter::new(start, Duration::from_secs(p.omit)),
+        retrans_base: 0,
+        result,
+        sends: role.sends,
+    };
+    let cpu_start = getrusage(Who::Thread);
+    let zerocopy = p.zerocopy.is_some_and(|z| z != 0);
+    let (outcome, how) = if role.sends {
+        let mut block = AlignedBuf::zeroed(p.len.max(1) as usize);
+        for (i, b) in block.as_mut_slice().iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        let block = block.as_slice();
+        let file = zerocopy.then(|| {
+            test.source
+                .get_or_init(|| {
+                    opts::sendfile_source(block)
+                        .map(Arc::new)
+                        .map_err(|e| format!("no file for `zerocopy` to send from: {e}"))
+                })
+                .clone()
+        });
+        match file.transpose() {
+            Ok(file) => {
+                let total = (total > 0).then_some(total);
+                let o = send(&mut c, test, block, file.as_deref(), total, &mut s);
+                (o, if file.is_some() { "sendfile" } else { "write" })
+            }
+            Err(why) => (Outcome::Aborted(why), "sendfile"),
+        }
+    } else {
+        (receive(&mut c, test, p.len as usize, &mut s), "read")
+    };
+    let retransmits = if role.sends {
+        socklab_sys::tcp::tcp_info(c.stream.as_fd()).map_or(-1, |i| {
+            if s.meter.omitting() {
+                0
+            } else {
+                i64::from(i.total_retrans.saturating_sub(s.retrans_base))
+            }
+        })
     } else {
         -1
     };
     let cpu = getrusage(Who::Thread).since(&cpu_start);
-    let r = StreamResult {
-        id,
-        bytes: result.bytes,
-        retransmits,
-        jitter: 0.0,
-        errors: 0,
-        packets: 0,
-        start_time: 0.0,
-        end_time: last.saturating_duration_since(start).as_secs_f64(),
+    let ended = Ended {
+        result: s.meter.result(role.id, retransmits),
+        sends: role.sends,
+        how,
+        cpu: (cpu.user, cpu.sys),
     };
     {
         let mut run = test.run();
-        run.done.push((r, cpu));
+        run.done.push(ended);
         run.live -= 1;
     }
     test.changed.notify_all();
-    finish(peer, mode(reverse), result, cpu0, start, outcome, None)
+    let mode = Mode::Iperf3Stream {
+        id: role.id,
+        reverse: role.sends,
+    };
+    finish(peer, mode, s.result, cpu0, start, outcome, None)
 }
 
-/// Reads and counts until the test stops, then takes what is already queued; with the time
-/// of the last byte (the stream's end, as the receiving side saw it).
-fn receive(
-    c: &mut Conn<'_>,
-    test: &Test,
-    len: usize,
-    result: &mut SinkResult,
-) -> (Outcome, Instant) {
+/// A started stream's counts: the sink's log (`result`, every byte) and iperf3's figures
+/// (`meter`, the omitted start taken off).
+struct Stream {
+    meter: Meter,
+    /// `tcpi_total_retrans` when the omitted seconds ended.
+    retrans_base: u32,
+    result: SinkResult,
+    sends: bool,
+}
+
+impl Stream {
+    /// `n` bytes moved (or only the clock); past the omitted seconds, the baselines restart.
+    fn moved(&mut self, c: &Conn<'_>, test: &Test, n: usize) {
+        if n > 0 {
+            self.result.reads += 1;
+            self.result.bytes += n as u64;
+        }
+        if self.meter.moved(Instant::now(), n as u64) {
+            test.omit_over();
+            if self.sends {
+                self.retrans_base =
+                    socklab_sys::tcp::tcp_info(c.stream.as_fd()).map_or(0, |i| i.total_retrans);
+            }
+        }
+    }
+}
+
+/// Reads and counts until the test stops, then takes what is already queued.
+fn receive(c: &mut Conn<'_>, test: &Test, len: usize, s: &mut Stream) -> Outcome {
     // Page-aligned: the kernel copies into a buffer at malloc's page offset 16 at about half
     // speed ([`AlignedBuf`]; measured in docs/benchmarks.md, `bench/iperf3-interop`).
     let mut buf = AlignedBuf::zeroed(len.clamp(4096, 1 << 20));
     let buf = buf.as_mut_slice();
-    let mut last = Instant::now();
     loop {
         if test.stop.load(Ordering::SeqCst) {
             let _ = c.stream.set_nonblocking(true);
             while let Ok(n @ 1..) = c.stream.read(buf) {
-                result.reads += 1;
-                result.bytes += n as u64;
-                last = Instant::now();
+                s.moved(c, test, n);
                 c.idle_since = None;
             }
-            return (Outcome::Complete, last);
+            return Outcome::Complete;
         }
         match c.stream.read(buf) {
-            Ok(0) => return (Outcome::Complete, last),
+            Ok(0) => return Outcome::Complete,
             Ok(n) => {
-                result.reads += 1;
-                result.bytes += n as u64;
-                last = Instant::now();
+                s.moved(c, test, n);
                 c.idle_since = None;
             }
             // A stream silent past the sink's idle timeout ends (the test goes on).
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                s.moved(c, test, 0);
                 if let Err(o) = c.waited(e) {
-                    return (o, last);
+                    return o;
                 }
             }
-            Err(e) => return (Outcome::Aborted(e.to_string()), last),
+            Err(e) => return Outcome::Aborted(e.to_string()),
         }
     }
 }
 
-/// Sends blocks of `len` until the test stops, or until the streams together sent `total`;
-/// with the time of the last write.
+/// Sends blocks (from memory, or with `sendfile` from `file`) until the test stops, or until
+/// the streams together sent `total`.
 fn send(
     c: &mut Conn<'_>,
     test: &Test,
-    len: usize,
+    block: &[u8],
+    file: Option<&File>,
     total: Option<u64>,
-    result: &mut SinkResult,
-) -> (Outcome, Instant) {
-    let mut block = AlignedBuf::zeroed(len);
-    for (i, b) in block.as_mut_slice().iter_mut().enumerate() {
-        *b = (i % 251) as u8;
-    }
-    let block = block.as_slice();
-    let mut pending: &[u8] = &[];
-    let mut last = Instant::now();
+    s: &mut Stream,
+) -> Outcome {
+    let len = block.len();
+    let (mut off, mut left) = (0usize, 0usize);
     loop {
         if test.stop.load(Ordering::SeqCst) {
-            return (Outcome::Complete, last);
+            return Outcome::Complete;
         }
-        if pending.is_empty() {
+        if left == 0 {
             let want = match total {
                 None => len,
                 Some(t) => take(&test.taken, t, len as u64) as usize,
             };
             if want == 0 {
-                // The total is sent: wait for TEST_END.
+                // The total is sent: wait for TEST_END (or the omitted seconds' end).
                 let run = test.run();
                 let _ = test.changed.wait_timeout(run, TICK);
                 if let Err(o) = c.halted() {
-                    return (o, last);
+                    return o;
                 }
+                s.moved(c, test, 0);
                 continue;
             }
-            pending = &block[..want];
+            (off, left) = (0, want);
         }
-        match c.stream.write(pending) {
+        match opts::send_some(&mut c.stream, block, file, off, left) {
+            Ok(0) => return Outcome::Aborted("the connection accepts no data".into()),
             Ok(n) => {
-                result.reads += 1;
-                result.bytes += n as u64;
-                pending = &pending[n..];
-                last = Instant::now();
+                (off, left) = (off + n, left - n);
+                s.moved(c, test, n);
                 c.idle_since = None;
             }
             // A stream silent past the sink's idle timeout ends (the test goes on).
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                s.moved(c, test, 0);
                 if let Err(o) = c.waited(e) {
-                    return (o, last);
+                    return o;
                 }
             }
-            Err(e) => return (Outcome::Aborted(e.to_string()), last),
+            Err(e) => return Outcome::Aborted(e.to_string()),
         }
     }
 }

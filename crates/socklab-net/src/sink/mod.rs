@@ -33,6 +33,7 @@ use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
 
 mod iperf3;
+mod iperf3_opts;
 mod multi;
 
 /// How often every blocking call of the sink wakes to look at the stop flag and the idle
@@ -353,6 +354,7 @@ impl Sink {
         use socklab_sys::io::{poll_flags, poll_one};
         let (tx, rx) = mpsc::channel::<ConnReport>();
         let mut conns: Vec<JoinHandle<()>> = Vec::new();
+        let mut accepted = 0u64;
         let tick_ms = TICK.as_millis() as i32;
         let result = loop {
             while let Ok(r) = rx.try_recv() {
@@ -371,6 +373,7 @@ impl Sink {
             }
             match self.listener.accept() {
                 Ok((stream, peer)) => {
+                    accepted += 1;
                     if conns.len() >= self.shared.cfg.max_conns {
                         let why = format!(
                             "sink busy: {} connections in progress, the most it serves at once (the sink's `max_conns`); try again later",
@@ -381,11 +384,12 @@ impl Sink {
                     }
                     let shared = self.shared.clone();
                     let tx = tx.clone();
+                    let seq = accepted;
                     let spawned =
                         std::thread::Builder::new()
                             .name("sink-conn".into())
                             .spawn(move || {
-                                let _ = tx.send(serve_conn(stream, peer, &shared));
+                                let _ = tx.send(serve_conn(stream, peer, &shared, seq));
                             });
                     match spawned {
                         Ok(h) => conns.push(h),
@@ -463,6 +467,8 @@ struct Conn<'a> {
     idle_since: Option<Instant>,
     /// The test this connection belongs to, given up when its control connection ended.
     test_abort: Option<Arc<AtomicBool>>,
+    /// Its place in the order the listener accepted connections (iperf3's streams).
+    accepted: u64,
 }
 
 impl Conn<'_> {
@@ -603,7 +609,7 @@ impl Conn<'_> {
 
 /// Serves one connection (on its own thread) and reports it. Its clock and CPU count from
 /// here, when it is served, never while it waited for another connection.
-fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
+fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared, accepted: u64) -> ConnReport {
     let cpu0 = getrusage(Who::Thread);
     let t0 = Instant::now();
     let mut result = SinkResult::default();
@@ -614,6 +620,7 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared) -> ConnReport {
         sh,
         idle_since: None,
         test_abort: None,
+        accepted,
     };
     let done =
         |result: SinkResult, mode, outcome| finish(peer, mode, result, cpu0, t0, outcome, None);
