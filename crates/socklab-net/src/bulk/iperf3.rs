@@ -134,7 +134,11 @@ pub fn params(cfg: &BulkConfig) -> ClientParams {
         reverse: cfg.flow == Flow::Down,
         bidirectional: cfg.flow == Flow::Bidir,
         nodelay: cfg.nodelay,
-        len: if server_sends { cfg.bufsize } else { cfg.read_size } as u64,
+        len: if server_sends {
+            cfg.bufsize
+        } else {
+            cfg.read_size
+        } as u64,
         fqrate: cfg.pacing_rate.filter(|_| server_sends),
         zerocopy: (server_sends && cfg.strategy == Strategy::Sendfile).then_some(1),
         congestion: server_sends.then(|| cfg.cc.clone()),
@@ -203,7 +207,9 @@ fn attempt(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<Iperf3Run, Attem
     let mut ctl = connect(cfg, false, false, stop)
         .map_err(|e| match e {
             NetError::Connect { addr, source } => NetError::Io {
-                context: format!("cannot connect to the iperf3 server at {addr} (is `iperf3 -s` running there?)"),
+                context: format!(
+                    "cannot connect to the iperf3 server at {addr} (is `iperf3 -s` running there?)"
+                ),
                 source,
             },
             e => e,
@@ -479,7 +485,11 @@ impl<'a, 'b> Driver<'a, 'b> {
                     StreamResult {
                         id: stream_id(i),
                         bytes: d.bytes,
-                        retransmits: if up { i64::from(d.tcp.total_retrans) } else { -1 },
+                        retransmits: if up {
+                            i64::from(d.tcp.total_retrans)
+                        } else {
+                            -1
+                        },
                         jitter: 0.0,
                         errors: 0,
                         packets: 0,
@@ -562,13 +572,8 @@ pub(super) fn await_acked(
         if left != last {
             (last, since) = (left, Instant::now());
         }
-        b.check(since).map_err(|e| {
-            b.error(
-                cfg,
-                "waiting for the last bytes to be acknowledged by",
-                e,
-            )
-        })?;
+        b.check(since)
+            .map_err(|e| b.error(cfg, "waiting for the last bytes to be acknowledged by", e))?;
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -596,7 +601,10 @@ mod tests {
             c.flow = Flow::Down;
             c.strategy = Strategy::Splice;
         });
-        assert!(e.starts_with("`strategy` splice with iperf3:// and `direction` down"), "{e}");
+        assert!(
+            e.starts_with("`strategy` splice with iperf3:// and `direction` down"),
+            "{e}"
+        );
         let e = refused(&|c| {
             c.flow = Flow::Bidir;
             c.limit = Limit::Bytes(1000);

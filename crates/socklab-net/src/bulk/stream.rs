@@ -338,9 +338,9 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
     let halt = || sh.halt.load(Ordering::Relaxed);
     // Pinned first, so the socket and its buffers are made on the stream's CPU.
     let cpu_pinned = pin(cfg, index)?;
-    let taken = sh.preconnected.and_then(|p| {
-        p.lock().unwrap_or_else(|e| e.into_inner())[index as usize].take()
-    });
+    let taken = sh
+        .preconnected
+        .and_then(|p| p.lock().unwrap_or_else(|e| e.into_inner())[index as usize].take());
     let Connected {
         mut stream,
         applied,

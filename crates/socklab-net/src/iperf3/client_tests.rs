@@ -97,7 +97,10 @@ fn a_test_goes_from_the_cookie_to_iperf_done() {
     let t0 = Instant::now();
     let mut c = Client::new(t0, make_cookie(7), &params(2));
     let a = drain(&mut c);
-    assert_eq!(a, vec![Action::Send(cookie_bytes(&make_cookie(7)).to_vec())]);
+    assert_eq!(
+        a,
+        vec![Action::Send(cookie_bytes(&make_cookie(7)).to_vec())]
+    );
     assert_eq!(c.phase(), Phase::Params);
     assert_eq!(c.poll_timeout(), Some(t0 + STEP_WAIT));
 
@@ -113,7 +116,11 @@ fn a_test_goes_from_the_cookie_to_iperf_done() {
             count: 2
         }]
     );
-    assert_eq!(c.poll_timeout(), None, "connecting is the caller's to bound");
+    assert_eq!(
+        c.poll_timeout(),
+        None,
+        "connecting is the caller's to bound"
+    );
     // TEST_START and TEST_RUNNING come in one read, before the caller says it is done.
     c.control_bytes(t0, &[1, 2]);
     assert!(drain(&mut c).is_empty());
@@ -181,7 +188,12 @@ fn a_server_error_carries_iperf3s_number_and_errno() {
     let e = failure(&drain(&mut c));
     assert_eq!(e, ClientError::ServerError { code: 13, errno: 2 });
     let m = e.message("h:1");
-    assert!(m.starts_with("iperf3 server at h:1 failed the test: iperf3 error 13, errno 2: No such file"), "{m}");
+    assert!(
+        m.starts_with(
+            "iperf3 server at h:1 failed the test: iperf3 error 13, errno 2: No such file"
+        ),
+        "{m}"
+    );
     assert!(!m.contains('\n'));
 }
 
@@ -213,7 +225,10 @@ fn terminate_close_unknown_bytes_and_turns_out_of_order_each_fail_in_one_line() 
     let mut c = fresh();
     c.control_bytes(t0, &[14]);
     let m = failure(&drain(&mut c)).message("h:1");
-    assert!(m.contains("out of turn while waiting for PARAM_EXCHANGE"), "{m}");
+    assert!(
+        m.contains("out of turn while waiting for PARAM_EXCHANGE"),
+        "{m}"
+    );
 
     // A results message that is no results message.
     let mut c = fresh();
@@ -228,7 +243,10 @@ fn terminate_close_unknown_bytes_and_turns_out_of_order_each_fail_in_one_line() 
     drain(&mut c);
     c.control_bytes(t0, &framed(b"{\"x\":1}"));
     let m = failure(&drain(&mut c)).message("h:1");
-    assert!(m.starts_with("iperf3 server at h:1: iperf3 results refused"), "{m}");
+    assert!(
+        m.starts_with("iperf3 server at h:1: iperf3 results refused"),
+        "{m}"
+    );
     // Nothing more after a failure.
     c.control_bytes(t0, &[14]);
     assert!(drain(&mut c).is_empty());

@@ -38,7 +38,9 @@ pub fn parse_to(s: &str) -> Result<(bool, Target), String> {
         return parse_target(s).map(|t| (false, t));
     };
     let rest = rest.trim_end_matches('/');
-    let self_msg = || "iperf3:// needs a running `iperf3 -s`: write iperf3://HOST[:PORT], e.g. iperf3://127.0.0.1:5201".to_string();
+    let self_msg = || {
+        "iperf3:// needs a running `iperf3 -s`: write iperf3://HOST[:PORT], e.g. iperf3://127.0.0.1:5201".to_string()
+    };
     if rest.is_empty() || rest == "self" {
         return Err(self_msg());
     }

@@ -24,8 +24,7 @@ use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::series;
 use crate::workload::key::{
-    at_most, bounded, nonzero_usize, parse_interval, parse_omit, Target, MAX_BYTES,
-    MAX_COUNT,
+    at_most, bounded, nonzero_usize, parse_interval, parse_omit, Target, MAX_BYTES, MAX_COUNT,
 };
 use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
@@ -660,7 +659,9 @@ impl Spec for BulkSpec {
         let (r, link_run) = res.in_client(in_link, || {
             let cfg = self.net_config(to);
             match self.iperf3 {
-                true => socklab_net::bulk::iperf3::run(&cfg, stop).map(|i| (i.result, Some(i.server))),
+                true => {
+                    socklab_net::bulk::iperf3::run(&cfg, stop).map(|i| (i.result, Some(i.server)))
+                }
                 false => socklab_net::bulk::run_live(&cfg, stop, live).map(|r| (r, None)),
             }
         })?;
