@@ -21,13 +21,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use socklab_sys::tcp::tcp_info;
 use socklab_sys::usage::{getrusage, Who};
 
-use super::bounds::Bounds;
 use super::result::{BulkResult, StreamStats};
 use super::stream::{self, connect, Done, Event, Gate, Preconnected, Proto, Shared};
-use super::{BulkConfig, Flow, Limit, RESULT_WAIT, TICK};
+use super::{BulkConfig, Flow, Limit, TICK};
 use crate::iperf3::client::{
     make_cookie, stream_id, Action, Client, ClientError, ClientParams, Phase, STEP_WAIT,
 };
@@ -547,34 +545,6 @@ impl<'a, 'b> Driver<'a, 'b> {
             },
             server,
         }
-    }
-}
-
-/// An up stream's end (the server reports at `TEST_END` and never closes it first): waits,
-/// within the bounds, until the server's kernel has acknowledged every byte written.
-pub(super) fn await_acked(
-    stream: &TcpStream,
-    b: &mut Bounds<'_>,
-    cfg: &BulkConfig,
-) -> Result<(), NetError> {
-    use std::os::fd::AsFd;
-    if b.deadline.is_none() {
-        b.phase = Some((Instant::now() + RESULT_WAIT, "RESULT"));
-    }
-    let mut since = Instant::now();
-    let mut last = u32::MAX;
-    loop {
-        let ti = tcp_info(stream.as_fd()).map_err(|e| NetError::io("TCP_INFO", e))?;
-        if ti.unacked == 0 && ti.notsent_bytes == 0 {
-            return Ok(());
-        }
-        let left = ti.unacked.saturating_add(ti.notsent_bytes);
-        if left != last {
-            (last, since) = (left, Instant::now());
-        }
-        b.check(since)
-            .map_err(|e| b.error(cfg, "waiting for the last bytes to be acknowledged by", e))?;
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -521,7 +521,7 @@ fn send(
         return Err(NetError::Interrupted);
     }
     if sh.proto == Proto::Iperf3 {
-        super::iperf3::await_acked(stream, b, cfg)?;
+        super::bounds::await_acked(stream, b, cfg)?;
         return Ok(Done {
             bytes: rounds * round_len,
             rounds,
