@@ -257,6 +257,16 @@ fn attempt(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<Iperf3Run, Attem
     })
 }
 
+/// Whether `e` is the peer's reset or close.
+fn reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted
+    )
+}
+
 /// The main thread's side of a test.
 struct Driver<'a, 'b> {
     cfg: &'a BulkConfig,
@@ -287,7 +297,18 @@ impl<'a, 'b> Driver<'a, 'b> {
         loop {
             while let Some(a) = client.poll_action() {
                 match a {
-                    Action::Send(bytes) => self.send(ctl, &bytes)?,
+                    // 3.12 answers a client that comes during another test ACCESS_DENIED
+                    // without reading its cookie, then closes: the close may reset the
+                    // connection before the byte is read. Before PARAM_EXCHANGE, a reset is
+                    // that busy answer too.
+                    Action::Send(bytes) => match self.send(ctl, &bytes) {
+                        Err(NetError::Io { source, .. })
+                            if client.phase() == Phase::Params && reset(&source) =>
+                        {
+                            return Err(Attempt::Busy)
+                        }
+                        r => r?,
+                    },
                     Action::ConnectStreams { cookie, count } => {
                         self.connect_streams(scope, tx, &cookie, count)?;
                         client.streams_connected(Instant::now());
@@ -318,7 +339,10 @@ impl<'a, 'b> Driver<'a, 'b> {
                 client.end_test(Instant::now());
                 continue;
             }
+            let early = client.phase() == Phase::Params;
             match ctl.read(&mut buf) {
+                Ok(0) if early => return Err(Attempt::Busy),
+                Err(e) if early && reset(&e) => return Err(Attempt::Busy),
                 Ok(0) => client.control_closed(),
                 Ok(k) => client.control_bytes(Instant::now(), &buf[..k]),
                 Err(e) if crate::partial::is_no_progress(&e) => client.tick(Instant::now()),
