@@ -25,6 +25,11 @@ pub fn tcp_targets(plan: &Plan, hosts: &HostPlan) -> Vec<(SocketAddr, &'static s
     let mut out: Vec<(SocketAddr, &'static str)> = Vec::new();
     for cell in &plan.cells {
         let found = match &cell.workload {
+            // iperf3 3.12's `-s` logs the probe as a client that sent no parameters and
+            // serves the next test (`-s -1` exits on it: see docs/interop.md).
+            Workload::Bulk(b) if b.iperf3 => {
+                addr(&b.to).map(|a| (a, "start `iperf3 -s` there (or `socklab sink`)"))
+            }
             Workload::Bulk(b) => addr(&b.to).map(|a| {
                 (
                     a,

@@ -276,3 +276,31 @@ impl LineReader {
         }
     }
 }
+
+/// An up stream's end (the server reports at `TEST_END` and never closes it first): waits,
+/// within the bounds, until the server's kernel has acknowledged every byte written.
+pub(crate) fn await_acked(
+    stream: &TcpStream,
+    b: &mut Bounds<'_>,
+    cfg: &BulkConfig,
+) -> Result<(), NetError> {
+    if b.deadline.is_none() {
+        b.phase = Some((Instant::now() + RESULT_WAIT, "RESULT"));
+    }
+    let mut since = Instant::now();
+    let mut last = u32::MAX;
+    loop {
+        let ti = socklab_sys::tcp::tcp_info(std::os::fd::AsFd::as_fd(stream))
+            .map_err(|e| NetError::io("TCP_INFO", e))?;
+        if ti.unacked == 0 && ti.notsent_bytes == 0 {
+            return Ok(());
+        }
+        let left = ti.unacked.saturating_add(ti.notsent_bytes);
+        if left != last {
+            (last, since) = (left, Instant::now());
+        }
+        b.check(since)
+            .map_err(|e| b.error(cfg, "waiting for the last bytes to be acknowledged by", e))?;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

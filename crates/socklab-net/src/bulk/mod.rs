@@ -28,6 +28,7 @@
 //! which the lab stores as a failed repetition.
 
 mod bounds;
+pub mod iperf3;
 mod result;
 mod run;
 mod stream;

@@ -65,6 +65,7 @@ pub fn run_live(
         remaining: &remaining,
         proto,
         sampling: cfg.sampling.is_on(),
+        preconnected: None,
     };
     let outcome = std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();

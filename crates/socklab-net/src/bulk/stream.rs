@@ -33,7 +33,15 @@ pub(crate) enum Proto {
     V1,
     /// `BULK/2`: stream of test `test`, its RESULT on the control connection.
     V2 { test: u64 },
+    /// iperf3's (`bulk --to iperf3://`): the main thread connected the stream and sent the
+    /// cookie ([`Shared::preconnected`]); an up stream ends when the server's kernel has
+    /// acknowledged its last byte (iperf3 reports at `TEST_END`, no end of stream).
+    Iperf3,
 }
+
+/// The streams of an iperf3 test, connected in order by the main thread (iperf3 numbers
+/// them by the order they connect): each thread takes its own.
+pub(crate) type Preconnected = Mutex<Vec<Option<Connected>>>;
 
 /// Where every stream waits after its handshake, until the test starts (or is given up).
 #[derive(Debug, Default)]
@@ -104,6 +112,8 @@ pub(crate) struct Shared<'a> {
     pub proto: Proto,
     /// Whether the time series is sampled (then each stream publishes its byte count).
     pub sampling: bool,
+    /// [`Proto::Iperf3`]: the connected streams, by index.
+    pub preconnected: Option<&'a Preconnected>,
 }
 
 /// A stream is ready to start: what the sampler needs of it.
@@ -328,11 +338,17 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
     let halt = || sh.halt.load(Ordering::Relaxed);
     // Pinned first, so the socket and its buffers are made on the stream's CPU.
     let cpu_pinned = pin(cfg, index)?;
+    let taken = sh
+        .preconnected
+        .and_then(|p| p.lock().unwrap_or_else(|e| e.into_inner())[index as usize].take());
     let Connected {
         mut stream,
         applied,
         opts: client_opts,
-    } = connect(cfg, up, true, &halt)?;
+    } = match taken {
+        Some(c) => c,
+        None => connect(cfg, up, true, &halt)?,
+    };
     let mut b = Bounds::new(cfg, &halt, sh.abort, (READY_WAIT, "READY"));
     b.receiving = !up;
     let proto_err = |detail: String| NetError::Protocol {
@@ -365,6 +381,7 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
             }
             joined = Some(r);
         }
+        Proto::Iperf3 => {}
     }
     let counter = sh.sampling.then(|| Arc::new(AtomicU64::new(0)));
     let probe = match &counter {
@@ -503,6 +520,19 @@ fn send(
     if stop() {
         return Err(NetError::Interrupted);
     }
+    if sh.proto == Proto::Iperf3 {
+        super::bounds::await_acked(stream, b, cfg)?;
+        return Ok(Done {
+            bytes: rounds * round_len,
+            rounds,
+            writes: syscalls,
+            end: ended(sh, t0, ender.as_ref()),
+            send_end: Some(send_end),
+            cpu: getrusage(Who::Thread).since(&cpu0),
+            zerocopy,
+            ..Done::default()
+        });
+    }
     sysio::shutdown_write(sock).map_err(|e| NetError::io("shutdown", e))?;
     // The sink answers once it has read everything: within the deadline, or (without one)
     // within RESULT_WAIT of the last write.
@@ -519,7 +549,7 @@ fn send(
             })?;
             Some((sink, end))
         }
-        Proto::V2 { .. } => {
+        Proto::V2 { .. } | Proto::Iperf3 => {
             await_close(stream, b, cfg)?;
             None
         }

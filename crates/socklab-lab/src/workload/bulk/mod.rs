@@ -24,13 +24,13 @@ use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::series;
 use crate::workload::key::{
-    at_most, bounded, nonzero_usize, parse_interval, parse_omit, parse_target, Target, MAX_BYTES,
-    MAX_COUNT,
+    at_most, bounded, nonzero_usize, parse_interval, parse_omit, Target, MAX_BYTES, MAX_COUNT,
 };
 use crate::workload::link::{self, LinkParams};
 use crate::workload::{ReportTable, Spec};
 use crate::LabError;
 
+pub mod iperf3;
 pub mod opts;
 mod streams;
 
@@ -44,6 +44,8 @@ pub struct BulkSpec {
     pub cfg: BulkConfig,
     /// The emulated link between client and sink, if any.
     pub link: Option<LinkParams>,
+    /// `to` is `iperf3://`: the client speaks iperf3 to an `iperf3 -s` ([`iperf3`]).
+    pub iperf3: bool,
 }
 
 impl PartialEq for BulkSpec {
@@ -57,7 +59,7 @@ impl PartialEq for BulkSpec {
 pub const TO: Key = Key::new(
     "to",
     "self",
-    "sink address HOST:PORT, or self to start one on loopback",
+    "sink address HOST:PORT, iperf3://HOST[:PORT] for an `iperf3 -s` (port 5201 by default), or self to start one on loopback",
 );
 /// `strategy`.
 pub const STRATEGY: Key = Key::new(
@@ -446,6 +448,8 @@ pub const METRICS: &[Metric] = &[
         Better::Neither,
     ),
     opts::OPTS_OFF,
+    iperf3::SERVER_BYTES,
+    iperf3::SERVER_CPU_PCT,
 ];
 
 impl Spec for BulkSpec {
@@ -491,9 +495,11 @@ impl Spec for BulkSpec {
         // Without a timeout, a duration-limited test may run past its duration by a grace
         // that covers the link's round trips (the sink still reads what the buffers hold).
         let grace = link::connect_timeout(p, &link, socklab_net::bulk::GRACE)?;
+        let (iperf3, to) = p.value(&TO, iperf3::parse_to)?;
         let mut spec = BulkSpec {
             link,
-            to: p.value(&TO, parse_target)?,
+            iperf3,
+            to,
             cfg: BulkConfig {
                 to: SocketAddr::from(([127, 0, 0, 1], 0)),
                 strategy: p.value(&STRATEGY, |s| s.parse::<Strategy>())?,
@@ -524,8 +530,9 @@ impl Spec for BulkSpec {
         spec.cfg.opts = opts::parse(p, &spec.cfg)?;
         // Check the combination now, before anything runs.
         link::check_target(&spec.link, &spec.to, false)?;
-        spec.cfg
-            .validate()
+        let net = socklab_net::bulk::iperf3::check;
+        (spec.cfg.validate())
+            .and_then(|()| if iperf3 { net(&spec.cfg) } else { Ok(()) })
             .map_err(|e| LabError::Plan(e.to_string()))?;
         Ok(spec)
     }
@@ -541,7 +548,7 @@ impl Spec for BulkSpec {
     fn params(&self) -> Params {
         let (b, mut p) = (&self.cfg, Params::new());
         link::print(&mut p, &self.link);
-        p.set("to", self.to.to_string());
+        p.set("to", iperf3::to_text(self.iperf3, self.to));
         p.set("strategy", b.strategy.as_str());
         p.set("nbufs", b.nbufs.to_string());
         p.set("bufsize", format_size(b.bufsize as u64));
@@ -642,7 +649,7 @@ impl Spec for BulkSpec {
         };
         // On a client host of its own, this very repetition runs there against `to`.
         let mut there = self.params();
-        there.set("to", to.to_string());
+        there.set("to", iperf3::to_text(self.iperf3, Target::Addr(to)));
         if let Some(s) = res.remote_client(Self::KIND, &there, in_link, label, stop)? {
             return Ok(s);
         }
@@ -650,9 +657,15 @@ impl Spec for BulkSpec {
             Arc::new(move |i: &TcpInterval| sink(&series::tcp_interval(i)))
         });
         let (r, link_run) = res.in_client(in_link, || {
-            socklab_net::bulk::run_live(&self.net_config(to), stop, live)
+            let cfg = self.net_config(to);
+            match self.iperf3 {
+                true => {
+                    socklab_net::bulk::iperf3::run(&cfg, stop).map(|i| (i.result, Some(i.server)))
+                }
+                false => socklab_net::bulk::run_live(&cfg, stop, live).map(|r| (r, None)),
+            }
         })?;
-        let r = r.map_err(|e| match e {
+        let (r, theirs) = r.map_err(|e| match e {
             // The sink socklab started is listening: a connect that fails reached it not (the
             // link's loss or delay); "omit --to" would be no advice.
             socklab_net::NetError::Connect { addr, source } if self.to == Target::SelfSink => {
@@ -678,6 +691,9 @@ impl Spec for BulkSpec {
             ));
         }
         let mut s = sample(&r, to, link_run);
+        if let Some(theirs) = &theirs {
+            iperf3::add(&mut s, theirs);
+        }
         if self.cfg.opts.is_some() {
             opts::add(&mut s, &r);
         }
