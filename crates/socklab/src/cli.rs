@@ -194,6 +194,9 @@ pub struct SinkArgs {
     /// UDP: counts per interval in each test's report (`off`: none).
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub interval: String,
+    /// Store each iperf3 test it finishes in this results database (`socklab results`).
+    #[arg(long, value_name = "PATH", conflicts_with = "udp")]
+    pub db: Option<PathBuf>,
     /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner; with
     /// --udp also one `REPORT {json}` line per test).
     #[arg(long)]

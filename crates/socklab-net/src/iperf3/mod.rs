@@ -3,7 +3,11 @@
 //! sans I/O. Notes and sources: docs/interop.md, section "iperf3".
 
 pub mod proto;
+pub mod record;
+pub mod refusal;
 pub mod server;
 
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@ use socklab_sys::usage::{getrusage, Usage, Who};
 use super::{finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use crate::error::is_timeout;
 use crate::iperf3::proto::{Cookie, Results, StreamResult};
+use crate::iperf3::record::TestRecord;
 use crate::iperf3::server::{Action, Server};
 use crate::protocol::SinkResult;
 
@@ -106,8 +107,9 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
     };
     let mut result = SinkResult::default();
     let mut streams = 0u32;
+    let mut record = None;
     let outcome = loop {
-        match step(&mut c, &test, &mut result) {
+        match step(&mut c, &test, &mut result, &mut record) {
             Ok(Some(o)) => break o,
             Ok(None) => {}
             Err(o) => break o,
@@ -115,8 +117,13 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
         streams = test.server().stream_ids().len() as u32;
     };
     drop(reg);
+    if matches!(outcome, Outcome::Refused(_)) {
+        super::hostile::linger(&mut c);
+    }
     let mode = Mode::Iperf3Control { streams };
-    finish(peer, mode, result, cpu0, t0, outcome, None)
+    let mut r = finish(peer, mode, result, cpu0, t0, outcome, None);
+    r.iperf3 = record.map(Box::new);
+    r
 }
 
 /// One turn of the control loop: do what the core asks, then read (a tick at most).
@@ -124,6 +131,7 @@ fn step(
     c: &mut Conn<'_>,
     test: &Test,
     result: &mut SinkResult,
+    record: &mut Option<TestRecord>,
 ) -> Result<Option<Outcome>, Outcome> {
     loop {
         let action = test.server().poll_action();
@@ -138,9 +146,20 @@ fn step(
                 test.stop.store(true, Ordering::SeqCst);
                 test.changed.notify_all();
                 let ours = collect(c, test)?;
-                test.server().streams_stopped(Instant::now(), ours);
+                let mut server = test.server();
+                *record = server.params().map(|p| TestRecord {
+                    params: p.clone(),
+                    ours: ours.clone(),
+                    client: ours.clone(),
+                });
+                server.streams_stopped(Instant::now(), ours);
             }
-            Action::Done(_client) => return Ok(Some(Outcome::Complete)),
+            Action::Done(client) => {
+                if let Some(r) = record.as_mut() {
+                    r.client = *client;
+                }
+                return Ok(Some(Outcome::Complete));
+            }
             Action::Fail(why) => return Ok(Some(Outcome::Refused(why))),
         }
     }
@@ -214,6 +233,7 @@ fn stream(
     let id = match joined {
         Ok(id) => id,
         Err(why) => {
+            super::hostile::deny(&mut c);
             return finish(
                 peer,
                 Mode::Raw,
@@ -222,7 +242,7 @@ fn stream(
                 t0,
                 Outcome::Refused(why),
                 None,
-            )
+            );
         }
     };
     test.changed.notify_all();
@@ -300,7 +320,10 @@ fn receive(
     loop {
         if test.stop.load(Ordering::SeqCst) {
             let _ = c.stream.set_nonblocking(true);
-            while let Ok(n @ 1..) = c.stream.read(&mut buf) {
+            // What was queued at the stop, not what a client goes on sending after it.
+            let (mut left, cap) = (super::hostile::drain_bound(&c.stream), buf.len());
+            while let Ok(n @ 1..) = c.stream.read(&mut buf[..left.min(cap)]) {
+                left = left.saturating_sub(n);
                 result.reads += 1;
                 result.bytes += n as u64;
                 last = Instant::now();
@@ -336,6 +359,9 @@ fn send(
     total: Option<u64>,
     result: &mut SinkResult,
 ) -> (Outcome, Instant) {
+    // Writes of at most 1 MiB (iperf3's own largest TCP block): a `len` of 16 MiB asked for
+    // by a client costs no 16 MiB per stream.
+    let len = len.min(1 << 20);
     let block: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
     let mut pending: &[u8] = &[];
     let mut last = Instant::now();
