@@ -1,7 +1,7 @@
 //! The `sink` role (TCP): the bulk receiver's main loop.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::PathBuf;
 
 use socklab_net::protocol::MAX_READ_SIZE;
 use socklab_net::sink::{Sink, SinkConfig};
@@ -57,8 +57,8 @@ pub fn dry_text(cfg: &SinkConfig) -> String {
 /// Listens as `cfg` says and serves until SIGINT/SIGTERM; then (unless quiet) the CPU time
 /// and the connections served. With `db`, each iperf3 test it finishes is stored there as it
 /// ends ([`super::sink_store`]).
-pub fn run(cfg: SinkConfig, say: Say, db: Option<&Path>) -> Result<(), RoleError> {
-    let mut store = match db {
+pub fn run(cfg: SinkConfig, say: Say, db: Option<PathBuf>) -> Result<(), RoleError> {
+    let mut store = match db.as_deref() {
         Some(p) => Some(SinkStore::open(p).map_err(|e| RoleError::Usage(e.to_string()))?),
         None => None,
     };
