@@ -16,7 +16,21 @@
 //! nearest of iperf3's own reasons.
 
 use super::proto::State;
-use super::server::Phase;
+
+/// Where a test was when it failed, as far as the reason sent matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Reading the cookie or the parameters.
+    Handshake,
+    /// Waiting for the streams.
+    Streams,
+    /// The test runs, or its streams are stopping.
+    Running,
+    /// Reading the client's results.
+    Results,
+    /// Waiting for `IPERF_DONE`.
+    Display,
+}
 
 /// `IEDURATION`: "test duration too long".
 pub const IE_DURATION: i32 = 5;
@@ -62,15 +76,15 @@ pub fn access_denied() -> [u8; 1] {
     [State::AccessDenied.byte()]
 }
 
-/// iperf3's error number and `errno` nearest to the sink's reason `why` for failing a test in
-/// `phase`; `None` where the client is gone or ended the test itself (nothing to tell it).
-pub fn code_for(phase: Phase, why: &str) -> Option<(i32, i32)> {
+/// iperf3's error number and `errno` nearest to the sink's reason `why` for failing a test at
+/// `stage`; `None` where the client is gone or ended the test itself (nothing to tell it).
+pub fn code_for(stage: Stage, why: &str) -> Option<(i32, i32)> {
     if why.contains("closed its control connection") || why.contains("CLIENT_TERMINATE") {
         return None;
     }
     let timed_out = why.contains("timed out");
-    Some(match phase {
-        Phase::Cookie | Phase::Params => {
+    Some(match stage {
+        Stage::Handshake => {
             if timed_out {
                 (IE_RECV_PARAMS, ETIMEDOUT)
             } else if why.contains("bytes: at most") {
@@ -92,13 +106,11 @@ pub fn code_for(phase: Phase, why: &str) -> Option<(i32, i32)> {
                 (IE_RECV_PARAMS, EINVAL)
             }
         }
-        Phase::Streams if timed_out => (IE_STREAM_ACCEPT, ETIMEDOUT),
-        Phase::Streams | Phase::Running | Phase::Stopping if timed_out => {
-            (IE_RECV_MESSAGE, ETIMEDOUT)
-        }
-        Phase::ClientResults | Phase::Display if timed_out => (IE_RECV_RESULTS, ETIMEDOUT),
-        Phase::ClientResults if why.contains("bytes: at most") => (IE_RECV_RESULTS, EMSGSIZE),
-        Phase::ClientResults => (IE_RECV_RESULTS, EINVAL),
+        Stage::Streams if timed_out => (IE_STREAM_ACCEPT, ETIMEDOUT),
+        Stage::Running if timed_out => (IE_RECV_MESSAGE, ETIMEDOUT),
+        Stage::Results | Stage::Display if timed_out => (IE_RECV_RESULTS, ETIMEDOUT),
+        Stage::Results if why.contains("bytes: at most") => (IE_RECV_RESULTS, EMSGSIZE),
+        Stage::Results => (IE_RECV_RESULTS, EINVAL),
         _ => (IE_MESSAGE, EPROTO),
     })
 }
@@ -111,7 +123,10 @@ mod tests {
     const PARAMS: &str = r#"{"tcp":true,"time":1,"parallel":1,"len":1000}"#;
 
     fn params_code(json: &str) -> Option<(i32, i32)> {
-        code_for(Phase::Params, &Params::parse(json.as_bytes()).unwrap_err())
+        code_for(
+            Stage::Handshake,
+            &Params::parse(json.as_bytes()).unwrap_err(),
+        )
     }
 
     #[test]
@@ -146,29 +161,29 @@ mod tests {
         assert_eq!(params_code("{"), Some((IE_RECV_PARAMS, EINVAL)));
         let big = crate::iperf3::proto::json_len((1u32 << 20).to_be_bytes()).unwrap_err();
         assert_eq!(
-            code_for(Phase::Params, &big),
+            code_for(Stage::Handshake, &big),
             Some((IE_RECV_PARAMS, EMSGSIZE))
         );
         let late = "iperf3 client timed out: waited too long for the streams to connect";
         assert_eq!(
-            code_for(Phase::Streams, late),
+            code_for(Stage::Streams, late),
             Some((IE_STREAM_ACCEPT, ETIMEDOUT))
         );
         let late = "iperf3 client timed out: waited too long for TEST_END";
         assert_eq!(
-            code_for(Phase::Running, late),
+            code_for(Stage::Running, late),
             Some((IE_RECV_MESSAGE, ETIMEDOUT))
         );
         let late = "iperf3 client timed out: waited too long for the results exchange";
         assert_eq!(
-            code_for(Phase::ClientResults, late),
+            code_for(Stage::Results, late),
             Some((IE_RECV_RESULTS, ETIMEDOUT))
         );
         assert_eq!(
-            code_for(Phase::Running, "unknown iperf3 state byte 99"),
+            code_for(Stage::Running, "unknown iperf3 state byte 99"),
             Some((IE_MESSAGE, EPROTO))
         );
         let gone = "iperf3 client closed its control connection in phase Running";
-        assert_eq!(code_for(Phase::Running, gone), None);
+        assert_eq!(code_for(Stage::Running, gone), None);
     }
 }

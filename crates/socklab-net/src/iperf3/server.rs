@@ -133,7 +133,15 @@ impl Server {
         if !matches!(self.phase, Phase::Cookie) {
             // SERVER_ERROR and iperf3's nearest reason, which its client prints (issue 27
             // part 4); nothing to a client that is gone or ended the test itself.
-            if let Some((code, errno)) = super::refusal::code_for(self.phase, &why) {
+            use super::refusal::Stage;
+            let stage = match self.phase {
+                Phase::Cookie | Phase::Params => Stage::Handshake,
+                Phase::Streams => Stage::Streams,
+                Phase::Running | Phase::Stopping => Stage::Running,
+                Phase::ClientResults => Stage::Results,
+                _ => Stage::Display,
+            };
+            if let Some((code, errno)) = super::refusal::code_for(stage, &why) {
                 let bytes = super::refusal::server_error(code, errno);
                 self.actions.push_back(Action::Send(bytes));
             }
