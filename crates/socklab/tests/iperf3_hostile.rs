@@ -222,7 +222,8 @@ fn peers(r: usize) -> Vec<(Peer, Vec<u8>)> {
         ),
         server_error(114, 110),
     ));
-    // A parameter message trickled a byte every 50 ms: the same deadline (before: never).
+    // A parameter message trickled a byte every 10 ms (well inside the sink's 100 ms read tick): the
+    // same deadline (before: never).
     v.push((
         (
             "trickled parameters",
@@ -252,7 +253,7 @@ fn peers(r: usize) -> Vec<(Peer, Vec<u8>)> {
                         got.extend(rest(&mut c, "trickle"));
                         break;
                     }
-                    std::thread::sleep(Duration::from_millis(50));
+                    std::thread::sleep(Duration::from_millis(10));
                 }
                 got
             }),
