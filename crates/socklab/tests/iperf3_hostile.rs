@@ -396,8 +396,8 @@ fn hostile_iperf3_peers_at_once_cost_only_themselves() {
         status(pid, "Threads"),
         fds(pid)
     );
-    let log = s.log();
-    for needle in [
+    // A connection's line is logged by the accept loop, a turn after its thread ended.
+    let needles = [
         "refused (iperf3 JSON message of 1048576 bytes",
         "refused (iperf3 client timed out: waited too long for the cookie and parameters)",
         "refused (iperf3 client timed out: waited too long for the streams to connect)",
@@ -405,7 +405,13 @@ fn hostile_iperf3_peers_at_once_cost_only_themselves() {
         "refused (unknown iperf3 state byte 99)",
         "refused (iperf3 stream arrived after its test's streams were complete)",
         "idle timeout",
-    ] {
+    ];
+    wait_until(Duration::from_secs(10), || {
+        let log = s.log();
+        needles.iter().all(|n| log.contains(n))
+    });
+    let log = s.log();
+    for needle in needles {
         assert!(
             log.contains(needle),
             "no '{needle}' in the sink's log:\n{log}"

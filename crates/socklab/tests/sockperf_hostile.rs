@@ -268,7 +268,12 @@ fn hostile_sockperf_peers_at_once_cost_only_themselves() {
         status(pid, "Threads"),
         fds(pid)
     );
-    let log = std::fs::read_to_string(e.log.path()).unwrap();
+    // A connection's line is logged by the accept loop, a turn after its thread ended.
+    let read_log = || std::fs::read_to_string(e.log.path()).unwrap();
+    wait_until(Duration::from_secs(10), || {
+        read_log().matches("idle timeout").count() >= 12
+    });
+    let log = read_log();
     for needle in [
         "aborted (sockperf header says 5 bytes",
         "aborted (sockperf header says 16777216 bytes",

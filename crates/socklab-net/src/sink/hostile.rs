@@ -41,10 +41,45 @@ pub(super) fn deny(c: &mut Conn<'_>) {
     linger(c);
 }
 
-/// Bytes a receiving stream still reads once its test stopped: what its socket may hold
-/// queued (twice its receive buffer, at least 1 MiB), so that a client that goes on sending
-/// after `TEST_END` cannot keep the stream's thread reading.
-pub(super) fn drain_bound(s: &TcpStream) -> usize {
-    let rcvbuf = SockRef::from(s).recv_buffer_size().unwrap_or(0);
-    rcvbuf.saturating_mul(2).max(1 << 20)
+/// A receiving stream once its test stopped (`TEST_END`): the bytes the client wrote before
+/// may still be on their way (its send queue drains as the sink reads), so the stream reads on
+/// until [`DRAIN_QUIET`] passes without a byte; but no further than [`DRAIN_TIME`] and what two
+/// socket buffers hold (at least 8 MiB), so that a client that goes on sending after
+/// `TEST_END` cannot keep the stream's thread reading.
+pub(super) struct Drain {
+    left: usize,
+    until: Instant,
+}
+
+/// A stopped stream that stays this long without a byte has all its client sent.
+const DRAIN_QUIET: Duration = Duration::from_millis(20);
+/// How long a stopped stream reads at most.
+const DRAIN_TIME: Duration = Duration::from_millis(300);
+
+impl Drain {
+    pub(super) fn new(s: &TcpStream) -> Drain {
+        let sock = SockRef::from(s);
+        let bufs = sock.recv_buffer_size().unwrap_or(0) + sock.send_buffer_size().unwrap_or(0);
+        let _ = s.set_read_timeout(Some(DRAIN_QUIET));
+        Drain {
+            left: bufs.saturating_mul(2).max(8 << 20),
+            until: Instant::now() + DRAIN_TIME,
+        }
+    }
+
+    /// The next read's byte count; `None` once the stream is quiet, closed, or the bounds
+    /// (bytes, time, the sink's stop) are reached.
+    pub(super) fn read(&mut self, c: &mut Conn<'_>, buf: &mut [u8]) -> Option<usize> {
+        if self.left == 0 || Instant::now() >= self.until || c.halted().is_err() {
+            return None;
+        }
+        let cap = self.left.min(buf.len());
+        match c.stream.read(&mut buf[..cap]) {
+            Ok(0) | Err(_) => None,
+            Ok(n) => {
+                self.left = self.left.saturating_sub(n);
+                Some(n)
+            }
+        }
+    }
 }

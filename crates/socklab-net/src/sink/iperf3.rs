@@ -319,11 +319,10 @@ fn receive(
     let mut last = Instant::now();
     loop {
         if test.stop.load(Ordering::SeqCst) {
-            let _ = c.stream.set_nonblocking(true);
-            // What was queued at the stop, not what a client goes on sending after it.
-            let (mut left, cap) = (super::hostile::drain_bound(&c.stream), buf.len());
-            while let Ok(n @ 1..) = c.stream.read(&mut buf[..left.min(cap)]) {
-                left = left.saturating_sub(n);
+            // What the client sent before TEST_END, some of it maybe still in its send queue,
+            // but not what a client goes on sending after it (issue 27 part 4).
+            let mut drain = super::hostile::Drain::new(&c.stream);
+            while let Some(n) = drain.read(c, &mut buf) {
                 result.reads += 1;
                 result.bytes += n as u64;
                 last = Instant::now();
