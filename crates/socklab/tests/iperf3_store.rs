@@ -190,3 +190,51 @@ fn a_killed_sink_keeps_the_tests_it_finished() {
     let v = shown(&db, "1");
     assert_eq!(median(&v, "bytes"), (5u64 << 20) as f64, "{v}");
 }
+
+#[test]
+fn a_sink_db_that_is_no_file_is_refused_in_one_line() {
+    common::assert_usage_error(
+        &["sink", "--port", "0", "--db", "/"],
+        &["'/'", "is not a regular file"],
+    );
+}
+
+/// A test that never sent its results (its client gone after `EXCHANGE_RESULTS`) is not
+/// stored: the sink has no client figures for it; the next, whole test is.
+#[test]
+fn a_test_that_did_not_end_well_is_not_stored() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    if !have_iperf3("a_test_that_did_not_end_well_is_not_stored") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sink.db");
+    let s = sink(&db);
+    let cookie = b"storetestaaaaaaaaaaaaaaaaaaaaaaaaaaa\0";
+    let json = br#"{"tcp":true,"time":1,"parallel":1,"len":1000}"#;
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut state = |c: &mut TcpStream| {
+        let mut b = [0u8; 1];
+        c.read_exact(&mut b).unwrap();
+        b[0]
+    };
+    c.write_all(cookie).unwrap();
+    assert_eq!(state(&mut c), 9);
+    c.write_all(&(json.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(json).unwrap();
+    assert_eq!(state(&mut c), 10);
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream.write_all(cookie).unwrap();
+    assert_eq!((state(&mut c), state(&mut c)), (1, 2));
+    stream.write_all(&[0u8; 10_000]).unwrap();
+    drop(stream);
+    c.write_all(&[4]).unwrap();
+    assert_eq!(state(&mut c), 13, "EXCHANGE_RESULTS");
+    drop(c);
+    iperf3(s.addr, &["-n", "1M"]);
+    let out = until_listed(&db, 1);
+    let v = shown(&db, "1");
+    assert_eq!(median(&v, "bytes"), (1u64 << 20) as f64, "{out}");
+}

@@ -122,7 +122,10 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
     }
     let mode = Mode::Iperf3Control { streams };
     let mut r = finish(peer, mode, result, cpu0, t0, outcome, None);
-    r.iperf3 = record.map(Box::new);
+    // Only a test that went to its end has the client's figures (and is stored).
+    r.iperf3 = record
+        .filter(|_| r.outcome == Outcome::Complete)
+        .map(Box::new);
     r
 }
 
