@@ -215,7 +215,7 @@ fn a_test_that_did_not_end_well_is_not_stored() {
     let json = br#"{"tcp":true,"time":1,"parallel":1,"len":1000}"#;
     let mut c = TcpStream::connect(s.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut state = |c: &mut TcpStream| {
+    let state = |c: &mut TcpStream| {
         let mut b = [0u8; 1];
         c.read_exact(&mut b).unwrap();
         b[0]
