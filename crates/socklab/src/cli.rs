@@ -180,8 +180,7 @@ pub struct SinkArgs {
     /// Drop a connection silent for this long.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub idle_timeout: String,
-    /// Connections served at once (each on its own thread); one more is refused with
-    /// `ERROR sink busy`.
+    /// Connections served at once (a thread each); one more is refused (`ERROR sink busy`).
     #[arg(long, default_value_t = socklab_lab::roles::sink::DEFAULT_MAX_CONNS, value_name = "N")]
     pub max_conns: usize,
     /// Receive UDP datagrams of `socklab bulk --udp` instead: count each test's arrivals,
@@ -194,8 +193,10 @@ pub struct SinkArgs {
     /// UDP: counts per interval in each test's report (`off`: none).
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub interval: String,
-    /// Print `LISTENING <addr>` on stdout once listening (for scripts and the runner; with
-    /// --udp also one `REPORT {json}` line per test).
+    /// Store each iperf3 test it finishes in this results database (`socklab results`).
+    #[arg(long, value_name = "PATH", conflicts_with = "udp")]
+    pub db: Option<PathBuf>,
+    /// Print `LISTENING <addr>` on stdout once listening (--udp: also a `REPORT {json}` per test).
     #[arg(long)]
     pub announce: bool,
     /// Do not log each connection (each test) on stderr.
@@ -203,8 +204,7 @@ pub struct SinkArgs {
     pub quiet: bool,
 }
 
-/// `socklab bulk`'s key flags: the bulk workload's keys (TCP) and the udp workload's
-/// (`--udp`), each once.
+/// `socklab bulk`'s key flags: the bulk workload's keys (TCP) and udp's (`--udp`), each once.
 #[derive(Debug, Clone)]
 pub struct BulkFlags;
 

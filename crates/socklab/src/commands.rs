@@ -35,7 +35,7 @@ pub fn sink(a: SinkArgs, dry: bool) -> Result<(), Failure> {
     if dry {
         return dryrun::print_checked(&roles::sink::dry_text(&cfg));
     }
-    Ok(roles::sink::run(cfg, Say::new(a.announce, a.quiet))?)
+    Ok(roles::sink::run(cfg, Say::new(a.announce, a.quiet), a.db)?)
 }
 
 pub fn echo(a: EchoArgs, dry: bool) -> Result<(), Failure> {

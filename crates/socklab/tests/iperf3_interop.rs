@@ -192,7 +192,8 @@ fn a_bad_cookie_and_a_huge_parameter_message_cost_only_their_connection() {
     }
     let s = sink();
     let bound = Some(Duration::from_secs(10));
-    // A cookie, then a 1 MB length prefix: SERVER_TERMINATE (11) and a close.
+    // A cookie, then a 1 MB length prefix: SERVER_ERROR (-2) with iperf3's "unable to receive
+    // parameters" (114) and EMSGSIZE (90), and a close (issue 27 part 4).
     let mut c = TcpStream::connect(s.addr).unwrap();
     c.set_read_timeout(bound).unwrap();
     c.write_all(b"abcdefghijklmnopqrstuvwxyz234567abcd\0")
@@ -203,7 +204,11 @@ fn a_bad_cookie_and_a_huge_parameter_message_cost_only_their_connection() {
     c.write_all(&(1u32 << 20).to_be_bytes()).unwrap();
     let mut rest = Vec::new();
     c.read_to_end(&mut rest).unwrap();
-    assert_eq!(rest, [11], "SERVER_TERMINATE, then the close");
+    assert_eq!(
+        rest,
+        [0xfe, 0, 0, 0, 114, 0, 0, 0, 90],
+        "SERVER_ERROR, then the close"
+    );
     // A stream with a cookie of no test, after a partial one: counted as raw, closed.
     let mut c = TcpStream::connect(s.addr).unwrap();
     c.set_read_timeout(bound).unwrap();

@@ -12,6 +12,7 @@ pub mod netem_check;
 pub mod remote;
 pub mod serve;
 pub mod sink;
+pub mod sink_store;
 pub mod transfer;
 pub mod transfer_args;
 pub mod udp_sink;

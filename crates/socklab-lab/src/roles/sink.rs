@@ -1,6 +1,7 @@
 //! The `sink` role (TCP): the bulk receiver's main loop.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use socklab_net::protocol::MAX_READ_SIZE;
 use socklab_net::sink::{Sink, SinkConfig};
@@ -9,6 +10,7 @@ use socklab_units::{format_size, parse_size};
 
 use super::checks::{idle_timeout, parse_bind};
 
+use super::sink_store::SinkStore;
 use super::{print_server_cpu, server_started, RoleError, Say};
 /// Connections the sink serves at once by default.
 pub use socklab_net::sink::DEFAULT_MAX_CONNS;
@@ -53,8 +55,13 @@ pub fn dry_text(cfg: &SinkConfig) -> String {
 }
 
 /// Listens as `cfg` says and serves until SIGINT/SIGTERM; then (unless quiet) the CPU time
-/// and the connections served.
-pub fn run(cfg: SinkConfig, say: Say) -> Result<(), RoleError> {
+/// and the connections served. With `db`, each iperf3 test it finishes is stored there as it
+/// ends ([`super::sink_store`]).
+pub fn run(cfg: SinkConfig, say: Say, db: Option<PathBuf>) -> Result<(), RoleError> {
+    let mut store = match db.as_deref() {
+        Some(p) => Some(SinkStore::open(p).map_err(|e| RoleError::Usage(e.to_string()))?),
+        None => None,
+    };
     let read_size = cfg.read_size;
     let mut sink = Sink::bind(cfg)?;
     let addr = sink.local_addr()?;
@@ -71,6 +78,14 @@ pub fn run(cfg: SinkConfig, say: Say) -> Result<(), RoleError> {
         served += 1;
         if !quiet {
             eprintln!("{}", r.line());
+        }
+        if let (Some(s), Some(t)) = (store.as_mut(), r.iperf3.as_deref()) {
+            // A test that cannot be stored is said, and the sink goes on serving.
+            match s.record(r.peer, t) {
+                Ok(id) if !quiet => eprintln!("{} iperf3 test stored as experiment {id}", r.peer),
+                Ok(_) => {}
+                Err(e) => eprintln!("{} iperf3 test not stored: {e}", r.peer),
+            }
         }
     })
     .map_err(|e| RoleError::Run(e.to_string()))?;

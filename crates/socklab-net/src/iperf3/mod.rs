@@ -7,9 +7,13 @@
 pub mod client;
 pub mod options;
 pub mod proto;
+pub mod record;
+pub mod refusal;
 pub mod results;
 pub mod server;
 
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 mod options_tests;
 #[cfg(test)]

@@ -159,9 +159,20 @@ impl Server {
             self.actions.push_back(Action::StopStreams);
         }
         if !matches!(self.phase, Phase::Cookie) {
-            // iperf3 clients print "the server has terminated" and exit non-zero.
-            self.actions
-                .push_back(Action::Send(vec![State::ServerTerminate.byte()]));
+            // SERVER_ERROR and iperf3's nearest reason, which its client prints (issue 27
+            // part 4); nothing to a client that is gone or ended the test itself.
+            use super::refusal::Stage;
+            let stage = match self.phase {
+                Phase::Cookie | Phase::Params => Stage::Handshake,
+                Phase::Streams => Stage::Streams,
+                Phase::Running | Phase::Stopping => Stage::Running,
+                Phase::ClientResults => Stage::Results,
+                _ => Stage::Display,
+            };
+            if let Some((code, errno)) = super::refusal::code_for(stage, &why) {
+                let bytes = super::refusal::server_error(code, errno);
+                self.actions.push_back(Action::Send(bytes));
+            }
         }
         self.actions.push_back(Action::Fail(why));
         self.phase = Phase::Failed;
@@ -196,6 +207,9 @@ impl Server {
 
     /// Bytes read from the control connection.
     pub fn control_bytes(&mut self, now: Instant, bytes: &[u8]) {
+        // A deadline passed is a deadline passed, even for a client that trickles bytes so
+        // that no read ever waits for a tick (issue 27 part 4).
+        self.tick(now);
         if self.over() {
             return;
         }

@@ -22,6 +22,7 @@ use crate::error::is_timeout;
 use crate::iperf3::options::stream_id;
 use crate::iperf3::proto::{Cookie, Results};
 use crate::iperf3::results::{self, Applied, Ended, Meter};
+use crate::iperf3::record::TestRecord;
 use crate::iperf3::server::{Action, Server};
 use crate::protocol::SinkResult;
 
@@ -130,8 +131,9 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
     };
     let mut result = SinkResult::default();
     let mut streams = 0u32;
+    let mut record = None;
     let outcome = loop {
-        match step(&mut c, &test, &mut result, peer) {
+        match step(&mut c, &test, &mut result, peer, &mut record) {
             Ok(Some(o)) => break o,
             Ok(None) => {}
             Err(o) => break o,
@@ -139,8 +141,16 @@ fn control(mut c: Conn<'_>, cookie: Cookie, peer: SocketAddr, cpu0: Usage) -> Co
         streams = test.server().stream_ids().len() as u32;
     };
     drop(reg);
+    if matches!(outcome, Outcome::Refused(_)) {
+        super::hostile::linger(&mut c);
+    }
     let mode = Mode::Iperf3Control { streams };
-    finish(peer, mode, result, cpu0, t0, outcome, None)
+    let mut r = finish(peer, mode, result, cpu0, t0, outcome, None);
+    // Only a test that went to its end has the client's figures (and is stored).
+    r.iperf3 = record
+        .filter(|_| r.outcome == Outcome::Complete)
+        .map(Box::new);
+    r
 }
 
 /// One turn of the control loop: do what the core asks, then read (a tick at most).
@@ -149,6 +159,7 @@ fn step(
     test: &Test,
     result: &mut SinkResult,
     peer: SocketAddr,
+    record: &mut Option<TestRecord>,
 ) -> Result<Option<Outcome>, Outcome> {
     loop {
         let action = test.server().poll_action();
@@ -163,9 +174,20 @@ fn step(
                 test.stop.store(true, Ordering::SeqCst);
                 test.changed.notify_all();
                 let ours = collect(c, test, peer)?;
-                test.server().streams_stopped(Instant::now(), ours);
+                let mut server = test.server();
+                *record = server.params().map(|p| TestRecord {
+                    params: p.clone(),
+                    ours: ours.clone(),
+                    client: ours.clone(),
+                });
+                server.streams_stopped(Instant::now(), ours);
             }
-            Action::Done(_client) => return Ok(Some(Outcome::Complete)),
+            Action::Done(client) => {
+                if let Some(r) = record.as_mut() {
+                    r.client = *client;
+                }
+                return Ok(Some(Outcome::Complete));
+            }
             Action::Fail(why) => return Ok(Some(Outcome::Refused(why))),
         }
     }
@@ -227,7 +249,8 @@ fn stream(
 ) -> ConnReport {
     let t0 = Instant::now();
     let result = SinkResult::default();
-    let refused = |result, why| {
+    let refused = |c: &mut Conn<'_>, result, why| {
+        super::hostile::deny(c);
         finish(
             peer,
             Mode::Raw,
@@ -244,14 +267,14 @@ fn stream(
         .as_ref()
         .map(|p| opts::apply(SockRef::from(&c.stream), p))
     {
-        Some(Err(e)) => return refused(result, e.why),
+        Some(Err(e)) => return refused(&mut c, result, e.why),
         Some(Ok(a)) => Some(a),
         None => None,
     };
     let joined = test.server().stream_joined(t0, cookie, c.accepted);
     let ticket = match joined {
         Ok(t) => t,
-        Err(why) => return refused(result, why),
+        Err(why) => return refused(&mut c, result, why),
     };
     if let Some(a) = applied {
         test.run().applied.get_or_insert(a);
@@ -302,7 +325,9 @@ fn stream(
     let cpu_start = getrusage(Who::Thread);
     let zerocopy = p.zerocopy.is_some_and(|z| z != 0);
     let (outcome, how) = if role.sends {
-        let mut block = AlignedBuf::zeroed(p.len.max(1) as usize);
+        // Writes of at most 1 MiB (iperf3's own largest TCP block): a `len` of 16 MiB asked
+        // for by a client costs no 16 MiB per stream.
+        let mut block = AlignedBuf::zeroed((p.len.max(1) as usize).min(1 << 20));
         for (i, b) in block.as_mut_slice().iter_mut().enumerate() {
             *b = (i % 251) as u8;
         }
@@ -393,8 +418,10 @@ fn receive(c: &mut Conn<'_>, test: &Test, len: usize, s: &mut Stream) -> Outcome
     let buf = buf.as_mut_slice();
     loop {
         if test.stop.load(Ordering::SeqCst) {
-            let _ = c.stream.set_nonblocking(true);
-            while let Ok(n @ 1..) = c.stream.read(buf) {
+            // What the client sent before TEST_END, some of it maybe still in its send queue,
+            // but not what a client goes on sending after it (issue 27 part 4).
+            let mut drain = super::hostile::Drain::new(&c.stream);
+            while let Some(n) = drain.read(c, buf) {
                 s.moved(c, test, n);
                 c.idle_since = None;
             }

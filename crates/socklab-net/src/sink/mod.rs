@@ -32,6 +32,7 @@ use crate::protocol::multi::{Join, TestHello};
 use crate::protocol::{Hello, Ready, SinkResult, MAGIC, MAX_LINE};
 use crate::NetError;
 
+mod hostile;
 mod iperf3;
 mod iperf3_opts;
 mod multi;
@@ -139,6 +140,8 @@ pub struct ConnReport {
     pub result: SinkResult,
     /// How it ended.
     pub outcome: Outcome,
+    /// A finished iperf3 test (on its control connection's report).
+    pub iperf3: Option<Box<crate::iperf3::record::TestRecord>>,
 }
 
 impl ConnReport {
@@ -373,6 +376,8 @@ impl Sink {
             }
             match self.listener.accept() {
                 Ok((stream, peer)) => {
+                    // Connections that ended since the last turn free their slots now.
+                    conns.retain(|h| !h.is_finished());
                     accepted += 1;
                     if conns.len() >= self.shared.cfg.max_conns {
                         let why = format!(
@@ -428,6 +433,7 @@ fn report(peer: SocketAddr, mode: Mode, outcome: Outcome) -> ConnReport {
         mode,
         result: SinkResult::default(),
         outcome,
+        iperf3: None,
     }
 }
 
@@ -437,9 +443,16 @@ fn report(peer: SocketAddr, mode: Mode, outcome: Outcome) -> ConnReport {
 fn refuse(stream: TcpStream, peer: SocketAddr, why: String) -> ConnReport {
     let mut s = &stream;
     let _ = stream.set_nonblocking(true);
-    let _ = s.write(format!("ERROR {why}\n").as_bytes());
     let mut junk = [0u8; MAX_LINE];
-    let _ = s.read(&mut junk);
+    // An iperf3 client gets iperf3's ACCESS_DENIED, and prints that the server is busy; its
+    // cookie follows the connect at once (a silent client costs this loop 20 ms at most).
+    let _ = socklab_sys::io::poll_one(stream.as_fd(), socklab_sys::io::poll_flags::IN, 20);
+    match s.read(&mut junk) {
+        Ok(n @ 1..) if may_be_cookie(&junk[..n.min(COOKIE_LEN)]) => {
+            let _ = s.write(&crate::iperf3::refusal::access_denied());
+        }
+        _ => drop(s.write(format!("ERROR {why}\n").as_bytes())),
+    }
     let _ = stream.shutdown(Shutdown::Write);
     report(peer, Mode::Raw, Outcome::Refused(why))
 }
@@ -717,6 +730,7 @@ fn finish(
         mode,
         result,
         outcome,
+        iperf3: None,
     }
 }
 

@@ -50,8 +50,17 @@ pub fn tcp<E>(
     let end = 'conn: loop {
         bytes += n as u64;
         out.clear();
+        let before = r.messages;
         if let Err(e) = r.feed(&buf[..n], &mut out) {
             break End::Aborted(e.to_string());
+        }
+        // The idle clock moves with whole messages only, and is looked at after every read:
+        // a client that trickles one message's bytes is given up at the idle timeout however
+        // often it sends (issue 27 part 4).
+        if r.messages > before {
+            last = Instant::now();
+        } else if let Some(end) = gave_up(last) {
+            break End::GaveUp(end);
         }
         let mut off = 0;
         while off < out.len() {
@@ -83,7 +92,6 @@ pub fn tcp<E>(
                 Err(e) => break 'conn End::Aborted(e.to_string()),
             }
         };
-        last = Instant::now();
     };
     Served {
         end,
