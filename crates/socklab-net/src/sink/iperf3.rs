@@ -15,17 +15,29 @@ use socklab_sys::usage::{getrusage, Usage, Who};
 
 use super::{finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use crate::error::is_timeout;
-use crate::iperf3::proto::{Cookie, Results, StreamResult};
+use crate::iperf3::proto::{Cookie, Results, State, StreamResult};
 use crate::iperf3::server::{Action, Server};
 use crate::protocol::SinkResult;
 
-/// The iperf3 tests whose control connection is open, by cookie.
+pub(super) mod udp;
+
+/// The iperf3 tests whose control connection is open, by cookie; and the UDP socket of
+/// their UDP streams.
 #[derive(Debug, Default)]
 pub(super) struct Registry {
     tests: Mutex<HashMap<Cookie, Arc<Test>>>,
+    udp: udp::Udp,
 }
 
 impl Registry {
+    /// The registry with its UDP socket (`Err`: why there is none).
+    pub(super) fn new(udp: Result<std::net::UdpSocket, String>) -> Registry {
+        Registry {
+            tests: Mutex::default(),
+            udp: udp::Udp::new(udp),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<Cookie, Arc<Test>>> {
         self.tests.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -74,6 +86,7 @@ impl Drop for Registered<'_> {
         self.test.stop.store(true, Ordering::SeqCst);
         self.test.changed.notify_all();
         self.sh.iperf3.lock().remove(&self.cookie);
+        self.sh.iperf3.udp.forget(&self.cookie);
     }
 }
 
@@ -129,14 +142,21 @@ fn step(
         let action = test.server().poll_action();
         let Some(action) = action else { break };
         match action {
-            Action::Send(bytes) => c.write_all(&bytes)?,
+            Action::Send(bytes) => {
+                if bytes == [State::CreateStreams.byte()] {
+                    udp::open(c, test)?;
+                }
+                c.write_all(&bytes)?
+            }
             Action::StartStreams { reverse } => {
                 test.run().start = Some((Instant::now(), reverse));
+                udp::started(c, test);
                 test.changed.notify_all();
             }
             Action::StopStreams => {
                 test.stop.store(true, Ordering::SeqCst);
                 test.changed.notify_all();
+                udp::stopping(c, test);
                 let ours = collect(c, test)?;
                 test.server().streams_stopped(Instant::now(), ours);
             }

@@ -103,6 +103,14 @@ pub enum Mode {
         /// Its streams.
         streams: u32,
     },
+    /// Datagrams on the iperf3 UDP port counted apart from every test (reported when the
+    /// sink stops, if any came).
+    Iperf3UdpApart {
+        /// From no stream of any test.
+        strangers: u64,
+        /// From a test's stream outside its counting (early, late, too short).
+        late: u64,
+    },
     /// A stream of an iperf3 test.
     Iperf3Stream {
         /// iperf3's id of the stream (1, 3, 4 …).
@@ -167,6 +175,9 @@ impl ConnReport {
                 )
             }
             Mode::Iperf3Control { streams } => format!("iperf3 control ({streams} streams)"),
+            Mode::Iperf3UdpApart { strangers, late } => {
+                format!("iperf3 UDP outside any test ({strangers} from strangers, {late} late)")
+            }
             Mode::Iperf3Stream { id, reverse } => {
                 format!("iperf3 stream {id} {}", if reverse { "down" } else { "up" })
             }
@@ -311,16 +322,17 @@ impl Sink {
                 "`max_conns` 0: serve at least one connection at a time".into(),
             ));
         }
-        let listener = match listen(cfg.bind) {
+        let open = |bind: SocketAddr| match listen(bind) {
             Err(NetError::Bind { source, .. })
-                if cfg.bind.is_ipv6()
-                    && cfg.bind.ip().is_unspecified()
+                if bind.is_ipv6()
+                    && bind.ip().is_unspecified()
                     && source.raw_os_error() == Some(errno::EAFNOSUPPORT) =>
             {
-                listen(SocketAddr::from(([0, 0, 0, 0], cfg.bind.port())))?
+                listen(SocketAddr::from(([0, 0, 0, 0], bind.port())))
             }
-            other => other?,
+            other => other,
         };
+        let (listener, udp) = iperf3::udp::listen_with_udp(cfg.bind, open)?;
         let buffers = BufferPool {
             budget: cfg.buffer_budget.max(cfg.read_size),
             state: Arc::default(),
@@ -332,7 +344,7 @@ impl Sink {
                 stop: AtomicBool::new(false),
                 buffers,
                 tests: multi::Registry::default(),
-                iperf3: iperf3::Registry::default(),
+                iperf3: iperf3::Registry::new(udp),
             }),
         })
     }
@@ -354,6 +366,7 @@ impl Sink {
         let (tx, rx) = mpsc::channel::<ConnReport>();
         let mut conns: Vec<JoinHandle<()>> = Vec::new();
         let tick_ms = TICK.as_millis() as i32;
+        let udp = iperf3::udp::spawn(&self.shared);
         let result = loop {
             while let Ok(r) = rx.try_recv() {
                 log(&r);
@@ -410,6 +423,9 @@ impl Sink {
         }
         drop(tx);
         while let Ok(r) = rx.try_recv() {
+            log(&r);
+        }
+        if let Some(r) = udp.and_then(|h| h.join().ok()).flatten() {
             log(&r);
         }
         self.shared.stop.store(false, Ordering::SeqCst);
