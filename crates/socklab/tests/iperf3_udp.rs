@@ -110,15 +110,23 @@ fn finish(mut child: Child, what: &str) -> serde_json::Value {
     v
 }
 
-/// The UDP receiver's figures add up: bytes and datagrams positive, none lost on loopback,
-/// jitter present, the streams' figures summing to the total. Returns `sum_received`.
-fn check_received(v: &serde_json::Value, streams: usize, what: &str) -> serde_json::Value {
+/// The UDP receiver's figures add up: bytes and datagrams positive, jitter present, and with
+/// `sink_receives` none lost (the sink's 4 MiB receive buffer on loopback; with `-R` the
+/// receiver is the client, whose small default buffer may overflow when CPUs are busy).
+/// Returns `sum_received`.
+fn check_received(
+    v: &serde_json::Value,
+    streams: usize,
+    sink_receives: bool,
+    what: &str,
+) -> serde_json::Value {
     let end = &v["end"];
     let got = end["sum_received"].clone();
     let bytes = got["bytes"].as_u64().unwrap();
     let packets = got["packets"].as_u64().unwrap();
     assert!(bytes > 0 && packets > 0, "{what}: {got}");
-    assert_eq!(got["lost_packets"].as_u64(), Some(0), "{what}: {got}");
+    let lost = got["lost_packets"].as_u64().unwrap();
+    assert!(lost == 0 || !sink_receives, "{what}: {got}");
     assert!(
         got["jitter_ms"].as_f64().is_some_and(|j| j >= 0.0),
         "{what}: {got}"
@@ -135,7 +143,7 @@ fn iperf3_udp_forward_the_sink_counts_lost_jitter_and_bytes() {
     }
     let s = sink(false);
     let v = finish(client(s.addr, &["-b", "10M", "-t", "2"]), "-u -b 10M -t 2");
-    let got = check_received(&v, 1, "-u");
+    let got = check_received(&v, 1, true, "-u");
     // The client's `sum_received` is the sink's results message: on loopback it received every
     // datagram the client sent, numbered 1..=N (its `packets` is the highest number seen).
     let sent = &v["end"]["sum_sent"];
@@ -157,7 +165,7 @@ fn iperf3_udp_forward_the_sink_counts_lost_jitter_and_bytes() {
         ),
         "-n 1M",
     );
-    let got = check_received(&v, 1, "-n 1M");
+    let got = check_received(&v, 1, true, "-n 1M");
     assert!(got["bytes"].as_u64().unwrap() >= 1 << 20, "{got}");
 }
 
@@ -172,8 +180,9 @@ fn iperf3_udp_reverse_the_sink_sends_paced_datagrams_with_headers() {
         "-u -R",
     );
     // The client is the receiver here: its figures come from the sink's headers (numbers
-    // from 1, no gap, send times that give a jitter).
-    let got = check_received(&v, 1, "-u -R");
+    // from 1 with no gap: the highest the client saw is at most what the sink sent; send
+    // times that give a jitter).
+    let got = check_received(&v, 1, false, "-u -R");
     let sent = &v["end"]["sum_sent"];
     let (n_sent, n_got) = (
         sent["packets"].as_u64().unwrap(),
@@ -181,17 +190,18 @@ fn iperf3_udp_reverse_the_sink_sends_paced_datagrams_with_headers() {
     );
     assert!(n_got > 0 && n_got <= n_sent, "{got} vs {sent}");
     assert!(sent["bytes"].as_u64().unwrap() >= got["bytes"].as_u64().unwrap());
-    // Reversed with a byte count: the sink stops near the total, the client ends the test.
+    // Reversed with a byte count: the client ends the test once it has the total; the sink
+    // stops at twice the total at most.
     let v = finish(
-        client(s.addr, &["-b", "50M", "-n", "2M", "-R", "-l", "1000"]),
-        "-u -R -n 2M",
+        client(s.addr, &["-b", "10M", "-n", "1M", "-R", "-l", "1000"]),
+        "-u -R -n 1M",
     );
-    let got = check_received(&v, 1, "-u -R -n 2M");
+    let got = check_received(&v, 1, false, "-u -R -n 1M");
     let sent = v["end"]["sum_sent"]["bytes"].as_u64().unwrap();
-    assert!(got["bytes"].as_u64().unwrap() >= 2 << 20, "{got}");
+    assert!(got["bytes"].as_u64().unwrap() >= 1 << 20, "{got}");
     assert!(
-        sent <= (2 << 20) + (2 << 20) / 8 + 1000,
-        "sent {sent}: bounded by the total"
+        sent <= (2 << 20) + 1000,
+        "sent {sent}: bounded by twice the total"
     );
 }
 
@@ -205,7 +215,7 @@ fn iperf3_udp_two_streams_are_told_apart() {
         client(s.addr, &["-b", "5M", "-t", "2", "-P", "2"]),
         "-u -P 2",
     );
-    let got = check_received(&v, 2, "-u -P 2");
+    let got = check_received(&v, 2, true, "-u -P 2");
     let streams = v["end"]["streams"].as_array().unwrap();
     let sum: u64 = streams
         .iter()
@@ -242,9 +252,9 @@ fn two_iperf3_udp_clients_and_a_tcp_client_at_once() {
         .spawn()
         .unwrap();
     let (va, vb, vt) = (finish(a, "udp a"), finish(b, "udp b"), finish(tcp, "tcp"));
-    let ga = check_received(&va, 2, "udp a");
+    let ga = check_received(&va, 2, true, "udp a");
     assert_eq!(ga["packets"], va["end"]["sum_sent"]["packets"], "udp a");
-    check_received(&vb, 1, "udp b");
+    check_received(&vb, 1, false, "udp b");
     assert!(vt["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
 }
 
@@ -280,7 +290,7 @@ fn a_strangers_datagrams_to_the_port_are_counted_apart() {
         false
     });
     let v = done.expect("the client ended");
-    let got = check_received(&v, 1, "beside a stranger");
+    let got = check_received(&v, 1, true, "beside a stranger");
     assert_eq!(got["packets"], v["end"]["sum_sent"]["packets"], "{got}");
     let log = stop(s);
     let want = format!("iperf3 UDP outside any test ({sent} from strangers");

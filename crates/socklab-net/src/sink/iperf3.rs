@@ -184,6 +184,7 @@ fn step(
 /// Waits for the started streams to end (each ends within a tick of `stop`) and sums them
 /// into the sink's results message.
 fn collect(c: &Conn<'_>, test: &Test) -> Result<Results, Outcome> {
+    let udp = test.server().params().is_some_and(|p| p.udp);
     let mut run = test.run();
     let deadline = Instant::now() + Duration::from_secs(5);
     while run.live > 0 && Instant::now() < deadline {
@@ -208,7 +209,12 @@ fn collect(c: &Conn<'_>, test: &Test) -> Result<Results, Outcome> {
         cpu_util_total: pct(user + sys),
         cpu_util_user: pct(user),
         cpu_util_system: pct(sys),
-        sender_has_retransmits: if reverse { 1 } else { -1 },
+        // A UDP sender knows no retransmits: 0, as iperf3's says.
+        sender_has_retransmits: match (reverse, udp) {
+            (true, false) => 1,
+            (true, true) => 0,
+            _ => -1,
+        },
         congestion_used: None,
         streams,
     })

@@ -328,8 +328,9 @@ struct Out {
 }
 
 /// Sends the streams' datagrams, each paced at `bandwidth` (none: as fast as the socket takes
-/// them), until the test stops; a `num` or `blockcount` test stops at its total and an eighth
-/// more (UDP may lose some, and the client ends the test only when its count is reached).
+/// them), until the test stops; a `num` or `blockcount` test stops at twice its total at
+/// most (UDP may lose some, and the client ends the test only once it has received the total;
+/// iperf3's own server sends until `TEST_END`).
 fn send(test: &Test, sock: &UdpSocket, streams: &[(i64, SocketAddr)], p: &Params, clock: Instant) {
     let cpu0 = getrusage(Who::Thread);
     let start = test.run().start.map_or_else(Instant::now, |(s, _)| s);
@@ -341,7 +342,7 @@ fn send(test: &Test, sock: &UdpSocket, streams: &[(i64, SocketAddr)], p: &Params
     } else {
         p.blockcount.saturating_mul(p.len)
     };
-    let cap = (total > 0).then(|| total.saturating_add((total / 8).max(8 * p.len)));
+    let cap = (total > 0).then(|| total.saturating_mul(2));
     let mut buf: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
     let mut out: Vec<Out> = streams
         .iter()
