@@ -66,6 +66,16 @@ fn stop(mut s: SinkProc) -> String {
     log
 }
 
+/// Whether some socket is bound to UDP `port` on 127.0.0.1 (from /proc/net/udp).
+fn udp_bound(port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+    let me = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .any(|l| l.split_whitespace().nth(1) == Some(me.as_str()))
+}
+
 fn have_iperf3(test: &str) -> bool {
     let ok = std::path::Path::new(IPERF3).exists();
     if !ok {
@@ -87,9 +97,17 @@ fn client(addr: SocketAddr, args: &[&str]) -> Child {
         .unwrap()
 }
 
-/// Waits for a client (a hang guard of 60 s for tests of 1 to 3 s), asserts exit 0 and
-/// returns its JSON.
-fn finish(mut child: Child, what: &str) -> serde_json::Value {
+/// Waits for a client (a hang guard of 60 s for tests of 1 to 3 s), asserts exit 0 and no
+/// `error`, and returns its JSON.
+fn finish(child: Child, what: &str) -> serde_json::Value {
+    let v = outcome(child, what);
+    assert!(v.get("error").is_none(), "{what}: {}", v["error"]);
+    v
+}
+
+/// Waits for a client (a hang guard of 60 s), asserts exit 0 (iperf3 -J exits 0 with an
+/// `error` key too) and returns its JSON.
+fn outcome(mut child: Child, what: &str) -> serde_json::Value {
     let mut out = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -104,10 +122,7 @@ fn finish(mut child: Child, what: &str) -> serde_json::Value {
         status.success(),
         "{what}: iperf3 exited {status}: {text} {err}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: JSON {e}: {text}"));
-    assert!(v.get("error").is_none(), "{what}: {}", v["error"]);
-    v
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: JSON {e}: {text}"))
 }
 
 /// The UDP receiver's figures add up: bytes and datagrams positive, jitter present, and with
@@ -272,6 +287,13 @@ fn a_strangers_datagrams_to_the_port_are_counted_apart() {
     let near = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut forged = [0u8; 1000];
     forged[8..12].copy_from_slice(&1_000_000u32.to_be_bytes());
+    // The sink binds the UDP port for the test (before CREATE_STREAMS): from then on every
+    // datagram to it is counted somewhere.
+    assert!(
+        common::wait_until(Duration::from_secs(30), || udp_bound(s.addr.port())),
+        "the sink never bound UDP {}",
+        s.addr.port()
+    );
     let mut sent = 0u64;
     let mut c = Some(c);
     let mut done = None;
@@ -298,4 +320,32 @@ fn a_strangers_datagrams_to_the_port_are_counted_apart() {
         log.contains(&want),
         "{want:?} not in the sink's log:\n{log}"
     );
+}
+
+#[test]
+fn the_udp_port_is_bound_only_while_udp_tests_need_it() {
+    if !have_iperf3("the_udp_port_is_bound_only_while_udp_tests_need_it") {
+        return;
+    }
+    // `socklab sink --udp --port P` beside `socklab sink --port P` (both documented on 5001)
+    // keeps working: a TCP sink takes its UDP number only for iperf3 UDP tests.
+    let s = sink(false);
+    let port = s.addr.port();
+    assert!(!udp_bound(port), "UDP {port} bound with no UDP test");
+    let v = finish(client(s.addr, &["-b", "5M", "-t", "1"]), "-u -t 1");
+    check_received(&v, 1, true, "-u -t 1");
+    assert!(
+        common::wait_until(Duration::from_secs(30), || !udp_bound(port)),
+        "UDP {port} still bound long after the test"
+    );
+    // Another program on the number: a UDP test is refused, the sink serves on.
+    let squatter = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    let v = outcome(client(s.addr, &["-b", "5M", "-t", "1"]), "refused UDP test");
+    assert_eq!(v["error"], "the server has terminated", "{v}");
+    drop(squatter);
+    let v = finish(
+        client(s.addr, &["-b", "5M", "-t", "1"]),
+        "after the squatter",
+    );
+    check_received(&v, 1, true, "after the squatter");
 }

@@ -260,6 +260,11 @@ fn plain(ip: IpAddr) -> IpAddr {
 }
 
 impl Table {
+    /// Whether no test is open.
+    pub fn is_empty(&self) -> bool {
+        self.tests.is_empty()
+    }
+
     /// Streams reserved by all tests (each test reserves what it asked for).
     pub fn reserved(&self) -> usize {
         self.tests.values().map(|t| t.want as usize).sum()

@@ -23,18 +23,18 @@ pub(super) mod udp;
 
 /// The iperf3 tests whose control connection is open, by cookie; and the UDP socket of
 /// their UDP streams.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Registry {
     tests: Mutex<HashMap<Cookie, Arc<Test>>>,
     udp: udp::Udp,
 }
 
 impl Registry {
-    /// The registry with its UDP socket (`Err`: why there is none).
-    pub(super) fn new(udp: Result<std::net::UdpSocket, String>) -> Registry {
+    /// The registry of a sink listening on `addr` (UDP tests bind the same address).
+    pub(super) fn new(addr: std::net::SocketAddr) -> Registry {
         Registry {
             tests: Mutex::default(),
-            udp: udp::Udp::new(udp),
+            udp: udp::Udp::new(addr),
         }
     }
 

@@ -104,7 +104,7 @@ pub enum Mode {
         streams: u32,
     },
     /// Datagrams on the iperf3 UDP port counted apart from every test (reported when the
-    /// sink stops, if any came).
+    /// sink stops, if any came while the port was bound for UDP tests).
     Iperf3UdpApart {
         /// From no stream of any test.
         strangers: u64,
@@ -322,17 +322,19 @@ impl Sink {
                 "`max_conns` 0: serve at least one connection at a time".into(),
             ));
         }
-        let open = |bind: SocketAddr| match listen(bind) {
+        let listener = match listen(cfg.bind) {
             Err(NetError::Bind { source, .. })
-                if bind.is_ipv6()
-                    && bind.ip().is_unspecified()
+                if cfg.bind.is_ipv6()
+                    && cfg.bind.ip().is_unspecified()
                     && source.raw_os_error() == Some(errno::EAFNOSUPPORT) =>
             {
-                listen(SocketAddr::from(([0, 0, 0, 0], bind.port())))
+                listen(SocketAddr::from(([0, 0, 0, 0], cfg.bind.port())))?
             }
-            other => other,
+            other => other?,
         };
-        let (listener, udp) = iperf3::udp::listen_with_udp(cfg.bind, open)?;
+        let udp_addr = listener
+            .local_addr()
+            .map_err(|e| NetError::bind(cfg.bind, e))?;
         let buffers = BufferPool {
             budget: cfg.buffer_budget.max(cfg.read_size),
             state: Arc::default(),
@@ -344,7 +346,7 @@ impl Sink {
                 stop: AtomicBool::new(false),
                 buffers,
                 tests: multi::Registry::default(),
-                iperf3: iperf3::Registry::new(udp),
+                iperf3: iperf3::Registry::new(udp_addr),
             }),
         })
     }

@@ -1,13 +1,13 @@
 //! The sink's UDP socket for iperf3's UDP tests (`iperf3 -u`, issue 27 part 1), around the
 //! sans-IO table and accounting of [`crate::iperf3::udp`].
 //!
-//! One UDP socket, bound with the TCP listener on the same address and port number when the
-//! sink starts, serves the UDP streams of every test: a datagram is told apart by its peer's
-//! address (IP and port). It is bound at the start rather than when a UDP test comes: a
-//! client's connect datagram can never race the bind, the port is always the TCP port (also
-//! with port 0), and datagrams that belong to no test are counted apart all the time. Where
-//! the UDP port cannot be bound the sink still serves TCP and refuses UDP tests with the
-//! reason.
+//! One UDP socket, on the TCP listener's address and port number, serves the UDP streams of
+//! every test: a datagram is told apart by its peer's address (IP and port). It is bound on
+//! demand, by the first UDP test before its `CREATE_STREAMS` (so a client's connect datagram
+//! never races the bind), and given back once no UDP test has needed it for [`IDLE_CLOSE`]:
+//! the same number stays free for other UDP servers (`socklab sink --udp --port 5001` beside
+//! `socklab sink --port 5001`) while no iperf3 UDP test runs. Where it cannot be bound, the UDP
+//! test is refused with the reason and the sink goes on.
 //!
 //! A connect datagram carries no cookie: it is bound to the test, from the same client
 //! address, that is connecting its UDP streams. So that this is never ambiguous, a second UDP
@@ -16,7 +16,7 @@
 //! sends its streams' datagrams, paced at the client's `bandwidth` per stream.
 
 use std::io;
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -35,7 +35,6 @@ use crate::iperf3::server::STREAMS_TIMEOUT;
 use crate::iperf3::udp::{Busy, Header, Table, Verdict, MAX_STREAMS};
 use crate::protocol::SinkResult;
 use crate::udpbulk::pacer::Pacer;
-use crate::NetError;
 
 /// The socket's receive buffer asked for (the kernel may give less).
 const RCVBUF: i32 = 4 << 20;
@@ -43,12 +42,18 @@ const RCVBUF: i32 = 4 << 20;
 const BURST: u64 = 64;
 /// Datagrams read in one turn of the reader before it lets go of the table.
 const BATCH: usize = 256;
+/// How long the UDP port stays bound with no UDP test.
+pub(in crate::sink) const IDLE_CLOSE: Duration = Duration::from_secs(1);
 
 /// The UDP side of the sink's iperf3 service.
 #[derive(Debug)]
 pub(in crate::sink) struct Udp {
-    /// The socket, or why there is none.
-    sock: Result<Arc<UdpSocket>, String>,
+    /// Where UDP tests bind: the listener's address and port.
+    addr: SocketAddr,
+    /// The socket, while UDP tests need it.
+    sock: Mutex<Option<Arc<UdpSocket>>>,
+    /// Raised when the socket is bound.
+    bound: Condvar,
     table: Mutex<Table>,
     /// Raised when a test's streams are complete or a test is forgotten.
     changed: Condvar,
@@ -56,17 +61,13 @@ pub(in crate::sink) struct Udp {
     clock: Instant,
 }
 
-impl Default for Udp {
-    fn default() -> Self {
-        Udp::new(Err("no UDP socket".into()))
-    }
-}
-
 impl Udp {
-    /// The service on `sock`, or without one (`Err`: why).
-    pub(in crate::sink) fn new(sock: Result<UdpSocket, String>) -> Udp {
+    /// The service of a sink listening on `addr`.
+    pub(in crate::sink) fn new(addr: SocketAddr) -> Udp {
         Udp {
-            sock: sock.map(Arc::new),
+            addr,
+            sock: Mutex::default(),
+            bound: Condvar::new(),
             table: Mutex::default(),
             changed: Condvar::new(),
             clock: Instant::now(),
@@ -75,6 +76,15 @@ impl Udp {
 
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<Arc<UdpSocket>>> {
+        self.sock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The socket, if bound.
+    fn socket(&self) -> Option<Arc<UdpSocket>> {
+        self.slot().clone()
     }
 
     /// `test` is over: its streams and their reservation go.
@@ -98,58 +108,63 @@ fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(sock.into())
 }
 
-/// Listens with `listen` and binds UDP on the address and port it got. With port 0 a port
-/// whose UDP number is taken is given back and another tried (a few times); otherwise the
-/// UDP socket is `Err` with the reason, and the sink serves TCP alone.
-pub(in crate::sink) fn listen_with_udp(
-    bind_addr: SocketAddr,
-    listen: impl Fn(SocketAddr) -> Result<TcpListener, NetError>,
-) -> Result<(TcpListener, Result<UdpSocket, String>), NetError> {
-    let mut tries = 0;
-    loop {
-        let listener = listen(bind_addr)?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| NetError::bind(bind_addr, e))?;
-        match bind(local) {
-            Ok(u) => return Ok((listener, Ok(u))),
-            Err(_) if bind_addr.port() == 0 && tries < 8 => tries += 1,
-            Err(e) => {
-                let why = format!("UDP port {} could not be bound: {e}", local.port());
-                return Ok((listener, Err(why)));
-            }
-        }
-    }
-}
-
-/// Starts the reader thread (none without a socket); it ends within a tick of the sink's stop
-/// and returns the report of the datagrams counted apart from every test (if any).
+/// Starts the reader thread; it ends within a tick of the sink's stop and returns the report
+/// of the datagrams counted apart from every test (if any).
 pub(in crate::sink) fn spawn(sh: &Arc<Shared>) -> Option<JoinHandle<Option<ConnReport>>> {
-    let sock = sh.iperf3.udp.sock.as_ref().ok()?.clone();
     let sh = sh.clone();
     std::thread::Builder::new()
         .name("sink-iperf3-udp".into())
-        .spawn(move || read_loop(&sh, &sock))
+        .spawn(move || read_loop(&sh))
         .ok()
 }
 
-fn read_loop(sh: &Shared, sock: &UdpSocket) -> Option<ConnReport> {
+/// Reads the socket while it is bound; gives it back after [`IDLE_CLOSE`] without UDP tests.
+fn read_loop(sh: &Shared) -> Option<ConnReport> {
+    let udp = &sh.iperf3.udp;
     let t0 = Instant::now();
     let mut buf = vec![0u8; 1 << 16];
+    let mut idle: Option<(Instant, *const UdpSocket)> = None;
     while !sh.stop.load(Ordering::Relaxed) {
+        let sock = {
+            let slot = udp.slot();
+            match slot.as_ref() {
+                Some(s) => s.clone(),
+                None => {
+                    let _ = udp.bound.wait_timeout(slot, TICK);
+                    continue;
+                }
+            }
+        };
         match poll_one(sock.as_fd(), poll_flags::IN, TICK.as_millis() as i32) {
-            Ok(0) => continue,
-            Ok(_) => drain(sh, sock, &mut buf, BATCH),
+            Ok(0) => {}
+            Ok(_) => drain(sh, &sock, &mut buf, BATCH),
             Err(_) => std::thread::sleep(TICK),
         }
+        // Idle since when, for this socket (a socket bound anew starts its own count).
+        let me = Arc::as_ptr(&sock);
+        drop(sock);
+        if !udp.table().is_empty() {
+            idle = None;
+            continue;
+        }
+        let since = match idle {
+            Some((t, s)) if s == me => t,
+            _ => idle.insert((Instant::now(), me)).0,
+        };
+        if since.elapsed() >= IDLE_CLOSE {
+            // Under the slot, then the table: a test that binds and opens holds both.
+            let mut slot = udp.slot();
+            if udp.table().is_empty() {
+                *slot = None;
+            }
+            idle = None;
+        }
     }
-    let table = sh.iperf3.udp.table();
+    let table = udp.table();
     let (s, l) = (table.strangers, table.late);
     let datagrams = s.datagrams + l.datagrams;
     (datagrams > 0).then(|| ConnReport {
-        peer: sock
-            .local_addr()
-            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+        peer: udp.addr,
         mode: Mode::Iperf3UdpApart {
             strangers: s.datagrams,
             late: l.datagrams,
@@ -209,24 +224,52 @@ fn refuse(c: &mut Conn<'_>, why: String) -> Result<(), Outcome> {
     Err(Outcome::Refused(why))
 }
 
-/// Before a UDP test's `CREATE_STREAMS`: reserves its streams and opens it to their connect
-/// datagrams, waiting while another UDP test from the same client address connects its own.
+/// Before a UDP test's `CREATE_STREAMS`: binds the UDP port if no test holds it, reserves the
+/// test's streams and opens it to their connect datagrams, waiting while another UDP test from
+/// the same client address connects its own.
 pub(super) fn open(c: &mut Conn<'_>, test: &Test) -> Result<(), Outcome> {
     let Some((cookie, p)) = udp_test(test) else {
         return Ok(());
     };
     let udp = &c.sh.iperf3.udp;
-    if let Err(why) = &udp.sock {
-        return refuse(c, format!("iperf3 UDP test refused: {why}"));
-    }
     let client = match c.stream.peer_addr() {
         Ok(a) => a.ip(),
         Err(e) => return Err(Outcome::Aborted(e.to_string())),
     };
     let deadline = Instant::now() + STREAMS_TIMEOUT;
-    let mut table = udp.table();
+    // A second for our own socket to go (below); another program's is not waited for longer.
+    let bind_deadline = Instant::now() + Duration::from_secs(1);
+    let wide = p.udp_counters_64bit.is_some();
     loop {
-        let wide = p.udp_counters_64bit.is_some();
+        // The slot, then the table: the reader gives the port back holding both.
+        let mut slot = udp.slot();
+        if slot.is_none() {
+            match bind(udp.addr) {
+                Ok(s) => {
+                    *slot = Some(Arc::new(s));
+                    udp.bound.notify_all();
+                }
+                // Our own socket, given back a moment ago, may linger in a sender thread.
+                Err(e)
+                    if e.kind() == io::ErrorKind::AddrInUse && Instant::now() < bind_deadline =>
+                {
+                    drop(slot);
+                    c.halted()?;
+                    std::thread::sleep(TICK);
+                    continue;
+                }
+                Err(e) => {
+                    drop(slot);
+                    let why = format!(
+                        "iperf3 UDP test refused: UDP port {} cannot be bound: {e}",
+                        udp.addr.port()
+                    );
+                    return refuse(c, why);
+                }
+            }
+        }
+        let mut table = udp.table();
+        drop(slot);
         match table.open(cookie, client, p.parallel, wide, p.reverse) {
             Ok(()) => return Ok(()),
             Err(Busy::Full { in_use }) => {
@@ -247,11 +290,7 @@ pub(super) fn open(c: &mut Conn<'_>, test: &Test) -> Result<(), Outcome> {
             }
             Err(Busy::SameAddress) => {
                 c.halted()?;
-                table = udp
-                    .changed
-                    .wait_timeout(table, TICK)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                let _ = udp.changed.wait_timeout(table, TICK);
             }
         }
     }
@@ -268,10 +307,9 @@ pub(super) fn started(c: &Conn<'_>, test: &Test) {
     if !p.reverse {
         return;
     }
-    let (Ok(sock), Some(arc)) = (&udp.sock, c.sh.iperf3.lock().get(&cookie).cloned()) else {
+    let (Some(sock), Some(arc)) = (udp.socket(), c.sh.iperf3.lock().get(&cookie).cloned()) else {
         return;
     };
-    let sock = sock.clone();
     let clock = udp.clock;
     test.run().live += 1;
     let spawned = std::thread::Builder::new()
@@ -289,8 +327,8 @@ pub(super) fn stopping(c: &Conn<'_>, test: &Test) {
         return;
     };
     let udp = &c.sh.iperf3.udp;
-    if let Ok(sock) = &udp.sock {
-        drain(c.sh, sock, &mut vec![0u8; 1 << 16], 100_000);
+    if let Some(sock) = udp.socket() {
+        drain(c.sh, &sock, &mut vec![0u8; 1 << 16], 100_000);
     }
     let figures = udp.table().stop(&cookie);
     if p.reverse {
