@@ -12,6 +12,7 @@ pub mod http_reply;
 pub mod ip_header;
 pub mod ip_packet;
 pub mod iperf3_messages;
+pub mod iperf3_udp;
 pub mod link_check;
 pub mod link_spec;
 pub mod opt_set;
@@ -42,6 +43,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("host_lines", host_lines::run),
     ("http_reply", http_reply::run),
     ("iperf3_messages", iperf3_messages::run),
+    ("iperf3_udp", iperf3_udp::run),
     ("ip_header", ip_header::run),
     ("ip_packet", ip_packet::run),
     ("link_check", link_check::run),

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use socklab_net::protocol::MAX_READ_SIZE;
-use socklab_net::sink::{Sink, SinkConfig};
+use socklab_net::sink::{Mode, Sink, SinkConfig};
 use socklab_sys::process::interrupted;
 use socklab_units::{format_size, parse_size};
 
@@ -75,7 +75,8 @@ pub fn run(cfg: SinkConfig, say: Say, db: Option<PathBuf>) -> Result<(), RoleErr
     let quiet = say.quiet;
     let mut served = 0u64;
     sink.serve(&interrupted, &mut |r| {
-        served += 1;
+        // The UDP port's report of datagrams outside any test is not a connection.
+        served += u64::from(!matches!(r.mode, Mode::Iperf3UdpApart { .. }));
         if !quiet {
             eprintln!("{}", r.line());
         }

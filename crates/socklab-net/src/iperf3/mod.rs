@@ -1,8 +1,9 @@
 //! iperf3's protocol, so that `socklab sink` answers unmodified iperf3 clients on its own
 //! port (issue 27): [`proto`] is the wire format, [`server`] one test's state machine,
 //! [`options`] what the client's options ask of the streams, [`results`] the sink's figures
-//! and output; [`client`] is socklab's client of an `iperf3 -s` (`bulk --to iperf3://`). All
-//! sans I/O. Notes and sources: docs/interop.md, section "iperf3".
+//! and output, [`udp`] the UDP streams' datagrams and accounting; [`client`] is socklab's
+//! client of an `iperf3 -s` (`bulk --to iperf3://`). All sans I/O. Notes and sources:
+//! docs/interop.md, section "iperf3".
 
 pub mod client;
 pub mod options;
@@ -11,6 +12,7 @@ pub mod record;
 pub mod refusal;
 pub mod results;
 pub mod server;
+pub mod udp;
 
 #[cfg(test)]
 mod hostile_tests;

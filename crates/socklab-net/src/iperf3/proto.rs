@@ -33,6 +33,13 @@ pub const MAX_PARALLEL: u32 = 128;
 /// (`MAX_BLOCKSIZE`), so this is room, not a new limit.
 pub const MAX_LEN: u64 = 16 << 20;
 
+/// The smallest UDP datagram (`len`) iperf3 sends: its 64-bit header (`MIN_UDP_BLOCKSIZE`).
+pub const MIN_UDP_LEN: u64 = 16;
+/// The largest: an IPv4 datagram's payload (`MAX_UDP_BLOCKSIZE`, 65535 - 8 - 20).
+pub const MAX_UDP_LEN: u64 = 65_507;
+/// UDP streams one test may have (`parallel`).
+pub const MAX_UDP_PARALLEL: u32 = 64;
+
 /// The longest test (`-t`) served: a day.
 pub const MAX_TIME_S: u64 = 86_400;
 
@@ -303,8 +310,8 @@ impl Params {
 
     fn check(&self) -> Result<(), String> {
         let refuse = |why: String| Err(format!("iperf3 parameters refused: {why}"));
-        if self.udp || self.sctp || !self.tcp {
-            return refuse("only TCP tests are served yet (`udp` and `sctp` are not)".into());
+        if self.sctp || self.tcp == self.udp {
+            return refuse("a test is `tcp` or `udp`, one of them (`sctp` is not served)".into());
         }
         if self.bidirectional && self.reverse {
             return refuse("`bidirectional` and `reverse` together (iperf3 refuses both)".into());
@@ -324,6 +331,17 @@ impl Params {
         }
         if self.time == 0 && self.num == 0 && self.blockcount == 0 {
             return refuse("no bound: time, num and blockcount are all 0".into());
+        }
+        if self.udp && !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) {
+            let (lo, hi) = (MIN_UDP_LEN, MAX_UDP_LEN);
+            return refuse(format!(
+                "len {} for UDP ({lo}..={hi}, iperf3's own)",
+                self.len
+            ));
+        }
+        if self.udp && self.parallel > MAX_UDP_PARALLEL {
+            let n = MAX_UDP_PARALLEL;
+            return refuse(format!("parallel {} for UDP (at most {n})", self.parallel));
         }
         Ok(())
     }

@@ -156,7 +156,12 @@ pub fn build(t: &Test<'_>, ended: &[Ended]) -> Results {
         cpu_util_total: pct(user + sys),
         cpu_util_user: pct(user),
         cpu_util_system: pct(sys),
-        sender_has_retransmits: if sends { 1 } else { -1 },
+        // A UDP sender knows no retransmits: 0, as iperf3's server says.
+        sender_has_retransmits: match (sends, t.params.udp) {
+            (true, false) => 1,
+            (true, true) => 0,
+            (false, _) => -1,
+        },
         congestion_used: t.applied.and_then(|a| a.congestion.clone()),
         server_output_text: t
             .params

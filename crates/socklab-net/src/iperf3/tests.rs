@@ -221,8 +221,18 @@ fn parameters_out_of_bounds_or_unknown_are_refused_by_name() {
         ),
         (PARAMS_312.replace("\"len\":1000", "\"len\":0"), "len 0"),
         (
-            PARAMS_312.replace("\"tcp\":true", "\"udp\":true"),
-            "only TCP",
+            PARAMS_312.replace("\"tcp\":true", "\"sctp\":true"),
+            "`sctp` is not served",
+        ),
+        (
+            PARAMS_312.replace("\"tcp\":true", "\"tcp\":true,\"udp\":true"),
+            "one of them",
+        ),
+        (
+            PARAMS_312
+                .replace("\"tcp\":true", "\"udp\":true")
+                .replace("1000", "8"),
+            "len 8 for UDP",
         ),
         (PARAMS_312.replace("\"time\":1", "\"time\":0"), "no bound"),
         ("{\"tcp\":".to_string(), "EOF"),

@@ -20,19 +20,31 @@ use super::{finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
 use crate::iperf3::options::stream_id;
-use crate::iperf3::proto::{Cookie, Results};
+use crate::iperf3::proto::{Cookie, Results, State};
 use crate::iperf3::results::{self, Applied, Ended, Meter};
 use crate::iperf3::record::TestRecord;
 use crate::iperf3::server::{Action, Server};
 use crate::protocol::SinkResult;
 
-/// The iperf3 tests whose control connection is open, by cookie.
-#[derive(Debug, Default)]
+pub(super) mod udp;
+
+/// The iperf3 tests whose control connection is open, by cookie; and the UDP socket of
+/// their UDP streams.
+#[derive(Debug)]
 pub(super) struct Registry {
     tests: Mutex<HashMap<Cookie, Arc<Test>>>,
+    udp: udp::Udp,
 }
 
 impl Registry {
+    /// The registry of a sink listening on `addr` (UDP tests bind the same address).
+    pub(super) fn new(addr: std::net::SocketAddr) -> Registry {
+        Registry {
+            tests: Mutex::default(),
+            udp: udp::Udp::new(addr),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<Cookie, Arc<Test>>> {
         self.tests.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -97,6 +109,7 @@ impl Drop for Registered<'_> {
         self.test.stop.store(true, Ordering::SeqCst);
         self.test.changed.notify_all();
         self.sh.iperf3.lock().remove(&self.cookie);
+        self.sh.iperf3.udp.forget(&self.cookie);
     }
 }
 
@@ -165,14 +178,21 @@ fn step(
         let action = test.server().poll_action();
         let Some(action) = action else { break };
         match action {
-            Action::Send(bytes) => c.write_all(&bytes)?,
+            Action::Send(bytes) => {
+                if bytes == [State::CreateStreams.byte()] {
+                    udp::open(c, test)?;
+                }
+                c.write_all(&bytes)?
+            }
             Action::StartStreams { reverse } => {
                 test.run().start = Some((Instant::now(), reverse));
+                udp::started(c, test);
                 test.changed.notify_all();
             }
             Action::StopStreams => {
                 test.stop.store(true, Ordering::SeqCst);
                 test.changed.notify_all();
+                udp::stopping(c, test);
                 let ours = collect(c, test, peer)?;
                 let mut server = test.server();
                 *record = server.params().map(|p| TestRecord {

@@ -105,6 +105,14 @@ pub enum Mode {
         /// Its streams.
         streams: u32,
     },
+    /// Datagrams on the iperf3 UDP port counted apart from every test (reported when the
+    /// sink stops, if any came while the port was bound for UDP tests).
+    Iperf3UdpApart {
+        /// From no stream of any test.
+        strangers: u64,
+        /// From a test's stream outside its counting (early, late, too short).
+        late: u64,
+    },
     /// A stream of an iperf3 test.
     Iperf3Stream {
         /// iperf3's id of the stream (1, 3, 4 …).
@@ -171,6 +179,9 @@ impl ConnReport {
                 )
             }
             Mode::Iperf3Control { streams } => format!("iperf3 control ({streams} streams)"),
+            Mode::Iperf3UdpApart { strangers, late } => {
+                format!("iperf3 UDP outside any test ({strangers} from strangers, {late} late)")
+            }
             Mode::Iperf3Stream { id, reverse } => {
                 format!("iperf3 stream {id} {}", if reverse { "down" } else { "up" })
             }
@@ -325,6 +336,9 @@ impl Sink {
             }
             other => other?,
         };
+        let udp_addr = listener
+            .local_addr()
+            .map_err(|e| NetError::bind(cfg.bind, e))?;
         let buffers = BufferPool {
             budget: cfg.buffer_budget.max(cfg.read_size),
             state: Arc::default(),
@@ -336,7 +350,7 @@ impl Sink {
                 stop: AtomicBool::new(false),
                 buffers,
                 tests: multi::Registry::default(),
-                iperf3: iperf3::Registry::default(),
+                iperf3: iperf3::Registry::new(udp_addr),
             }),
         })
     }
@@ -359,6 +373,7 @@ impl Sink {
         let mut conns: Vec<JoinHandle<()>> = Vec::new();
         let mut accepted = 0u64;
         let tick_ms = TICK.as_millis() as i32;
+        let udp = iperf3::udp::spawn(&self.shared);
         let result = loop {
             while let Ok(r) = rx.try_recv() {
                 log(&r);
@@ -419,6 +434,9 @@ impl Sink {
         }
         drop(tx);
         while let Ok(r) = rx.try_recv() {
+            log(&r);
+        }
+        if let Some(r) = udp.and_then(|h| h.join().ok()).flatten() {
             log(&r);
         }
         self.shared.stop.store(false, Ordering::SeqCst);
