@@ -439,7 +439,7 @@ fn a_real_iperf3_client_prints_why_the_sink_refused_its_test() {
     assert!(
         wait_until(Duration::from_secs(10), || s
             .log()
-            .contains("only TCP tests")),
+            .contains("`sctp` is not served")),
         "the sink's log says why: {}",
         s.log()
     );

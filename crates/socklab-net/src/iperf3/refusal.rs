@@ -100,7 +100,7 @@ pub fn code_for(stage: Stage, why: &str) -> Option<(i32, i32)> {
                 (IE_BLOCK_SIZE, 0)
             } else if why.contains("refused: time") {
                 (IE_DURATION, 0)
-            } else if why.contains("served yet") {
+            } else if why.contains("served yet") || why.contains("not served") {
                 (IE_UNIMP, 0)
             } else {
                 (IE_RECV_PARAMS, EINVAL)

@@ -206,6 +206,18 @@ impl ConnReport {
 pub struct Sink {
     listener: TcpListener,
     shared: Arc<Shared>,
+    /// The iperf3 UDP reader, started with the sink (so its threads are all there once it
+    /// listens) and joined when [`Sink::serve`] returns or the sink drops.
+    udp: Option<JoinHandle<Option<ConnReport>>>,
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if let Some(h) = self.udp.take() {
+            self.shared.stop.store(true, Ordering::SeqCst);
+            let _ = h.join();
+        }
+    }
 }
 
 /// What the connection threads share with the accept loop.
@@ -343,15 +355,18 @@ impl Sink {
             budget: cfg.buffer_budget.max(cfg.read_size),
             state: Arc::default(),
         };
+        let shared = Arc::new(Shared {
+            cfg,
+            stop: AtomicBool::new(false),
+            buffers,
+            tests: multi::Registry::default(),
+            iperf3: iperf3::Registry::new(udp_addr),
+        });
+        let udp = iperf3::udp::spawn(&shared);
         Ok(Sink {
             listener,
-            shared: Arc::new(Shared {
-                cfg,
-                stop: AtomicBool::new(false),
-                buffers,
-                tests: multi::Registry::default(),
-                iperf3: iperf3::Registry::new(udp_addr),
-            }),
+            shared,
+            udp,
         })
     }
 
@@ -373,7 +388,7 @@ impl Sink {
         let mut conns: Vec<JoinHandle<()>> = Vec::new();
         let mut accepted = 0u64;
         let tick_ms = TICK.as_millis() as i32;
-        let udp = iperf3::udp::spawn(&self.shared);
+        let udp = self.udp.take().or_else(|| iperf3::udp::spawn(&self.shared));
         let result = loop {
             while let Ok(r) = rx.try_recv() {
                 log(&r);
