@@ -499,7 +499,7 @@ fn pingpong_to_a_closed_sockperf_port_says_to_start_sockperf_sr() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
-        err.contains("`sockperf sr --tcp`") && !err.contains("socklab echo"),
+        err.contains("`sockperf sr` there, in TCP mode") && !err.contains("socklab echo"),
         "{err}"
     );
 }
