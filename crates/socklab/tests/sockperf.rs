@@ -239,3 +239,267 @@ fn pingpong_measures_an_unmodified_sockperf_server() {
         assert!(p50["min"].as_f64().unwrap() > 0.0, "{cell}");
     }
 }
+
+/// `sockperf MODE [--tcp] -i 127.0.0.1 -p PORT EXTRA…` against `socklab echo`: exit code and
+/// output.
+fn against_echo_with(mode: &str, tcp: bool, extra: &[&str]) -> (i32, String) {
+    let mut args = vec![
+        "echo",
+        "--port",
+        "0",
+        "--bind",
+        "127.0.0.1",
+        "--announce",
+        "-q",
+    ];
+    if !tcp {
+        args.push("--udp");
+    }
+    let (echo, addr) = spawn_announced(&args);
+    let _echo = Server(echo);
+    let port = addr.rsplit(':').next().unwrap();
+    let mut c = Command::new(SOCKPERF);
+    c.arg(mode);
+    if tcp {
+        c.arg("--tcp");
+    }
+    let child = c
+        .args(["-i", "127.0.0.1", "-p", port])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    finish(child)
+}
+
+/// sockperf's own check of the answers it got: none duplicated, none out of order (and over
+/// TCP none dropped).
+fn answers_in_order(out: &str, tcp: bool) -> bool {
+    let dropped_ok = !tcp || out.contains("# dropped messages = 0;");
+    dropped_ok && out.contains("# duplicated messages = 0; # out-of-order messages = 0")
+}
+
+/// Ping-pong at the message size limits (14 bytes; 65507 over UDP, 1 MiB - 1 over TCP), a
+/// size range (`-r`), a paced rate (`--mps`), a longer run (`-t 2`) and sockperf's data
+/// integrity check: every message but the one in flight at the end is answered, in order.
+#[test]
+fn sockperf_ping_pong_at_the_size_limits_rates_and_ranges_is_answered_by_socklab_echo() {
+    let test = "sockperf_ping_pong_at_the_size_limits_rates_and_ranges_is_answered_by_socklab_echo";
+    if !sockperf_or_skip(test) {
+        return;
+    }
+    let cases: &[(bool, &[&str])] = &[
+        (true, &["-t", "1", "-m", "14"]),
+        (true, &["-t", "1", "-m", "1048575"]),
+        (
+            true,
+            &["-t", "1", "-m", "200", "-r", "150", "--data-integrity"],
+        ),
+        (true, &["-t", "2", "-m", "64", "--mps", "500"]),
+        (false, &["-t", "1", "-m", "14"]),
+        (false, &["-t", "1", "-m", "65507"]),
+        (
+            false,
+            &["-t", "1", "-m", "200", "-r", "150", "--data-integrity"],
+        ),
+        (false, &["-t", "2", "-m", "64", "--mps", "500"]),
+    ];
+    for &(tcp, extra) in cases {
+        let (code, out) = against_echo_with("pp", tcp, extra);
+        assert_eq!(code, 0, "tcp={tcp} {extra:?}:\n{out}");
+        let (sent, got) = (total(&out, "SentMessages"), total(&out, "ReceivedMessages"));
+        assert!(
+            got > 0 && sent - got <= 1,
+            "tcp={tcp} {extra:?}: sent {sent}, received {got}:\n{out}"
+        );
+        assert!(answers_in_order(&out, tcp), "tcp={tcp} {extra:?}:\n{out}");
+    }
+}
+
+/// Under-load at a rate (`--mps`), with a reply asked every 10th message, and at the largest
+/// message: only the pong requests are answered, in order.
+#[test]
+fn sockperf_under_load_at_rates_and_the_size_limits_is_answered_by_socklab_echo() {
+    let test = "sockperf_under_load_at_rates_and_the_size_limits_is_answered_by_socklab_echo";
+    if !sockperf_or_skip(test) {
+        return;
+    }
+    let cases: &[(bool, &[&str], u64)] = &[
+        (
+            true,
+            &[
+                "-t",
+                "1",
+                "-m",
+                "64",
+                "--mps",
+                "5000",
+                "--reply-every",
+                "10",
+            ],
+            10,
+        ),
+        (
+            true,
+            &[
+                "-t",
+                "1",
+                "-m",
+                "1048575",
+                "--mps",
+                "200",
+                "--reply-every",
+                "10",
+            ],
+            10,
+        ),
+        (
+            false,
+            &[
+                "-t",
+                "1",
+                "-m",
+                "64",
+                "--mps",
+                "5000",
+                "--reply-every",
+                "10",
+            ],
+            10,
+        ),
+        (
+            false,
+            &[
+                "-t",
+                "1",
+                "-m",
+                "65507",
+                "--mps",
+                "100",
+                "--reply-every",
+                "2",
+            ],
+            2,
+        ),
+    ];
+    for &(tcp, extra, every) in cases {
+        let (code, out) = against_echo_with("ul", tcp, extra);
+        assert_eq!(code, 0, "tcp={tcp} {extra:?}:\n{out}");
+        let (sent, got) = (total(&out, "SentMessages"), total(&out, "ReceivedMessages"));
+        // At most one answer per pong request (every `every`-th message), and some.
+        assert!(
+            got > 0 && got <= sent / every + 1,
+            "tcp={tcp} {extra:?}: sent {sent}, received {got}:\n{out}"
+        );
+        assert!(answers_in_order(&out, tcp), "tcp={tcp} {extra:?}:\n{out}");
+    }
+}
+
+/// `sockperf sr`, TCP or UDP, with extra arguments; waits until it answers, as [`sockperf_sr`].
+fn sockperf_sr_with(tcp: bool, extra: &[&str]) -> (Server, u16) {
+    let port = free_port(tcp);
+    let mut c = Command::new(SOCKPERF);
+    c.arg("sr");
+    if tcp {
+        c.arg("--tcp");
+    }
+    let child = Server(
+        c.args(["-i", "127.0.0.1", "-p", &port.to_string()])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let to = format!("sockperf://127.0.0.1:{port}");
+    let up = common::wait_until(BOUND, || {
+        let mut args = vec!["pingpong", "--to", &to, "--count", "1", "--reps", "1"];
+        args.extend(["--warmup", "0", "--db", ":memory:"]);
+        if !tcp {
+            args.push("--udp");
+        }
+        run(&args).0 == 0
+    });
+    assert!(up, "sockperf sr never answered on port {port}");
+    (child, port)
+}
+
+/// `pingpong --to sockperf://` at the size limits (14 and 65507 over UDP; 14 and 1 MiB - 1
+/// over TCP, against `sockperf sr -m 1048575`), several sizes and repetitions in one
+/// experiment: stored per size, and in the report.
+#[test]
+fn pingpong_to_sockperf_sr_at_the_size_limits_is_stored_and_reported() {
+    if !sockperf_or_skip("pingpong_to_sockperf_sr_at_the_size_limits_is_stored_and_reported") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    for (tcp, sizes, extra) in [
+        (true, "14,1048575", &["-m", "1048575"][..]),
+        (false, "14,65507", &[][..]),
+    ] {
+        let (sr, port) = sockperf_sr_with(tcp, extra);
+        let to = format!("sockperf://127.0.0.1:{port}");
+        let mut args = vec![
+            "pingpong", "--to", &to, "--size", sizes, "--reps", "2", "--count", "20", "--db", db,
+        ];
+        if !tcp {
+            args.push("--udp");
+        }
+        let (code, _, err) = run(&args);
+        drop(sr);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let (code, json, err) = run(&["results", "show", "--json", "--db", db]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let cells = v["cells"].as_array().unwrap();
+        let mut got: Vec<&str> = cells
+            .iter()
+            .map(|c| c["config"]["size"].as_str().unwrap())
+            .collect();
+        got.sort_by_key(|s| s.len());
+        assert_eq!(got, sizes.split(',').collect::<Vec<_>>(), "{json}");
+        for cell in cells {
+            assert_eq!(cell["config"]["to"].as_str(), Some(to.as_str()), "{cell}");
+            assert_eq!(cell["metrics"]["rtt_p50_us"]["n"], 2, "{cell}");
+            assert_eq!(cell["metrics"]["rtt_p90_us"]["n"], 2, "{cell}");
+        }
+    }
+    let out = dir.path().join("report");
+    let (code, _, err) = run(&["report", "--db", db, "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("sockperf://127.0.0.1:")
+            && md.contains("size=1048575")
+            && md.contains("size=65507"),
+        "{md}"
+    );
+}
+
+/// A closed port behind `sockperf://` is one line that says to start `sockperf sr`, not
+/// `socklab echo`, and nothing is stored.
+#[test]
+fn pingpong_to_a_closed_sockperf_port_says_to_start_sockperf_sr() {
+    let port = free_port(true).to_string();
+    let to = format!("sockperf://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let (code, _, err) = run(&[
+        "pingpong",
+        "--to",
+        &to,
+        "--reps",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("`sockperf sr` there, in TCP mode") && !err.contains("socklab echo"),
+        "{err}"
+    );
+}

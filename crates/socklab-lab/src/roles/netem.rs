@@ -133,10 +133,19 @@ pub fn close_capture(c: Option<Capture>) -> Result<Option<serde_json::Value>, Li
 }
 
 /// Waits until something in the process's namespace listens (TCP) or has a UDP socket
-/// (read from /proc/PID/net, which shows the namespace of PID), at most `limit`.
-fn wait_listening(pid: u32, limit: Duration) -> bool {
+/// (read from /proc/PID/net, which shows the namespace of PID), at most `limit`. PID is `ip
+/// netns exec`, which starts in our namespace: until it has entered `netns` (the same nsfs
+/// inode), /proc/PID/net shows ours, whose listeners are not the server's.
+fn wait_listening(pid: u32, netns: &std::path::Path, limit: Duration) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ino = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    let target = ino(netns);
     let t0 = Instant::now();
     while t0.elapsed() < limit {
+        if target.is_none() || ino(format!("/proc/{pid}/ns/net").as_ref()) != target {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
         let tcp_listen = ["tcp", "tcp6"].iter().any(|f| {
             std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
                 t.lines()
@@ -197,7 +206,8 @@ pub fn run_across(
         let mut child = c
             .spawn()
             .map_err(|e| RoleError::Run(format!("cannot start `server` '{s}': {e}")))?;
-        if !wait_listening(child.id(), Duration::from_secs(5)) {
+        let netns = link.namespaces().map_err(net)?.path(Side::Server);
+        if !wait_listening(child.id(), &netns, Duration::from_secs(5)) {
             stop_child(&mut child);
             return Err(RoleError::Run(format!(
                 "`server` '{s}' did not start listening within 5 s"

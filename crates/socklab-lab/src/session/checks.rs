@@ -36,6 +36,12 @@ pub fn tcp_targets(plan: &Plan, hosts: &HostPlan) -> Vec<(SocketAddr, &'static s
                     "start `socklab sink` there, or omit `to` and socklab starts one",
                 )
             }),
+            Workload::PingPong(p) if !p.cfg.udp && p.sockperf => addr(&p.to).map(|a| {
+                (
+                    a,
+                    "start `sockperf sr` there, in TCP mode (`to` is sockperf://)",
+                )
+            }),
             Workload::PingPong(p) if !p.cfg.udp => addr(&p.to).map(|a| {
                 (
                     a,

@@ -191,28 +191,41 @@ fn udp(
                     Err(e) => return Err(NetError::io(format!("send to {}", cfg.to), e)),
                 }
             }
+            // The socket waits `timeout` (set once in `run`); only after a late answer is it
+            // shortened to what is left of this try, and then set back: no system call per
+            // round trip beyond the send and the receive.
             let deadline = Instant::now() + cfg.timeout;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                set_timeout(left)?;
+            let mut shortened = false;
+            let got = loop {
                 let n = match sock.recv(reply) {
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) if is_timeout(&e) => break,
+                    Err(e) if is_timeout(&e) => break None,
                     Err(e) => return Err(NetError::io(format!("receive from {}", cfg.to), e)),
                 };
                 let now = Instant::now();
                 match Header::parse(&reply[..n], MAX_UDP_MESSAGE) {
                     // An answer to an earlier try or message: late, discarded.
-                    Ok(h) if h.seq < seq => res.late += 1,
+                    Ok(h) if h.seq < seq => {
+                        res.late += 1;
+                        let left = deadline.saturating_duration_since(now);
+                        if left.is_zero() {
+                            break None;
+                        }
+                        set_timeout(left)?;
+                        shortened = true;
+                    }
                     _ => {
                         wire::check_reply(msg, &reply[..n]).map_err(|e| protocol(cfg, i, e))?;
-                        break 'tries Some(now);
+                        break Some(now);
                     }
                 }
+            };
+            if shortened {
+                set_timeout(cfg.timeout)?;
+            }
+            if got.is_some() {
+                break 'tries got;
             }
             if tries >= cfg.retries {
                 break None;
