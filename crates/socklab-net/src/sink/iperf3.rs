@@ -21,8 +21,8 @@ use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
 use crate::iperf3::options::stream_id;
 use crate::iperf3::proto::{Cookie, Results, State};
-use crate::iperf3::results::{self, Applied, Ended, Meter};
 use crate::iperf3::record::TestRecord;
+use crate::iperf3::results::{self, Applied, Ended, Meter};
 use crate::iperf3::server::{Action, Server};
 use crate::protocol::SinkResult;
 
