@@ -1,7 +1,7 @@
 //! iperf3's protocol, so that `socklab sink` answers unmodified iperf3 clients on its own
 //! port (issue 27): [`proto`] is the wire format, [`server`] one test's state machine,
 //! [`options`] what the client's options ask of the streams, [`results`] the sink's figures
-//! and output; [`client`] is socklab's client of an `iperf3 -s` (`bulk --to iperf3://`). All
+//! and output; [`client`] is socklab's client of an `iperf3 -s` (`bulk --to iperf3://`), [`udp_client`] its UDP streams' header and accounting. All
 //! sans I/O. Notes and sources: docs/interop.md, section "iperf3".
 
 pub mod client;
@@ -9,6 +9,7 @@ pub mod options;
 pub mod proto;
 pub mod results;
 pub mod server;
+pub mod udp_client;
 
 #[cfg(test)]
 mod options_tests;
