@@ -149,8 +149,14 @@ pub const KEYS: &[Key] = &[
         "rate = max: the lost share of datagrams a passing trial may have",
     ),
     INTERVAL,
-    crate::workload::bulk::TO,
-    crate::workload::bulk::DIRECTION,
+    Key {
+        doc: "self: the receiver socklab starts; or iperf3://HOST[:PORT], an unmodified `iperf3 -s` (port 5201 by default)",
+        ..crate::workload::bulk::TO
+    },
+    Key {
+        doc: "up (the client sends) or, with to = iperf3://, down (the iperf3 server sends, its -R)",
+        ..crate::workload::bulk::DIRECTION
+    },
 ];
 
 /// Parses a share such as `0%`, `0.5%` or `0.01`.
