@@ -259,3 +259,109 @@ fn what_iperf3_cannot_carry_is_refused_naming_the_flag() {
         common::assert_usage_error(&args, &[needle]);
     }
 }
+
+/// `bulk --udp --to iperf3://… --rate 20M --duration 1s --reps 2` (issue 27 part 2, UDP),
+/// up and `--reverse`, against the real server: every repetition stored like a UDP bulk
+/// cell (`loss_pct`, `jitter_us`, `gbps`) with the server's own figures beside. Up, the
+/// server numbered every datagram socklab sent (its `packets` is socklab's `dgrams_sent`,
+/// less any still unread at TEST_END) and lost few on loopback; reverse, socklab counted the
+/// server's datagrams itself. Counts only.
+#[test]
+fn udp_bulk_against_iperf3_stores_the_loss_and_the_servers_counts_beside() {
+    if !have_iperf3("udp_bulk_against_iperf3_stores_the_loss_and_the_servers_counts_beside") {
+        return;
+    }
+    let (_server, port) = iperf3_server();
+    let to = format!("iperf3://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    for (i, reverse) in [false, true].into_iter().enumerate() {
+        let db = dir.path().join(format!("u{i}.db"));
+        let db = db.to_str().unwrap();
+        let mut args = vec![
+            "bulk",
+            "--udp",
+            "--to",
+            &to,
+            "--rate",
+            "20M",
+            "--size",
+            "1000",
+            "--reps",
+            "2",
+            "--duration",
+            "1s",
+            "--db",
+            db,
+            "--json",
+        ];
+        if reverse {
+            args.push("--reverse");
+        }
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let reps = reps(db);
+        assert_eq!(reps.len(), 3, "two repetitions and a warm-up: {reps:?}");
+        for r in &reps {
+            assert_eq!(r["config"]["to"].as_str(), Some(to.as_str()), "{r}");
+            assert_eq!(r["extra"]["iperf3"], true, "{r}");
+            let server = &r["extra"]["iperf3_server"]["streams"][0];
+            let server_packets = metric(r, "server_packets");
+            assert_eq!(server["packets"].as_f64(), Some(server_packets), "{r}");
+            assert!(server_packets > 0.0, "{r}");
+            let received = metric(r, "dgrams_received");
+            assert!(received > 0.0, "{r}");
+            // Loopback at 20 Mbit/s: nothing or next to nothing lost.
+            assert!(metric(r, "loss_pct") <= 2.0, "{r}");
+            assert!(metric(r, "jitter_us") >= 0.0, "{r}");
+            assert!(metric(r, "gbps") > 0.0, "{r}");
+            assert!(metric(r, "server_cpu_pct") >= 0.0, "{r}");
+            if reverse {
+                assert_eq!(r["config"]["direction"].as_str(), Some("down"), "{r}");
+                // socklab stops counting at TEST_END; the server may send a few after.
+                assert!(received <= server_packets, "{r}");
+                assert!(
+                    server_packets - received <= 0.01 * server_packets + 64.0,
+                    "{r}"
+                );
+                assert!(metric(r, "rcv_cpu_pct") >= 0.0, "{r}");
+            } else {
+                let sent = metric(r, "dgrams_sent");
+                // Every datagram the server numbered, socklab sent; what it had not read
+                // at TEST_END is the tail, stored apart.
+                assert!(server_packets <= sent, "{r}");
+                assert_eq!(sent - server_packets, metric(r, "dgrams_tail"), "{r}");
+                assert!(sent - server_packets <= 0.01 * sent + 64.0, "{r}");
+                assert_eq!(
+                    metric(r, "server_bytes"),
+                    (server_packets - metric(r, "server_lost")) * 1000.0,
+                    "{r}"
+                );
+            }
+        }
+    }
+}
+
+/// What an iperf3 server cannot carry over UDP is refused before anything runs, one line
+/// naming the flag; a UDP `--to` that is not iperf3:// too.
+#[test]
+fn udp_options_iperf3_cannot_carry_are_refused_naming_the_flag() {
+    for (extra, needle) in [
+        (&["--rate", "max"][..], "--rate max with iperf3://"),
+        (&["--gso", "on"][..], "--gso on with iperf3://"),
+        (&["--interval", "100ms"][..], "--interval with iperf3://"),
+        (&["--bidir"][..], "--udp does not take --bidir"),
+        (&["--link", "loss 1%"][..], "link needs to = self"),
+    ] {
+        let mut args = vec!["bulk", "--udp", "--to", "iperf3://127.0.0.1:9", "--dry-run"];
+        args.extend(extra);
+        common::assert_usage_error(&args, &[needle]);
+    }
+    common::assert_usage_error(
+        &["bulk", "--udp", "--to", "127.0.0.1:9", "--dry-run"],
+        &["omit --to, or give iperf3://HOST[:PORT]"],
+    );
+    common::assert_usage_error(
+        &["bulk", "--udp", "--reverse", "--dry-run"],
+        &["--udp does not take --reverse", "--to iperf3://HOST"],
+    );
+}

@@ -30,6 +30,7 @@ pub fn tcp_targets(plan: &Plan, hosts: &HostPlan) -> Vec<(SocketAddr, &'static s
             Workload::Bulk(b) if b.iperf3 => {
                 addr(&b.to).map(|a| (a, "start `iperf3 -s` there (or `socklab sink`)"))
             }
+            Workload::Udp(u) => u.iperf3.map(|a| (a, "start `iperf3 -s` there")),
             Workload::Bulk(b) => addr(&b.to).map(|a| {
                 (
                     a,

@@ -19,17 +19,22 @@ use socklab_net::udpbulk::{
 };
 use socklab_units::{format_bps, format_duration, format_size, parse_rate, Rate};
 
-use crate::model::metric::{m, Better, Metric};
+use crate::model::metric::Metric;
 use crate::model::params::{Key, Params};
 use crate::model::sample::Sample;
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
 use crate::series;
+use crate::workload::bulk::iperf3 as bulk_iperf3;
 use crate::workload::key::{bounded, duration_in, Target};
 use crate::workload::link::{self, LinkParams};
 use crate::workload::Spec;
 use crate::LabError;
 
 pub mod command;
+pub mod iperf3;
+mod metrics;
+
+pub use metrics::METRICS;
 
 /// The parameters of a UDP bulk test.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +63,10 @@ pub struct UdpSpec {
     pub link: Option<LinkParams>,
     /// The receiver's counts per interval of this length (`None`: no time series).
     pub interval: Option<Duration>,
+    /// `to = iperf3://`: an unmodified `iperf3 -s` there instead of socklab's receiver.
+    pub iperf3: Option<SocketAddr>,
+    /// `direction = down` (iperf3 only): the server sends, socklab receives.
+    pub reverse: bool,
 }
 
 /// `interval`.
@@ -140,185 +149,14 @@ pub const KEYS: &[Key] = &[
         "rate = max: the lost share of datagrams a passing trial may have",
     ),
     INTERVAL,
-];
-
-/// The metrics of the udp workload.
-pub const METRICS: &[Metric] = &[
-    m(
-        "gbps",
-        "Gbit/s",
-        "Gbit/s",
-        "received: UDP payload bits of the distinct data datagrams that arrived / seconds of sending",
-        Better::Higher,
-    ),
-    m(
-        "offered_gbps",
-        "Gbit/s",
-        "offered",
-        "sent: UDP payload bits / seconds of sending",
-        Better::Neither,
-    ),
-    m(
-        "max_gbps",
-        "Gbit/s",
-        "max Gbit/s",
-        "rate = max: the highest offered rate of a trial that lost at most max_loss",
-        Better::Higher,
-    ),
-    m(
-        "trial_loss_pct",
-        "%",
-        "trial loss %",
-        "rate = max: the loss of the trial that passed at the rate found (max_loss bounds it; loss_pct is the full test's)",
-        Better::Lower,
-    ),
-    m(
-        "trials",
-        "trials",
-        "trials",
-        "rate = max: trials of the search",
-        Better::Neither,
-    ),
-    m(
-        "dgrams_sent",
-        "datagrams",
-        "sent",
-        "datagrams sent, the end-of-test markers (FIN) included",
-        Better::Neither,
-    ),
-    m(
-        "dgrams_received",
-        "datagrams",
-        "received",
-        "distinct datagrams that arrived",
-        Better::Neither,
-    ),
-    m(
-        "dgrams_lost",
-        "datagrams",
-        "lost",
-        "datagrams sent that never arrived",
-        Better::Lower,
-    ),
-    m(
-        "loss_pct",
-        "%",
-        "loss %",
-        "lost / sent",
-        Better::Lower,
-    ),
-    m(
-        "dgrams_dup",
-        "datagrams",
-        "dup",
-        "extra copies that arrived",
-        Better::Lower,
-    ),
-    m(
-        "dgrams_reordered",
-        "datagrams",
-        "reordered",
-        "RFC 4737 Type-P-Reordered: arrivals below the next expected number (the overtaken)",
-        Better::Lower,
-    ),
-    m(
-        "dgrams_early",
-        "datagrams",
-        "early",
-        "datagrams that arrived before one sent earlier (the overtakers; netem's reorder count)",
-        Better::Lower,
-    ),
-    m(
-        "reorder_extent_max",
-        "positions",
-        "extent",
-        "RFC 4737 reorder extent, the largest",
-        Better::Lower,
-    ),
-    m(
-        "jitter_us",
-        "us",
-        "jitter us",
-        "RFC 3550 interarrival jitter at the end of the test",
-        Better::Lower,
-    ),
-    m(
-        "owd_min_us",
-        "us",
-        "owd min",
-        "one-way delay, shortest (clock shared by both ends)",
-        Better::Lower,
-    ),
-    m(
-        "owd_mean_us",
-        "us",
-        "owd mean",
-        "one-way delay, mean",
-        Better::Lower,
-    ),
-    m(
-        "owd_p50_us",
-        "us",
-        "owd p50",
-        "one-way delay, median",
-        Better::Lower,
-    ),
-    m(
-        "owd_p99_us",
-        "us",
-        "owd p99",
-        "one-way delay, 99th percentile",
-        Better::Lower,
-    ),
-    m(
-        "owd_max_us",
-        "us",
-        "owd max",
-        "one-way delay, longest",
-        Better::Lower,
-    ),
-    m(
-        "send_calls",
-        "calls",
-        "sends",
-        "send system calls (one carries up to 64 datagrams)",
-        Better::Neither,
-    ),
-    m(
-        "send_errors",
-        "calls",
-        "send err",
-        "sends the kernel refused for the moment (full buffer, ICMP error)",
-        Better::Lower,
-    ),
-    m(
-        "gso",
-        "0/1",
-        "gso",
-        "whether UDP GSO carried the sends",
-        Better::Neither,
-    ),
-    m(
-        "rcv_kernel_drops",
-        "datagrams",
-        "rcv drops",
-        "datagrams the receiving socket dropped, its buffer full (SO_RXQ_OVFL)",
-        Better::Lower,
-    ),
-    m(
-        "snd_cpu_pct",
-        "%",
-        "snd cpu%",
-        "sender CPU / elapsed",
-        Better::Lower,
-    ),
-    m(
-        "rcv_cpu_pct",
-        "%",
-        "rcv cpu%",
-        "receiver CPU / elapsed",
-        Better::Lower,
-    ),
+    Key {
+        doc: "self: the receiver socklab starts; or iperf3://HOST[:PORT], an unmodified `iperf3 -s` (port 5201 by default)",
+        ..crate::workload::bulk::TO
+    },
+    Key {
+        doc: "up (the client sends) or, with to = iperf3://, down (the iperf3 server sends, its -R)",
+        ..crate::workload::bulk::DIRECTION
+    },
 ];
 
 /// Parses a share such as `0%`, `0.5%` or `0.01`.
@@ -383,7 +221,33 @@ impl Spec for UdpSpec {
             })
         })?;
         let link = link::parse(p)?;
-        link::check_target(&link, &Target::SelfSink, true)?;
+        let (iperf3, target) = p.value(&crate::workload::bulk::TO, bulk_iperf3::parse_to)?;
+        link::check_target(&link, &target, true)?;
+        let iperf3 = match (iperf3, target) {
+            (true, Target::Addr(a)) => Some(a),
+            (_, Target::SelfSink) => None,
+            (_, t) => return Err(LabError::Plan(format!(
+                "`to` {t} with `udp`: UDP bulk starts its own receiver (socklab sink `udp`); omit `to`, or give iperf3://HOST[:PORT] for an `iperf3 -s`"
+            ))),
+        };
+        let flow = p.value(&crate::workload::bulk::DIRECTION, |s| {
+            s.parse::<socklab_net::bulk::Flow>()
+        })?;
+        let reverse = match flow {
+            socklab_net::bulk::Flow::Up => false,
+            socklab_net::bulk::Flow::Down if iperf3.is_some() => true,
+            f => {
+                return Err(LabError::Plan(format!(
+                    "`direction` {} with `udp`: UDP bulk sends from the client{}; drop it",
+                    f.as_str(),
+                    if iperf3.is_some() {
+                        " or, against iperf3://, from the server (down)"
+                    } else {
+                        " (down needs `to` iperf3://, whose server sends)"
+                    }
+                )))
+            }
+        };
         let spec = UdpSpec {
             rate: p.value(&RATE, parse_rate)?,
             size,
@@ -407,7 +271,12 @@ impl Spec for UdpSpec {
             max_loss: p.value_in(KEYS, "max_loss", parse_share)?,
             link,
             interval: p.parse_opt("interval", parse_udp_interval)?,
+            iperf3,
+            reverse,
         };
+        if spec.iperf3.is_some() {
+            iperf3::check(&spec)?;
+        }
         Ok(spec)
     }
 
@@ -436,6 +305,12 @@ impl Spec for UdpSpec {
         if let Some(i) = self.interval {
             p.set("interval", format_duration(i));
         }
+        if let Some(a) = self.iperf3 {
+            p.set("to", bulk_iperf3::to_text(true, Target::Addr(a)));
+        }
+        if self.reverse {
+            p.set("direction", "down");
+        }
         if self.rate == Rate::Max {
             p.set("trial", format_duration(self.trial));
             p.set("trials", self.trials.to_string());
@@ -450,6 +325,9 @@ impl Spec for UdpSpec {
         label: &str,
         stop: &dyn Fn() -> bool,
     ) -> Result<Sample, LabError> {
+        if let Some(to) = self.iperf3 {
+            return iperf3::run(self, to, label, stop);
+        }
         let in_link = self.link.is_some();
         if let Some(l) = &self.link {
             res.link(l)?;
@@ -549,6 +427,9 @@ impl UdpSpec {
     /// How long one repetition takes: at least its sending time (the trials' too), at most
     /// that plus each test's wait for the receiver's report.
     pub fn time_bounds(&self) -> (Duration, Duration) {
+        if self.iperf3.is_some() {
+            return iperf3::time_bounds(self.duration);
+        }
         let drain = self
             .drain
             .unwrap_or_else(|| auto_drain(&self.link, self.size));
@@ -963,6 +844,40 @@ mod tests {
         assert_eq!(full.get("max_loss"), Some("0.1%"));
         assert_eq!(full.get("trials"), Some("14"));
         assert_eq!(Workload::from_params("udp", &full).unwrap(), max);
+    }
+
+    #[test]
+    fn an_iperf3_target_and_reverse_parse_and_print_back_and_the_rest_is_refused() {
+        let p = Params::new()
+            .with("rate", "20M")
+            .with("to", "iperf3://127.0.0.1:6000")
+            .with("direction", "down");
+        let w = Workload::from_params("udp", &p).unwrap();
+        let full = w.params();
+        assert_eq!(full.get("to"), Some("iperf3://127.0.0.1:6000"));
+        assert_eq!(full.get("direction"), Some("down"));
+        assert_eq!(Workload::from_params("udp", &full).unwrap(), w);
+        let plain = Workload::from_params("udp", &Params::new())
+            .unwrap()
+            .params();
+        assert_eq!((plain.get("to"), plain.get("direction")), (None, None));
+        let e = |p: Params| Workload::from_params("udp", &p).unwrap_err().to_string();
+        let r = e(Params::new().with("direction", "down"));
+        assert!(r.starts_with("`direction` down with `udp`"), "{r}");
+        let r = e(Params::new()
+            .with("to", "iperf3://127.0.0.1")
+            .with("direction", "bidir"));
+        assert!(r.starts_with("`direction` bidir with `udp`"), "{r}");
+        let r = e(Params::new().with("to", "127.0.0.1:9"));
+        assert!(r.contains("give iperf3://HOST[:PORT]"), "{r}");
+        let r = e(Params::new()
+            .with("to", "iperf3://127.0.0.1")
+            .with("rate", "max"));
+        assert!(r.starts_with("`rate` max with iperf3://"), "{r}");
+        let r = e(Params::new()
+            .with("to", "iperf3://127.0.0.1")
+            .with("drain", "1s"));
+        assert!(r.starts_with("`drain` with iperf3://"), "{r}");
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! port (issue 27): [`proto`] is the wire format, [`server`] one test's state machine,
 //! [`options`] what the client's options ask of the streams, [`results`] the sink's figures
 //! and output, [`udp`] the UDP streams' datagrams and accounting; [`client`] is socklab's
-//! client of an `iperf3 -s` (`bulk --to iperf3://`). All sans I/O. Notes and sources:
-//! docs/interop.md, section "iperf3".
+//! client of an `iperf3 -s` (`bulk --to iperf3://`), [`udp_client`] its UDP streams' header
+//! and accounting. All sans I/O. Notes and sources: docs/interop.md, section "iperf3".
 
 pub mod client;
 pub mod options;
@@ -13,6 +13,7 @@ pub mod refusal;
 pub mod results;
 pub mod server;
 pub mod udp;
+pub mod udp_client;
 
 #[cfg(test)]
 mod hostile_tests;

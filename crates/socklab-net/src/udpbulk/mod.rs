@@ -20,9 +20,11 @@
 //! - [`search`] — `--rate max`: the highest rate without loss (sans-IO);
 //! - rates as text (`--rate`) live in `socklab_units::rate`;
 //! - [`sender`] — the live sender (GSO or `sendmmsg`);
-//! - [`receiver`] — the live receiver (`recvmmsg` with kernel arrival times).
+//! - [`receiver`] — the live receiver (`recvmmsg` with kernel arrival times);
+//! - [`iperf3`] — UDP bulk against an unmodified `iperf3 -s` (`to = iperf3://`).
 
 pub mod collector;
+pub mod iperf3;
 pub mod pacer;
 pub mod receiver;
 pub mod search;

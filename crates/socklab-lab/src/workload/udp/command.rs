@@ -1,5 +1,5 @@
-//! `socklab bulk --udp`: the rules of bulk's UDP mode beside its keys (no `to`, none of TCP
-//! bulk's keys or flags), and its group of the `udp` workload. Errors name keys in backticks
+//! `socklab bulk --udp`: the rules of bulk's UDP mode beside its keys (no `to` but an
+//! `iperf3://` one, none of TCP bulk's other keys or flags), and its group of the `udp` workload. Errors name keys in backticks
 //! (or the flag as written, for a preset); the binary writes them as its flags.
 
 use crate::flags::{self, outside_mode, Given, Rules};
@@ -43,10 +43,26 @@ pub fn check_tcp(given: &[Given]) -> Result<(), LabError> {
 /// `socklab bulk --udp`'s group of the `udp` workload: the keys given and the sweeps, once
 /// none of TCP bulk's is among them.
 pub fn bulk_group(given: &[Given], sweeps: &[String], tcp: TcpFlags) -> Result<Group, LabError> {
-    if given.iter().any(|g| g.key.name == "to") {
-        return Err(usage(
-            "`udp` with `to`: UDP bulk starts its own receiver (socklab sink `udp`) and reads each test's counts from it; omit `to`",
-        ));
+    let iperf3 = |v: &String| v.trim().starts_with("iperf3://");
+    if let Some(g) = given
+        .iter()
+        .find(|g| g.key.name == "to" && !g.values.iter().all(iperf3))
+    {
+        return Err(usage(format!(
+            "`udp` with `to` {}: UDP bulk starts its own receiver (socklab sink `udp`) and reads each test's counts from it; omit `to`, or give iperf3://HOST[:PORT] for an `iperf3 -s`",
+            g.values.join(",")
+        )));
+    }
+    // Only an iperf3 server sends over UDP (`direction` down, its -R).
+    let iperf3_to = given.iter().any(|g| g.key.name == "to");
+    if let Some(g) = given.iter().find(|g| g.key.name == "direction") {
+        let down = |v: &String| matches!(v.trim(), "up" | "down" | "reverse");
+        if !iperf3_to || !g.values.iter().all(down) {
+            let f = &g.flag;
+            return Err(usage(format!(
+                "`udp` does not take {f}: UDP bulk is one paced sender here and the receiver socklab starts; {f} is TCP bulk's (drop `udp`), or an iperf3 server's with `to` iperf3://HOST (down only)"
+            )));
+        }
     }
     if let Some(flag) = tcp_only(given, tcp) {
         return Err(usage(match flag.trim_start_matches('-') {
@@ -98,7 +114,13 @@ mod tests {
         );
         let to = Given::new(key(bulk::KEYS, "to", Modes::TCP), ["127.0.0.1:9"]);
         let e = bulk_group(&[to], &[], TcpFlags::default()).unwrap_err();
-        assert!(e.to_string().starts_with("`udp` with `to`"), "{e}");
+        assert!(
+            e.to_string().starts_with("`udp` with `to` 127.0.0.1:9"),
+            "{e}"
+        );
+        let to = Given::new(key(udp::KEYS, "to", Modes::UDP), ["iperf3://127.0.0.1"]);
+        let g = bulk_group(&[to], &[], TcpFlags::default()).unwrap();
+        assert_eq!(g.fixed.get("to"), Some("iperf3://127.0.0.1"));
     }
 
     #[test]
