@@ -108,6 +108,20 @@ impl Header {
         }
     }
 
+    /// A header stamped `since` (the sender's clock from any fixed start) with number `count`.
+    pub fn at(since: std::time::Duration, count: u64) -> Header {
+        Header {
+            sec: since.as_secs() as u32,
+            usec: since.subsec_micros(),
+            count,
+        }
+    }
+
+    /// The stamp in seconds.
+    pub fn secs(&self) -> f64 {
+        f64::from(self.sec) + f64::from(self.usec) / 1e6
+    }
+
     /// The send time in microseconds.
     fn micros(&self) -> i64 {
         i64::from(self.sec) * 1_000_000 + i64::from(self.usec)

@@ -17,8 +17,7 @@
 //!   jitter is RFC 1889's (RFC 3550 §6.4.1, A.8) over the transit times (arrival on the
 //!   receiver's clock minus the sender's stamp), in seconds.
 //!
-//! The sink's iperf3 UDP receiver may carry its own copy of this header codec (another
-//! branch, `iperf3/udp.rs`): the two should share one after merge.
+//! The header codec is the sink's ([`super::udp::Header`]), shared.
 
 use serde::Serialize;
 
@@ -34,71 +33,7 @@ pub fn is_connect_reply(b: &[u8]) -> bool {
     b == CONNECT_REPLY || LEGACY_REPLIES.iter().any(|l| b == l)
 }
 
-/// The header's length: 12 bytes, 16 with 64-bit counters.
-pub fn header_len(wide: bool) -> usize {
-    if wide {
-        16
-    } else {
-        12
-    }
-}
-
-/// The header of one data datagram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    /// The sender's clock, seconds.
-    pub sec: u32,
-    /// The sender's clock, microseconds within the second.
-    pub usec: u32,
-    /// The datagram's number, from 1.
-    pub count: u64,
-}
-
-impl Header {
-    /// A header stamped `since` (the sender's clock from any fixed start) with number `count`.
-    pub fn at(since: std::time::Duration, count: u64) -> Header {
-        Header {
-            sec: since.as_secs() as u32,
-            usec: since.subsec_micros(),
-            count,
-        }
-    }
-
-    /// Writes the header at the start of `buf` (at least [`header_len`] bytes); a 32-bit
-    /// count wraps as iperf3's does.
-    pub fn encode(&self, wide: bool, buf: &mut [u8]) {
-        buf[0..4].copy_from_slice(&self.sec.to_be_bytes());
-        buf[4..8].copy_from_slice(&self.usec.to_be_bytes());
-        if wide {
-            buf[8..16].copy_from_slice(&self.count.to_be_bytes());
-        } else {
-            buf[8..12].copy_from_slice(&(self.count as u32).to_be_bytes());
-        }
-    }
-
-    /// Reads the header at the start of `buf`; `None` when `buf` is shorter than it.
-    pub fn decode(wide: bool, buf: &[u8]) -> Option<Header> {
-        if buf.len() < header_len(wide) {
-            return None;
-        }
-        let u32_at = |i: usize| u32::from_be_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-        let count = if wide {
-            u64::from_be_bytes(buf[8..16].try_into().ok()?)
-        } else {
-            u64::from(u32_at(8))
-        };
-        Some(Header {
-            sec: u32_at(0),
-            usec: u32_at(4),
-            count,
-        })
-    }
-
-    /// The stamp in seconds.
-    pub fn secs(&self) -> f64 {
-        f64::from(self.sec) + f64::from(self.usec) / 1e6
-    }
-}
+pub use super::udp::Header;
 
 /// One UDP stream's receiver counts, as iperf3 keeps them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -125,7 +60,7 @@ impl RecvCounts {
     /// Takes one datagram `d` that arrived at `arrival_secs` (the receiver's clock, from any
     /// fixed start: only differences of transit times count).
     pub fn datagram(&mut self, wide: bool, d: &[u8], arrival_secs: f64) {
-        let Some(h) = Header::decode(wide, d) else {
+        let Some(h) = Header::parse(d, wide).ok() else {
             self.short += 1;
             return;
         };
@@ -168,25 +103,25 @@ mod tests {
         let h = Header::at(Duration::from_micros(33_408_381_842), 1);
         assert_eq!((h.sec, h.usec), (33_408, 381_842));
         let mut b = [0u8; 16];
-        h.encode(false, &mut b);
+        h.write(&mut b, false);
         // As 3.12 wrote its first datagram (strace on loopback), its stamp aside.
         assert_eq!(
             &b[..12],
             b"\x00\x00\x82\x80\x00\x05\xd3\x92\x00\x00\x00\x01"
         );
-        assert_eq!(Header::decode(false, &b), Some(h));
+        assert_eq!(Header::parse(&b, false).ok(), Some(h));
         let big = Header {
             count: 1 << 40,
             ..h
         };
-        big.encode(true, &mut b);
+        big.write(&mut b, true);
         assert_eq!(&b[8..16], &(1u64 << 40).to_be_bytes());
-        assert_eq!(Header::decode(true, &b), Some(big));
+        assert_eq!(Header::parse(&b, true).ok(), Some(big));
         // A 32-bit count wraps as iperf3's.
-        big.encode(false, &mut b);
-        assert_eq!(Header::decode(false, &b).unwrap().count, 0);
-        assert_eq!(Header::decode(false, &b[..11]), None);
-        assert_eq!(Header::decode(true, &b[..15]), None);
+        big.write(&mut b, false);
+        assert_eq!(Header::parse(&b, false).ok().unwrap().count, 0);
+        assert_eq!(Header::parse(&b[..11], false).ok(), None);
+        assert_eq!(Header::parse(&b[..15], true).ok(), None);
     }
 
     #[test]
@@ -201,7 +136,7 @@ mod tests {
 
     fn dgram(count: u64, sent_us: u64) -> Vec<u8> {
         let mut b = vec![0u8; 100];
-        Header::at(Duration::from_micros(sent_us), count).encode(false, &mut b);
+        Header::at(Duration::from_micros(sent_us), count).write(&mut b, false);
         b
     }
 

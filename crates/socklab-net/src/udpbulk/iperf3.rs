@@ -25,7 +25,7 @@ use crate::iperf3::client::{
     make_cookie, stream_id, Action, Client, ClientError, ClientParams, Phase, STEP_WAIT,
 };
 use crate::iperf3::proto::{Results, StreamResult};
-use crate::iperf3::udp_client::{header_len, is_connect_reply, Header, RecvCounts, CONNECT_MSG};
+use crate::iperf3::udp_client::{is_connect_reply, Header, RecvCounts, CONNECT_MSG};
 use crate::NetError;
 
 /// How often the control connection is read, and each data socket's send or receive bound.
@@ -118,11 +118,11 @@ pub fn params(cfg: &UdpConfig) -> ClientParams {
 /// Runs one test; `stop()` ends it early ([`NetError::Interrupted`], the server told
 /// `CLIENT_TERMINATE`). A busy server is asked again for [`BUSY_WAIT`].
 pub fn run(cfg: &UdpConfig, stop: &dyn Fn() -> bool) -> Result<UdpRun, NetError> {
-    if cfg.size < header_len(false) || cfg.size > MAX_LEN {
+    if cfg.size < Header::len(false) || cfg.size > MAX_LEN {
         return Err(NetError::Invalid(format!(
             "`size` {} with iperf3://: iperf3's UDP datagrams are {} to {MAX_LEN} bytes",
             cfg.size,
-            header_len(false)
+            Header::len(false)
         )));
     }
     let first = Instant::now();
@@ -400,7 +400,7 @@ fn send(cfg: &UdpConfig, s: &UdpSocket, t0: Instant, halt: &AtomicBool) -> Resul
         }
         let stamp = t0.elapsed();
         for (i, d) in buf.chunks_mut(size).take(due).enumerate() {
-            Header::at(stamp, side.sent + 1 + i as u64).encode(false, d);
+            Header::at(stamp, side.sent + 1 + i as u64).write(d, false);
         }
         side.calls += 1;
         match send_batch(s.as_fd(), &buf[..due * size], size) {

@@ -216,7 +216,7 @@ mod tests {
         let mut recv = RecvCounts::default();
         let mut d = vec![0u8; 1000];
         for n in [1u64, 2, 4] {
-            Header::at(Duration::from_millis(n), n).encode(false, &mut d);
+            Header::at(Duration::from_millis(n), n).write(&mut d, false);
             recv.datagram(false, &d, n as f64 / 1000.0);
         }
         let r = UdpRun {
