@@ -6,7 +6,7 @@
 //! no more than the link could carry (rate × the clients' window plus slack, and the packets
 //! the emulator delivered: physics bounds, not performance figures); the namespaces must be
 //! gone afterwards. Needs root (namespaces) and /usr/bin/iperf3; skips, saying so, without
-//! either.
+//! either. The other direction (socklab bulk against `iperf3 -s`) crosses the same link.
 
 mod common;
 
@@ -184,5 +184,117 @@ fn iperf3_clients_at_once_across_an_emulated_link_against_one_sink() {
         bytes_a + bytes_c
     );
     assert!(bytes_b as f64 <= back, "B: {bytes_b} > {back}: {err}");
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+}
+
+/// The mean of `metric` in the first cell of a `--json` result.
+fn mean(v: &serde_json::Value, metric: &str) -> f64 {
+    v["cells"][0]["metrics"][metric]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {metric} in {}", v["cells"][0]["metrics"]))
+}
+
+/// The other direction across the same link: socklab's client (`bulk --to iperf3://`, TCP up,
+/// TCP reverse, UDP at a rate) against Debian's unmodified `iperf3 -s` in the server
+/// namespace. Each run must finish with the server's own figures stored beside socklab's, the
+/// server never counting more than socklab sent, nothing above what the link could carry, and
+/// UDP at a fifth of the link's rate delivered whole (an unloaded emulated link drops nothing
+/// it has room for); the namespaces must be gone afterwards.
+#[test]
+fn bulk_against_an_iperf3_server_across_an_emulated_link() {
+    let name = "bulk_against_an_iperf3_server_across_an_emulated_link";
+    if !root_or_skip(name) || !have_iperf3(name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("socklab");
+    let db = dir.path().join("r.db");
+    let (up, down, udp) = (
+        dir.path().join("up.json"),
+        dir.path().join("down.json"),
+        dir.path().join("udp.json"),
+    );
+    let run = |flags: &str, out: &std::path::Path| {
+        format!(
+            "{} bulk --to iperf3://server:5201 --reps 2 --warmup 0 --json --db {} {flags} > {}",
+            exe.display(),
+            db.display(),
+            out.display()
+        )
+    };
+    let script = format!(
+        "{} && {} && {}",
+        run("--duration 2s", &up),
+        run("--duration 2s --reverse", &down),
+        run("--udp --rate 20M --duration 1s", &udp)
+    );
+    let mut child = socklab()
+        .args([
+            "netem",
+            "--driver",
+            "tun",
+            "--link",
+            "rate 100mbit delay 5ms",
+            "--server",
+            &format!("{IPERF3} -s -p 5201"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // A hang guard far from three 2-repetition runs of 1-2 s.
+    let status = wait_bounded(&mut child, Duration::from_secs(180), "netem + bulk x3");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let text = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    assert!(status.success(), "{status}: {err}");
+    let parse = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&text(p))
+            .unwrap_or_else(|e| panic!("{}: {e}: {}", p.display(), text(p)))
+    };
+    let (vu, vd, vx) = (parse(&up), parse(&down), parse(&udp));
+    // Up: socklab's bytes and the server's count beside them; the server never read more
+    // than was sent, and socklab's bytes (all acknowledged within its `seconds`) are no more
+    // than 100 Mbit/s carries in those seconds (plus 1 MB slack: the means of 2 repetitions).
+    let link = |v: &serde_json::Value| RATE_BYTES_PER_S * mean(v, "seconds") + 1e6;
+    let (sent, got) = (mean(&vu, "bytes"), mean(&vu, "server_bytes"));
+    assert!(
+        got > 0.0 && got <= sent,
+        "up: the server read {got} of {sent}"
+    );
+    assert!(
+        sent <= link(&vu),
+        "up: {sent} bytes over 100 Mbit/s: {}",
+        link(&vu)
+    );
+    // Reverse: socklab read what the server sent, no more.
+    let (read, wrote) = (mean(&vd, "bytes"), mean(&vd, "server_bytes"));
+    assert!(
+        read > 0.0 && read <= wrote,
+        "reverse: read {read} of {wrote}"
+    );
+    assert!(
+        read <= link(&vd),
+        "reverse: {read} bytes over 100 Mbit/s: {}",
+        link(&vd)
+    );
+    // UDP at 20 Mbit/s over a 100 Mbit/s link: the server's counts are stored beside and
+    // nothing is lost.
+    assert!(
+        mean(&vx, "server_packets") > 0.0,
+        "{}",
+        vx["cells"][0]["metrics"]
+    );
+    assert_eq!(
+        mean(&vx, "dgrams_lost"),
+        0.0,
+        "{}",
+        vx["cells"][0]["metrics"]
+    );
     assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
 }
