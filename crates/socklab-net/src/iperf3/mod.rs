@@ -17,6 +17,8 @@ pub mod udp;
 #[cfg(test)]
 mod hostile_tests;
 #[cfg(test)]
+mod options2_tests;
+#[cfg(test)]
 mod options_tests;
 #[cfg(test)]
 mod tests;
