@@ -63,6 +63,14 @@ pub enum IntOpt {
     /// `SO_RXQ_OVFL`: every received datagram carries the socket's count of datagrams dropped
     /// because its receive buffer was full (see [`crate::mmsg::recv_batch`]).
     SoRxqOvfl,
+    /// `IP_TOS` (TCP keeps the two ECN bits for itself).
+    IpTos,
+    /// `IPV6_TCLASS`.
+    Ipv6TClass,
+    /// `IP_MTU_DISCOVER` (`IP_PMTUDISC_DO` = 2: the DF bit set, no fragmenting).
+    IpMtuDiscover,
+    /// `IPV6_MTU_DISCOVER` (`IPV6_PMTUDISC_DO` = 2).
+    Ipv6MtuDiscover,
 }
 
 impl IntOpt {
@@ -94,6 +102,10 @@ impl IntOpt {
             IpBindAddressNoPort => (libc::IPPROTO_IP, 24),
             SoTimestampNs => (libc::SOL_SOCKET, crate::mmsg::SO_TIMESTAMPNS),
             SoRxqOvfl => (libc::SOL_SOCKET, crate::mmsg::SO_RXQ_OVFL),
+            IpTos => (libc::IPPROTO_IP, libc::IP_TOS),
+            Ipv6TClass => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+            IpMtuDiscover => (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER),
+            Ipv6MtuDiscover => (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER),
         }
     }
 }

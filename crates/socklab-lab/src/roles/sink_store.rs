@@ -156,6 +156,7 @@ mod tests {
                 if reverse { -1 } else { 1 },
                 if reverse { -1 } else { 4 },
             ),
+            applied: Vec::new(),
         }
     }
 

@@ -18,6 +18,8 @@ pub mod udp_client;
 #[cfg(test)]
 mod hostile_tests;
 #[cfg(test)]
+mod options2_tests;
+#[cfg(test)]
 mod options_tests;
 #[cfg(test)]
 mod tests;

@@ -72,3 +72,47 @@ pub fn stream_id(position: usize) -> i64 {
         position as i64 + 2
     }
 }
+
+/// The byte at `i` of the data the sink sends: iperf3's repeating pattern `0123456789…`
+/// with `repeating_payload` (`fill_with_repeating_pattern` in esnet/iperf
+/// `src/iperf_util.c`), else the sink's own counter pattern (iperf3's server sends random
+/// bytes; the sink's pattern is as opaque to the client, which reads and discards them).
+pub fn payload_byte(i: usize, repeating: bool) -> u8 {
+    if repeating {
+        b'0' + (i % 10) as u8
+    } else {
+        (i % 251) as u8
+    }
+}
+
+/// The TCP pacing rate, bytes per second, the sink sets (`SO_MAX_PACING_RATE`) on each of
+/// its sending streams: the lower of `bandwidth` (`-b`, bits/s per stream; iperf3 paces it
+/// with its own timer, every `pacing_timer` µs) and `fqrate` (`--fq-rate`, bits/s, which
+/// iperf3 sets as `SO_MAX_PACING_RATE` itself, divided by 8). `None`: no rate asked.
+pub fn tcp_pacing(p: &Params) -> Option<u64> {
+    let rates = [p.bandwidth, p.fqrate];
+    let bits = rates.iter().flatten().filter(|&&r| r > 0).min()?;
+    Some((bits / 8).max(1))
+}
+
+/// Lines for the sink's output about the client's options that concern its sending:
+/// what the sink did with them.
+pub fn notes(p: &Params) -> Vec<String> {
+    let sends = p.reverse || p.bidirectional;
+    let mut out = Vec::new();
+    if p.repeating_payload.is_some_and(|r| r != 0) && sends {
+        out.push("repeating_payload: the sink sends iperf3's pattern 0123456789…".into());
+    }
+    let timer = p.pacing_timer.unwrap_or(0);
+    if sends && (p.bandwidth.is_some() || p.fqrate.is_some()) {
+        let how = if p.udp {
+            "the sink schedules each datagram at the rate"
+        } else {
+            "the kernel paces each stream (SO_MAX_PACING_RATE)"
+        };
+        out.push(format!(
+            "pacing_timer {timer} µs: the client's own timer granularity; {how}, with no timer of that granularity"
+        ));
+    }
+    out
+}

@@ -218,6 +218,7 @@ fn bidir_results_carry_both_directions_the_congestion_and_the_server_output() {
         congestion: Some("cubic".into()),
         sndbuf: 262144,
         rcvbuf: 262144,
+        more: vec!["TCP_NODELAY 1 (nodelay 1 asked)".into()],
     };
     let t = Test {
         params: &p,

@@ -317,6 +317,9 @@ impl Params {
             return refuse("`bidirectional` and `reverse` together (iperf3 refuses both)".into());
         }
         check_options(self).or_else(refuse)?;
+        if let Some(why) = unserved(self) {
+            return refuse(why);
+        }
         if self.authtoken.is_some() {
             return refuse("the sink has no users (`authtoken` is not accepted)".into());
         }
@@ -364,6 +367,11 @@ fn check_options(p: &Params) -> Result<(), String> {
             return Err(format!("window {w} (1..={MAX_WINDOW})"));
         }
     }
+    if let Some(tos) = p.tos {
+        if tos > 255 {
+            return Err(format!("TOS {tos} (0..=255, one byte)"));
+        }
+    }
     if let Some(cc) = &p.congestion {
         let ok =
             !cc.is_empty() && cc.len() < CA_NAME_MAX && cc.bytes().all(|b| b.is_ascii_graphic());
@@ -376,6 +384,69 @@ fn check_options(p: &Params) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Why the sink cannot put a client's option in effect on its side, naming iperf3's key;
+/// `None` when every option asked for is in effect or is the client's own (its sending:
+/// `bandwidth`, `burst`, `fqrate`, `pacing_timer` when only the client sends). The reason
+/// ends in "not served", which the client reads as iperf3's `IEUNIMP` ("an option you are
+/// trying to set is not implemented yet"). Learnt from esnet/iperf 3.12 `src/iperf_tcp.c`
+/// (`iperf_tcp_listen`: `TCP_MAXSEG` is set on a new listening socket before `accept`),
+/// `src/iperf_server_api.c` (`server_affinity`: the whole server process is pinned).
+pub fn unserved(p: &Params) -> Option<String> {
+    let sends = p.reverse || p.bidirectional;
+    let no = |key: &str, why: &str| Some(format!("`{key}` not served: {why}"));
+    if p.mss.is_some() {
+        return no(
+            "MSS",
+            "TCP_MAXSEG takes effect only on a listening socket before the connection is accepted, and the sink's listener is shared by every test",
+        );
+    }
+    if p.flowlabel.is_some() {
+        return no(
+            "flowlabel",
+            "the sink takes no IPv6 flow-label lease for a client's streams",
+        );
+    }
+    if p.server_affinity.is_some() {
+        return no(
+            "server_affinity",
+            "the sink serves several tests at once and pins no CPU at a client's word (pin the sink itself, e.g. with taskset)",
+        );
+    }
+    if p.burst.is_some_and(|b| b > 0) && sends {
+        return no(
+            "burst",
+            "the sink's sending streams are paced evenly (kernel pacing for TCP, per datagram for UDP), never in bursts",
+        );
+    }
+    if p.udp {
+        let shared = "one UDP socket serves every UDP test, so its socket options are the sink's";
+        if p.omit > 0 {
+            return no(
+                "omit",
+                "the sink's UDP counts do not leave out the first seconds yet",
+            );
+        }
+        if p.window.is_some() {
+            return no("window", shared);
+        }
+        if p.nodelay {
+            return no("nodelay", "it is a TCP option");
+        }
+        if sends {
+            for (key, asked) in [
+                ("TOS", p.tos.is_some()),
+                ("dont_fragment", p.dont_fragment.is_some_and(|d| d != 0)),
+                ("fqrate", p.fqrate.is_some_and(|f| f > 0)),
+            ] {
+                if asked {
+                    return no(key, shared);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// One stream's figures in a results message.

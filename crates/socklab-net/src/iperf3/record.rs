@@ -13,6 +13,9 @@ pub struct TestRecord {
     pub ours: Results,
     /// The client's own figures, kept beside (never trusted for the sink's).
     pub client: Results,
+    /// The client's options the sink put in effect, as read back (e.g. `TCP_NODELAY 1
+    /// (nodelay 1 asked)`), for its log.
+    pub applied: Vec<String>,
 }
 
 impl TestRecord {

@@ -106,6 +106,8 @@ pub struct Applied {
     pub sndbuf: usize,
     /// `SO_RCVBUF` (doubled likewise).
     pub rcvbuf: usize,
+    /// Further options asked for and read back, e.g. `TCP_NODELAY 1` (issue 27 part 1).
+    pub more: Vec<String>,
 }
 
 /// One stream of a test at its end, as the sink saw it.
@@ -212,6 +214,12 @@ pub fn text(t: &Test<'_>, ended: &[Ended]) -> String {
             None => s.push_str(" (no window asked: the kernel tunes them)"),
         }
         s.push('\n');
+        for m in &a.more {
+            let _ = writeln!(s, "stream sockets: {m}");
+        }
+    }
+    for n in super::options::notes(p) {
+        let _ = writeln!(s, "{n}");
     }
     for e in ended {
         let r = &e.result;

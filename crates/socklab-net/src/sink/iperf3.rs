@@ -19,6 +19,7 @@ use super::iperf3_opts as opts;
 use super::{finish, Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use crate::aligned::AlignedBuf;
 use crate::error::is_timeout;
+use crate::iperf3::options::payload_byte;
 use crate::iperf3::options::stream_id;
 use crate::iperf3::proto::{Cookie, Results, State};
 use crate::iperf3::record::TestRecord;
@@ -194,11 +195,17 @@ fn step(
                 test.changed.notify_all();
                 udp::stopping(c, test);
                 let ours = collect(c, test, peer)?;
+                let applied = test.run().applied.as_ref().map(|a| a.more.clone());
                 let mut server = test.server();
                 *record = server.params().map(|p| TestRecord {
                     params: p.clone(),
                     ours: ours.clone(),
                     client: ours.clone(),
+                    applied: applied
+                        .unwrap_or_default()
+                        .into_iter()
+                        .chain(crate::iperf3::options::notes(p))
+                        .collect(),
                 });
                 server.streams_stopped(Instant::now(), ours);
             }
@@ -328,8 +335,25 @@ fn stream(
         let o = Outcome::Aborted("its test has no role for it".into());
         return finish(peer, Mode::Raw, result, cpu0, t0, o, None);
     };
-    test.run().live += 1;
     let p = params.unwrap_or_default();
+    // A rate asked for (`bandwidth`, `fqrate`) paces the sink's sending streams.
+    if role.sends {
+        match opts::pace(&SockRef::from(&c.stream), &p) {
+            Ok(Some(line)) => {
+                if let Some(a) = test
+                    .run()
+                    .applied
+                    .as_mut()
+                    .filter(|a| !a.more.contains(&line))
+                {
+                    a.more.push(line);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return refused(&mut c, result, e.why),
+        }
+    }
+    test.run().live += 1;
     // A `-n` or `-k` test: the sending streams stop at the total, together.
     let total = if p.num > 0 {
         p.num
@@ -349,7 +373,7 @@ fn stream(
         // for by a client costs no 16 MiB per stream.
         let mut block = AlignedBuf::zeroed((p.len.max(1) as usize).min(1 << 20));
         for (i, b) in block.as_mut_slice().iter_mut().enumerate() {
-            *b = (i % 251) as u8;
+            *b = payload_byte(i, p.repeating_payload.is_some_and(|r| r != 0));
         }
         let block = block.as_slice();
         let file = zerocopy.then(|| {
@@ -372,6 +396,9 @@ fn stream(
     } else {
         (receive(&mut c, test, p.len as usize, &mut s), "read")
     };
+    if role.sends {
+        opts::unpace(&SockRef::from(&c.stream));
+    }
     let retransmits = if role.sends {
         socklab_sys::tcp::tcp_info(c.stream.as_fd()).map_or(-1, |i| {
             if s.meter.omitting() {

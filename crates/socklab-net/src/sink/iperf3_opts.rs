@@ -11,10 +11,14 @@ use std::os::fd::AsFd;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
+use crate::iperf3::options::tcp_pacing;
 use crate::iperf3::options::{ServerError, IEINITTEST, IESETBUF, IESETBUF2, IESETCONGESTION};
 use crate::iperf3::proto::Params;
+
+mod more;
 use crate::iperf3::results::Applied;
 use crate::send::available_cc;
+pub(super) use more::{pace, unpace};
 
 /// Sets the client's `window` and `congestion` on `sock` and reads back what it runs with;
 /// a window the kernel cut below what was asked is refused as iperf3's server refuses it
@@ -60,6 +64,7 @@ pub(super) fn apply(sock: SockRef<'_>, p: &Params) -> Result<Applied, ServerErro
         }),
         sndbuf: sock.send_buffer_size().unwrap_or(0),
         rcvbuf: sock.recv_buffer_size().unwrap_or(0),
+        more: more::apply(&sock, p)?,
     };
     if let Some(w) = p.window {
         if applied.sndbuf < w as usize || applied.rcvbuf < w as usize {
@@ -86,7 +91,9 @@ fn loaded(available: &str, cc: &str) -> bool {
 /// unconnected socket of its own, so the client learns at once, with a reason, that this
 /// kernel cannot give the window or the congestion control it asked for.
 pub(super) fn vet(p: &Params) -> Result<(), ServerError> {
-    if p.window.is_none() && p.congestion.is_none() {
+    let more = p.nodelay || p.tos.is_some() || p.dont_fragment.is_some();
+    let pacing = (p.reverse || p.bidirectional) && tcp_pacing(p).is_some();
+    if p.window.is_none() && p.congestion.is_none() && !more && !pacing {
         return Ok(());
     }
     let probe = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
@@ -96,7 +103,11 @@ pub(super) fn vet(p: &Params) -> Result<(), ServerError> {
             errno: e.raw_os_error().unwrap_or(0),
             why: format!("iperf3 test: no socket to check its options on: {e}"),
         })?;
-    apply(SockRef::from(&probe), p).map(|_| ())
+    apply(SockRef::from(&probe), p)?;
+    if pacing {
+        more::pace(&SockRef::from(&probe), p)?;
+    }
+    Ok(())
 }
 
 /// The file a `zerocopy` stream sends from: one block, in an unlinked temporary file.

@@ -178,7 +178,13 @@ impl ConnReport {
                     self.peer
                 )
             }
-            Mode::Iperf3Control { streams } => format!("iperf3 control ({streams} streams)"),
+            Mode::Iperf3Control { streams } => match self.iperf3.as_deref() {
+                Some(r) if !r.applied.is_empty() => format!(
+                    "iperf3 control ({streams} streams; in effect: {})",
+                    r.applied.join(", ")
+                ),
+                _ => format!("iperf3 control ({streams} streams)"),
+            },
             Mode::Iperf3UdpApart { strangers, late } => {
                 format!("iperf3 UDP outside any test ({strangers} from strangers, {late} late)")
             }

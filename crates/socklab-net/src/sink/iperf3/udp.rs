@@ -30,6 +30,7 @@ use socklab_sys::usage::{getrusage, Who};
 
 use super::super::{Conn, ConnReport, Mode, Outcome, Shared, TICK};
 use super::{take, Test};
+use crate::iperf3::options::payload_byte;
 use crate::iperf3::proto::{Cookie, Params, State, StreamResult};
 use crate::iperf3::results::Ended;
 use crate::iperf3::server::STREAMS_TIMEOUT;
@@ -388,7 +389,8 @@ fn send(test: &Test, sock: &UdpSocket, streams: &[(i64, SocketAddr)], p: &Params
         p.blockcount.saturating_mul(p.len)
     };
     let cap = (total > 0).then(|| total.saturating_mul(2));
-    let mut buf: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let repeating = p.repeating_payload.is_some_and(|r| r != 0);
+    let mut buf: Vec<u8> = (0..len).map(|i| payload_byte(i, repeating)).collect();
     let mut out: Vec<Out> = streams
         .iter()
         .map(|&(id, peer)| Out {
