@@ -9,17 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 
+use common::iperf3::{have_iperf3, IPERF3};
 use common::run;
-
-const IPERF3: &str = "/usr/bin/iperf3";
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = std::path::Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3", IPERF3);
-    }
-    ok
-}
 
 /// A child process killed when the test ends, passed or not.
 struct Killed(Child);

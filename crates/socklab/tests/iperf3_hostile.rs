@@ -9,62 +9,20 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::{announced, socklab, wait_until};
+use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::wait_until;
 
-const IPERF3: &str = "/usr/bin/iperf3";
 /// A hang guard for one hostile peer: the sink's longest deadline here is 10 s.
 const PEER_BOUND: Duration = Duration::from_secs(40);
 
-/// A sink child, killed when the test ends, passed or not; its stderr (the log) in a file.
-struct SinkProc {
-    child: Child,
-    addr: SocketAddr,
-    log: tempfile::NamedTempFile,
-}
-
-impl Drop for SinkProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl SinkProc {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.log.path()).unwrap_or_default()
-    }
-}
-
 fn sink(extra: &[&str]) -> SinkProc {
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let mut cmd = socklab();
-    cmd.args(["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"])
-        .args(extra)
-        .stderr(log.reopen().unwrap());
-    let (child, addr) = announced(cmd);
-    SinkProc {
-        child,
-        addr: addr.parse().unwrap(),
-        log,
-    }
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3 client", IPERF3);
-    }
-    ok
+    SinkProc::start(extra)
 }
 
 /// A field of /proc/PID/status (`Threads`, `VmRSS` in kB).

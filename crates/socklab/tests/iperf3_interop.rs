@@ -5,62 +5,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::socklab;
-
-const IPERF3: &str = "/usr/bin/iperf3";
-
-/// A sink child, killed when the test ends, passed or not.
-struct SinkProc {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for SinkProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::iperf3::{have_iperf3, SinkProc, IPERF3};
 
 fn sink() -> SinkProc {
-    let mut child = socklab()
-        .args([
-            "sink",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--announce",
-            "--quiet",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .unwrap_or_else(|| panic!("announce line: {line:?}"))
-        .parse()
-        .unwrap();
-    SinkProc { child, addr }
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = std::path::Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3 client", IPERF3);
-    }
-    ok
+    SinkProc::start(&["--quiet"])
 }
 
 /// Starts `iperf3 -c ADDR -p PORT -J ARGS`.

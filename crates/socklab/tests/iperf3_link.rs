@@ -13,9 +13,9 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::iperf3::{have_iperf3, IPERF3};
 use common::{root_or_skip, socklab, wait_bounded};
 
-const IPERF3: &str = "/usr/bin/iperf3";
 /// The link's rate, bytes per second (`rate 100mbit`).
 const RATE_BYTES_PER_S: f64 = 100e6 / 8.0;
 
@@ -27,14 +27,6 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| n.starts_with(&format!("sl-{pid}-")))
         .collect()
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = std::path::Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3 client", IPERF3);
-    }
-    ok
 }
 
 /// The bytes the receiver counted and those the sender sent, after checking the result is

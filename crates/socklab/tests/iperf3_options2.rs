@@ -9,89 +9,17 @@ mod common;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{socklab, wait_bounded, wait_until};
+use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::wait_bounded;
 use serde_json::Value;
 
-const IPERF3: &str = "/usr/bin/iperf3";
 /// A hang guard for one client run (tests of 1 to 2 s; far from normal behaviour).
 const CLIENT_BOUND: Duration = Duration::from_secs(60);
 
-/// A sink child whose log (stderr) is kept; killed when the test ends, passed or not.
-struct SinkProc {
-    child: Child,
-    addr: SocketAddr,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for SinkProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl SinkProc {
-    /// Waits (a hang guard) for a log line holding every needle.
-    fn logged(&self, needles: &[&str]) -> String {
-        let mut found = String::new();
-        let ok = wait_until(Duration::from_secs(20), || {
-            let log = self.log.lock().unwrap();
-            match log.lines().find(|l| needles.iter().all(|n| l.contains(n))) {
-                Some(l) => {
-                    found = l.to_string();
-                    true
-                }
-                None => false,
-            }
-        });
-        assert!(
-            ok,
-            "no sink log line with {needles:?}:\n{}",
-            self.log.lock().unwrap()
-        );
-        found
-    }
-}
-
 fn sink() -> SinkProc {
-    let mut child = socklab()
-        .args(["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let err = child.stderr.take().unwrap();
-    let sink_log = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let mut l = sink_log.lock().unwrap();
-            l.push_str(&line);
-            l.push('\n');
-        }
-    });
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .unwrap_or_else(|| panic!("announce line: {line:?}"))
-        .parse()
-        .unwrap();
-    SinkProc { child, addr, log }
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = std::path::Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3 client", IPERF3);
-    }
-    ok
+    SinkProc::start(&[])
 }
 
 /// `iperf3 -c ADDR -p PORT -J ARGS` to its end (a hang guard of [`CLIENT_BOUND`]): its JSON.

@@ -9,52 +9,14 @@ mod common;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{announced, run, socklab, wait_until};
-
-const IPERF3: &str = "/usr/bin/iperf3";
-
-struct SinkProc {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for SinkProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::{run, wait_until};
 
 fn sink(db: &Path) -> SinkProc {
-    let mut cmd = socklab();
-    cmd.args([
-        "sink",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--announce",
-        "--quiet",
-    ])
-    .arg("--db")
-    .arg(db)
-    .stderr(Stdio::null());
-    let (child, addr) = announced(cmd);
-    SinkProc {
-        child,
-        addr: addr.parse().unwrap(),
-    }
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3 client", IPERF3);
-    }
-    ok
+    SinkProc::start(&["--quiet", "--db", db.to_str().unwrap()])
 }
 
 /// `iperf3 -c ADDR -J ARGS`, to its end (a hang guard of 60 s); its JSON.

@@ -13,57 +13,12 @@ use std::net::{SocketAddr, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{announced, socklab, wait_bounded};
+use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::wait_bounded;
 
-const IPERF3: &str = "/usr/bin/iperf3";
-
-/// A sink child, killed when the test ends, passed or not.
-struct SinkProc {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for SinkProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A sink on 127.0.0.1, port 0; with `log`, its report lines go to a pipe (read them after
-/// [`stop`]).
+/// A sink; with `log`, its report lines are kept (read them with [`SinkProc::stop`]).
 fn sink(log: bool) -> SinkProc {
-    let mut cmd = socklab();
-    cmd.args(["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"]);
-    if log {
-        cmd.stderr(Stdio::piped());
-    } else {
-        cmd.arg("--quiet").stderr(Stdio::null());
-    }
-    let (child, addr) = announced(cmd);
-    SinkProc {
-        child,
-        addr: addr.parse().unwrap(),
-    }
-}
-
-/// SIGTERM, then the sink's log.
-fn stop(mut s: SinkProc) -> String {
-    let st = Command::new("kill")
-        .args(["-TERM", &s.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let st = wait_bounded(&mut s.child, Duration::from_secs(10), "sink after SIGTERM");
-    assert!(st.success(), "sink exited {st}");
-    let mut log = String::new();
-    s.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
-    log
+    SinkProc::start(if log { &[] } else { &["--quiet"] })
 }
 
 /// Whether some socket is bound to UDP `port` on 127.0.0.1 (from /proc/net/udp).
@@ -74,14 +29,6 @@ fn udp_bound(port: u16) -> bool {
         .lines()
         .skip(1)
         .any(|l| l.split_whitespace().nth(1) == Some(me.as_str()))
-}
-
-fn have_iperf3(test: &str) -> bool {
-    let ok = std::path::Path::new(IPERF3).exists();
-    if !ok {
-        socklab_sys::skip::skip(test, "no iperf3 client", IPERF3);
-    }
-    ok
 }
 
 /// Starts `iperf3 -c ADDR -p PORT -J -u ARGS`.
@@ -314,7 +261,7 @@ fn a_strangers_datagrams_to_the_port_are_counted_apart() {
     let v = done.expect("the client ended");
     let got = check_received(&v, 1, true, "beside a stranger");
     assert_eq!(got["packets"], v["end"]["sum_sent"]["packets"], "{got}");
-    let log = stop(s);
+    let log = s.stop();
     let want = format!("iperf3 UDP outside any test ({sent} from strangers");
     assert!(
         log.contains(&want),

@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI test files (each file is its own crate and uses some of them).
 #![allow(dead_code)]
 
+pub mod iperf3;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
