@@ -5,40 +5,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::iperf3::{have_iperf3, run_client, SinkProc};
 use common::wait_bounded;
 use serde_json::Value;
 
-/// A hang guard for one client run (tests of 1 to 3 s; far from normal behaviour).
-const CLIENT_BOUND: Duration = Duration::from_secs(60);
-
 fn sink() -> SinkProc {
     SinkProc::start(&[])
-}
-
-/// Runs `iperf3 -c ADDR -p PORT ARGS` to its end (a hang guard of [`CLIENT_BOUND`]):
-/// its exit status and stdout.
-fn run_client(addr: SocketAddr, args: &[&str]) -> (ExitStatus, String) {
-    let mut child = Command::new(IPERF3)
-        .args(["-c", &addr.ip().to_string(), "-p", &addr.port().to_string()])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let status = wait_bounded(&mut child, CLIENT_BOUND, &format!("iperf3 {args:?}"));
-    (status, reader.join().unwrap())
 }
 
 /// `iperf3 … -J ARGS`, which must exit 0 without an error: its JSON.

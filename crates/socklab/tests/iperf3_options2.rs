@@ -6,47 +6,22 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::iperf3::{client_json, have_iperf3, SinkProc};
 use common::wait_bounded;
 use serde_json::Value;
-
-/// A hang guard for one client run (tests of 1 to 2 s; far from normal behaviour).
-const CLIENT_BOUND: Duration = Duration::from_secs(60);
 
 fn sink() -> SinkProc {
     SinkProc::start(&[])
 }
 
-/// `iperf3 -c ADDR -p PORT -J ARGS` to its end (a hang guard of [`CLIENT_BOUND`]): its JSON.
-/// 3.12 with `-J` puts an error in `"error"` (and exits 0).
+/// `iperf3 … -J ARGS` to its end: its JSON (3.12 with `-J` puts an error in `"error"`).
 fn json(addr: SocketAddr, args: &[&str]) -> Value {
-    let mut child = Command::new(IPERF3)
-        .args([
-            "-c",
-            &addr.ip().to_string(),
-            "-p",
-            &addr.port().to_string(),
-            "-J",
-        ])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    wait_bounded(&mut child, CLIENT_BOUND, &format!("iperf3 {args:?}"));
-    let text = reader.join().unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: JSON {e}: {text}"))
+    client_json(addr, args)
 }
 
 /// A test that must run: its JSON, no error.

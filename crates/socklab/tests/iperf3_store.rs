@@ -9,39 +9,20 @@ mod common;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::iperf3::{have_iperf3, run_client, SinkProc};
 use common::{run, wait_until};
 
 fn sink(db: &Path) -> SinkProc {
     SinkProc::start(&["--quiet", "--db", db.to_str().unwrap()])
 }
 
-/// `iperf3 -c ADDR -J ARGS`, to its end (a hang guard of 60 s); its JSON.
+/// `iperf3 -c ADDR -J ARGS`, which must exit 0, to its end: its JSON.
 fn iperf3(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
-    let mut child = Command::new(IPERF3)
-        .args([
-            "-c",
-            &addr.ip().to_string(),
-            "-p",
-            &addr.port().to_string(),
-            "-J",
-        ])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let st = common::wait_bounded(&mut child, Duration::from_secs(60), "iperf3 client");
-    let text = reader.join().unwrap();
+    let mut all = vec!["-J"];
+    all.extend_from_slice(args);
+    let (st, text) = run_client(addr, &all);
     assert!(st.success(), "iperf3 {args:?}: {text}");
     serde_json::from_str(&text).unwrap()
 }

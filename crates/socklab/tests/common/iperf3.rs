@@ -88,3 +88,37 @@ impl SinkProc {
         self.log()
     }
 }
+
+/// A hang guard for one iperf3 client run (tests of 1 to 3 s; far from normal behaviour).
+pub const CLIENT_BOUND: Duration = Duration::from_secs(60);
+
+/// Runs `iperf3 -c ADDR -p PORT ARGS` to its end (a hang guard of [`CLIENT_BOUND`]): its exit
+/// status and stdout.
+pub fn run_client(addr: SocketAddr, args: &[&str]) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(IPERF3)
+        .args(["-c", &addr.ip().to_string(), "-p", &addr.port().to_string()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let status = wait_bounded(&mut child, CLIENT_BOUND, &format!("iperf3 {args:?}"));
+    (status, reader.join().unwrap())
+}
+
+/// `iperf3 … -J ARGS` to its end: its JSON, whatever it says (3.12 puts an error in
+/// `"error"` and may exit 0 or 1).
+pub fn client_json(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["-J"];
+    all.extend_from_slice(args);
+    let (_, text) = run_client(addr, &all);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: JSON {e}: {text}"))
+}
