@@ -5,13 +5,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use common::iperf3::{have_iperf3, run_client, SinkProc};
-use common::wait_bounded;
+use common::strace::Strace;
 use serde_json::Value;
 
 fn sink() -> SinkProc {
@@ -220,44 +217,6 @@ fn congestion_is_set_and_reported_and_an_unknown_one_is_refused_with_a_reason() 
     json(s.addr, &["-t", "1"]);
 }
 
-/// `strace -f -p PID -e trace=sendfile`, attached (it said so) before it is returned.
-struct Strace {
-    child: Child,
-    out: std::path::PathBuf,
-}
-
-impl Strace {
-    fn attach(pid: u32, out: std::path::PathBuf) -> Option<Strace> {
-        let mut child = Command::new("strace")
-            .args(["-f", "-e", "trace=sendfile", "-o"])
-            .arg(&out)
-            .args(["-p", &pid.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let _ = err.read_line(&mut line);
-        if !line.contains("attached") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Some(Strace { child, out })
-    }
-
-    /// Detaches (SIGINT) and returns what it traced.
-    fn finish(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        wait_bounded(&mut self.child, Duration::from_secs(20), "strace");
-        std::fs::read_to_string(&self.out).unwrap_or_default()
-    }
-}
-
 #[test]
 fn zerocopy_makes_the_sink_send_with_sendfile() {
     if !have_iperf3("zerocopy_makes_the_sink_send_with_sendfile") {
@@ -267,7 +226,11 @@ fn zerocopy_makes_the_sink_send_with_sendfile() {
     let dir = tempfile::tempdir().unwrap();
     let have_strace = std::path::Path::new("/usr/bin/strace").exists();
     let trace = if have_strace {
-        Strace::attach(s.child.id(), dir.path().join("trace"))
+        Strace::attach(
+            s.child.id(),
+            dir.path().join("trace"),
+            &["-e", "trace=sendfile"],
+        )
     } else {
         None
     };

@@ -6,13 +6,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use common::iperf3::{client_json, have_iperf3, SinkProc};
-use common::wait_bounded;
+use common::strace::Strace;
 use serde_json::Value;
 
 fn sink() -> SinkProc {
@@ -140,44 +137,6 @@ fn options_the_sink_cannot_apply_are_refused_with_a_reason_the_client_prints() {
     }
 }
 
-/// `strace -f -p PID -e trace=write,sendto -s 20`, attached (it said so) before it returns.
-struct Strace {
-    child: Child,
-    out: std::path::PathBuf,
-}
-
-impl Strace {
-    fn attach(pid: u32, out: std::path::PathBuf) -> Option<Strace> {
-        let mut child = Command::new("strace")
-            .args(["-f", "-e", "trace=write,sendto", "-s", "20", "-o"])
-            .arg(&out)
-            .args(["-p", &pid.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let _ = err.read_line(&mut line);
-        if !line.contains("attached") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Some(Strace { child, out })
-    }
-
-    /// Detaches (SIGINT) and returns what it traced.
-    fn finish(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        wait_bounded(&mut self.child, Duration::from_secs(20), "strace");
-        std::fs::read_to_string(&self.out).unwrap_or_default()
-    }
-}
-
 #[test]
 fn repeating_payload_is_what_the_sink_sends() {
     if !have_iperf3("repeating_payload_is_what_the_sink_sends") {
@@ -193,7 +152,11 @@ fn repeating_payload_is_what_the_sink_sends() {
     }
     let s = sink();
     let dir = tempfile::tempdir().unwrap();
-    let Some(trace) = Strace::attach(s.child.id(), dir.path().join("trace")) else {
+    let Some(trace) = Strace::attach(
+        s.child.id(),
+        dir.path().join("trace"),
+        &["-e", "trace=write,sendto", "-s", "20"],
+    ) else {
         socklab_sys::skip::skip(
             "repeating_payload_is_what_the_sink_sends",
             "strace cannot attach",
