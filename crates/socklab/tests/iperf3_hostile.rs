@@ -10,12 +10,11 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::iperf3::{have_iperf3, SinkProc, IPERF3};
+use common::procfs::{fds, status, Peaks};
 use common::wait_until;
 
 /// A hang guard for one hostile peer: the sink's longest deadline here is 10 s.
@@ -23,19 +22,6 @@ const PEER_BOUND: Duration = Duration::from_secs(40);
 
 fn sink(extra: &[&str]) -> SinkProc {
     SinkProc::start(extra)
-}
-
-/// A field of /proc/PID/status (`Threads`, `VmRSS` in kB).
-fn status(pid: u32, key: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
 /// Runs `iperf3 -c ADDR -J ARGS` to its end (a hang guard of 60 s): exit status and output.
@@ -308,19 +294,7 @@ fn hostile_iperf3_peers_at_once_cost_only_themselves() {
         }
     }
     // The sink's threads and memory, sampled while the real client runs beside the peers.
-    let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = {
-        let sampling = sampling.clone();
-        std::thread::spawn(move || {
-            let (mut threads, mut rss) = (0, 0);
-            while sampling.load(Ordering::Relaxed) {
-                threads = threads.max(status(pid, "Threads"));
-                rss = rss.max(status(pid, "VmRSS"));
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            (threads, rss)
-        })
-    };
+    let peaks = Peaks::start(pid);
     let (ok, out) = iperf3(s.addr, &["-t", "2", "-P", "2", "-J"]);
     assert!(ok, "the real client failed beside the hostile peers: {out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -334,8 +308,7 @@ fn hostile_iperf3_peers_at_once_cost_only_themselves() {
             .unwrap_or_else(|_| panic!("{name}: the peer failed"));
         assert_eq!(got, want, "{name}: what the sink sent before its close");
     }
-    sampling.store(false, Ordering::Relaxed);
-    let (peak_threads, peak_rss) = sampler.join().unwrap();
+    let (peak_threads, peak_rss) = peaks.stop();
     // Far from normal: a thread per connection (the peers' 36 and the client's 3) at most,
     // and no memory a peer asked for (1 MB messages, 16 MiB blocks) beyond a few MiB each.
     assert!(

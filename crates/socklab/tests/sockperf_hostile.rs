@@ -11,10 +11,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::procfs::{fds, status, Peaks};
 use common::{announced, socklab, wait_until};
 
 const SOCKPERF: &str = "/usr/bin/sockperf";
@@ -46,18 +45,6 @@ fn echo() -> EchoProc {
         addr: addr.parse().unwrap(),
         log,
     }
-}
-
-fn status(pid: u32, key: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
 /// A sockperf client header: sequence 1, flags client and pong request, `len` bytes.
@@ -204,19 +191,7 @@ fn hostile_sockperf_peers_at_once_cost_only_themselves() {
             ));
         }
     }
-    let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = {
-        let sampling = sampling.clone();
-        std::thread::spawn(move || {
-            let (mut threads, mut rss) = (0, 0);
-            while sampling.load(Ordering::Relaxed) {
-                threads = threads.max(status(pid, "Threads"));
-                rss = rss.max(status(pid, "VmRSS"));
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            (threads, rss)
-        })
-    };
+    let peaks = Peaks::start(pid);
     let port = e.addr.port().to_string();
     let mut client = Command::new(SOCKPERF)
         .args([
@@ -251,8 +226,7 @@ fn hostile_sockperf_peers_at_once_cost_only_themselves() {
             .unwrap_or_else(|_| panic!("{name}: the peer failed"));
         assert_eq!(got, want, "{name}: what echo sent before its close");
     }
-    sampling.store(false, Ordering::Relaxed);
-    let (peak_threads, peak_rss) = sampler.join().unwrap();
+    let (peak_threads, peak_rss) = peaks.stop();
     // Far from normal: a thread per connection (the peers' 20 and sockperf's 1) at most, and
     // no memory beyond the one 1 MiB message each peer may hold half of.
     assert!(

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod iperf3;
+pub mod procfs;
 pub mod strace;
 
 use std::io::{BufRead, BufReader};
