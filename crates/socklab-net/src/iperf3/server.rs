@@ -240,28 +240,18 @@ impl Server {
                 self.phase = Phase::Params;
                 true
             }
-            Phase::Params => match self.take_json() {
-                Ok(None) => false,
-                Ok(Some(json)) => match Params::parse(&json) {
-                    Ok(p) => {
-                        if let Some(Err(e)) = self.check.map(|check| check(&p)) {
-                            self.server_error(e);
-                            return false;
-                        }
-                        self.params = Some(p);
-                        self.send_state(State::CreateStreams);
-                        self.phase = Phase::Streams;
-                        self.deadline = Some(now + STREAMS_TIMEOUT);
-                        true
+            Phase::Params => match self.take_parsed(Params::parse) {
+                None => false,
+                Some(p) => {
+                    if let Some(Err(e)) = self.check.map(|check| check(&p)) {
+                        self.server_error(e);
+                        return false;
                     }
-                    Err(e) => {
-                        self.fail(e);
-                        false
-                    }
-                },
-                Err(e) => {
-                    self.fail(e);
-                    false
+                    self.params = Some(p);
+                    self.send_state(State::CreateStreams);
+                    self.phase = Phase::Streams;
+                    self.deadline = Some(now + STREAMS_TIMEOUT);
+                    true
                 }
             },
             Phase::Streams | Phase::Running | Phase::Display => {
@@ -300,26 +290,16 @@ impl Server {
             }
             // The client waits for EXCHANGE_RESULTS before it sends: keep what came.
             Phase::Stopping => false,
-            Phase::ClientResults => match self.take_json() {
-                Ok(None) => false,
-                Ok(Some(json)) => match Results::parse(&json) {
-                    Ok(r) => {
-                        self.client_results = Some(r);
-                        let ours = self.ours.take().map(|o| frame(&o)).unwrap_or_default();
-                        self.actions.push_back(Action::Send(ours));
-                        self.send_state(State::DisplayResults);
-                        self.phase = Phase::Display;
-                        self.deadline = Some(now + RESULTS_TIMEOUT);
-                        true
-                    }
-                    Err(e) => {
-                        self.fail(e);
-                        false
-                    }
-                },
-                Err(e) => {
-                    self.fail(e);
-                    false
+            Phase::ClientResults => match self.take_parsed(Results::parse) {
+                None => false,
+                Some(r) => {
+                    self.client_results = Some(r);
+                    let ours = self.ours.take().map(|o| frame(&o)).unwrap_or_default();
+                    self.actions.push_back(Action::Send(ours));
+                    self.send_state(State::DisplayResults);
+                    self.phase = Phase::Display;
+                    self.deadline = Some(now + RESULTS_TIMEOUT);
+                    true
                 }
             },
             Phase::Done | Phase::Failed => false,
@@ -348,6 +328,21 @@ impl Server {
     }
 
     /// A length-prefixed JSON message, once whole; `Err` for a bad length.
+    /// A whole JSON message, parsed; `None` while it is not all here, or when it failed the
+    /// test (too long, or `parse` refused it).
+    fn take_parsed<T>(&mut self, parse: fn(&[u8]) -> Result<T, String>) -> Option<T> {
+        match self
+            .take_json()
+            .and_then(|j| j.map(|j| parse(&j)).transpose())
+        {
+            Ok(v) => v,
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
     fn take_json(&mut self) -> Result<Option<Vec<u8>>, String> {
         if self.buf.len() < 4 {
             return Ok(None);
