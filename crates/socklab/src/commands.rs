@@ -23,6 +23,7 @@ impl SummaryFormat {
             json: self.json,
             csv: self.csv,
             keep_invalid: self.keep_invalid,
+            stream: self.json_stream,
         }
     }
 }
