@@ -159,9 +159,7 @@ pub struct SummaryFormat {
     /// Print the statistics as CSV on stdout (one row per configuration and metric).
     #[arg(long)]
     pub csv: bool,
-    /// Print live JSON on stdout as the run goes (iperf3's --json-stream): a line per event,
-    /// {"event": start|interval|repetition|error|end|interrupted, "data": …}; see
-    /// docs/json-stream.md.
+    /// Print live JSON events on stdout as the run goes (iperf3's; docs/json-stream.md).
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub json_stream: bool,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep

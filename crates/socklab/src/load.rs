@@ -58,8 +58,7 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
-    /// Print live JSON on stdout as the run goes (iperf3's --json-stream); see
-    /// docs/json-stream.md.
+    /// Print live JSON events on stdout as the run goes (iperf3's; docs/json-stream.md).
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub json_stream: bool,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep

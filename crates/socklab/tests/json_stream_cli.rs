@@ -138,7 +138,7 @@ fn stream_of(args: &[&str], intervals: bool) -> Vec<Value> {
         "{ev:?}"
     );
     assert_eq!(middle.iter().filter(|e| **e == "repetition").count(), 3);
-    assert_eq!(middle.iter().any(|e| *e == "interval"), intervals, "{ev:?}");
+    assert_eq!(middle.contains(&"interval"), intervals, "{ev:?}");
     if intervals {
         assert_eq!(
             ev[1], "interval",
