@@ -340,3 +340,49 @@ fn an_experiment_file_streams_too() {
     let shown: Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(lines[5]["data"], shown);
 }
+
+/// A repetition the emulated link marks invalid says so, and why, in its line (and in its
+/// stored extra). The rule "at most 0.001 % of packets more than 1 µs late" is one no
+/// emulator thread keeps (its lag is tens of µs), so the repetition is invalid. Root only.
+#[test]
+fn an_invalid_repetition_says_why() {
+    if !common::root_or_skip("an_invalid_repetition_says_why") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let s = Streaming::spawn(&[
+        "bulk",
+        "--json-stream",
+        "--link",
+        "delay 1ms",
+        "--link-valid",
+        "0.001% 1us",
+        "--duration",
+        "0.3s",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--keep-invalid",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let (lines, code, err) = s.finish();
+    assert_eq!(code, 0, "{err}");
+    let r = &lines.iter().find(|l| l["event"] == "repetition").unwrap()["data"];
+    assert_eq!(r["valid"], false, "{r}");
+    let why = r["invalid_reason"].as_str().unwrap();
+    assert!(why.contains("late") && why.contains("1us"), "{why}");
+    let (c, out, err) = run(&[
+        "results",
+        "export",
+        "--format",
+        "json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let runs: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(runs[0]["extra"]["invalid_reason"], why);
+}

@@ -182,9 +182,9 @@ pub fn repetition_event(
     let valid = s.get(VALID_METRIC) != Some(0.0);
     m.insert("config".into(), json!(cell.workload.params().0));
     m.insert("valid".into(), valid.into());
-    let why = (!valid).then_some(
-        "`emu_valid` = 0: the emulated link could not keep up (its warning on stderr names the cause); left out of the statistics",
-    );
+    let why = s.extra.get("invalid_reason").and_then(Value::as_str);
+    let why =
+        (!valid).then(|| why.unwrap_or("the emulated link could not keep up (`emu_valid` = 0)"));
     m.insert("invalid_reason".into(), json!(why));
     let metrics: Map<String, Value> = s
         .metrics

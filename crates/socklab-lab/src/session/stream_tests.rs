@@ -106,7 +106,10 @@ fn a_run_writes_start_intervals_repetitions_and_errors_as_json_lines() {
             c0,
             0,
             false,
-            &Sample::new([("gbps", 2.0), ("emu_valid", 0.0)], json!({})),
+            &Sample::new(
+                [("gbps", 2.0), ("emu_valid", 0.0)],
+                json!({ "invalid_reason": "forward: 3.0 % of packets left more than 1ms late" }),
+            ),
         );
         s.retry(c0, 0);
         s.run_done(
@@ -182,10 +185,16 @@ fn a_run_writes_start_intervals_repetitions_and_errors_as_json_lines() {
     assert_eq!(warm["label"], "strategy=write");
     assert_eq!(invalid["warmup"], false);
     assert_eq!(invalid["valid"], false);
-    assert!(invalid["invalid_reason"]
-        .as_str()
-        .unwrap()
-        .contains("emu_valid"));
+    assert_eq!(
+        invalid["invalid_reason"],
+        "forward: 3.0 % of packets left more than 1ms late"
+    );
+    let bare = Sample::new([("emu_valid", 0.0)], Value::Null);
+    let (_, d) = repetition_event(7, &plan.cells[0], 1, false, &bare);
+    assert!(
+        d["invalid_reason"].as_str().unwrap().contains("emu_valid"),
+        "{d}"
+    );
     assert_eq!(
         (retry["retry"].as_bool(), retry["valid"].as_bool()),
         (Some(true), Some(true))
