@@ -307,6 +307,16 @@ fn json_stream_conflicts_with_json_and_csv() {
         assert_eq!(c, 2, "{other}: {err}");
         assert!(err.contains("--json-stream"), "{err}");
     }
+    // `results show` shares the output flags but streams nothing: a stored experiment.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let ping = ["pingpong", "--count", "10", "--reps", "1", "--warmup", "0"];
+    let (c, _, err) = run(&[&ping[..], &["--db", db]].concat());
+    assert_eq!(c, 0, "{err}");
+    let (c, out, err) = run(&["results", "show", "--json-stream", "--db", db]);
+    assert_eq!((c, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("use --json"), "{err}");
 }
 
 #[test]
