@@ -61,9 +61,7 @@ pub struct LoadArgs {
     /// Print live JSON events on stdout as the run goes (iperf3's; docs/json-stream.md).
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub json_stream: bool,
-    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
-    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
+    /// Keep the repetitions marked invalid (emu_valid = 0) in the statistics (see bulk --help).
     #[arg(long)]
     pub keep_invalid: bool,
     /// The results database (SQLite) the run is stored in.

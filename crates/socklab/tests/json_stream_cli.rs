@@ -396,3 +396,39 @@ fn an_invalid_repetition_says_why() {
     let runs: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(runs[0]["extra"]["invalid_reason"], why);
 }
+
+/// `lab --json-stream`: each suite's experiment streams from `start` to `end` on stdout,
+/// and the tables and the report's line go to stderr.
+#[test]
+fn a_lab_streams_each_experiment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, out) = (dir.path().join("r.db"), dir.path().join("rep"));
+    let s = Streaming::spawn(&[
+        "lab",
+        "--quick",
+        "--suite",
+        "states",
+        "--json-stream",
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (lines, code, err) = s.finish();
+    assert_eq!(code, 0, "{err}");
+    let ev = events(&lines);
+    assert_eq!(
+        (ev.first(), ev.last()),
+        (Some(&"start"), Some(&"end")),
+        "{ev:?}"
+    );
+    assert_eq!(ev.iter().filter(|e| **e == "start").count(), 1, "{ev:?}");
+    let runs = lines[0]["data"]["runs"].as_u64().unwrap();
+    let reps = ev.iter().filter(|e| **e == "repetition").count() as u64;
+    assert_eq!(reps, runs, "{ev:?}");
+    assert!(
+        err.contains("lab finished") && err.contains("report:"),
+        "{err}"
+    );
+    assert!(out.join("index.html").exists());
+}

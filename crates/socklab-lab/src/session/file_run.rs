@@ -175,6 +175,7 @@ impl FileRun {
         let id = super::stream::streamed(&out, keep, store, observer, printer, |s, o, p| {
             run_or_resume(plan, s, hosts, None, self.resume, o, p)
         })
+        .map_err(|(_, e)| e)
         .inspect_err(|e| {
             if matches!(e, LabError::Interrupted { .. }) {
                 printer.note(&format!("continue with: {}", super::resume_command()));

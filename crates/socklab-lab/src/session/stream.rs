@@ -299,10 +299,12 @@ pub fn run_and_stream(
         printer,
         |store, obs, p| run(plan, store, hosts, capture, obs, p),
     )
+    .map_err(|(_, e)| e)
 }
 
 /// Runs `go` with [`Streamed`] wrapping `observer`, its events to `out`, and writes the last
-/// line (see [`run_and_stream`]).
+/// line (see [`run_and_stream`]); returns what `go` returned (the error and the experiment it
+/// left), or the error of a stdout that closed.
 pub(crate) fn streamed(
     out: &EventWriter,
     keep_invalid: bool,
@@ -314,20 +316,26 @@ pub(crate) fn streamed(
         &mut dyn Observer,
         &mut dyn Printer,
     ) -> Result<i64, (Option<i64>, LabError)>,
-) -> Result<i64, LabError> {
+) -> Result<i64, (Option<i64>, LabError)> {
     let mut obs = Streamed::new(observer, out.clone());
     let result = go(store, &mut obs, printer);
     let stats = |store: &Store, id| {
         experiment_stats_with(store, id, keep_invalid).map(|st| (output::to_json(&st), st))
     };
     let result = match result {
-        Ok(id) => {
-            out.event("end", stats(store, id)?.0);
-            Ok(id)
-        }
+        Ok(id) => match stats(store, id) {
+            Ok((json, _)) => {
+                out.event("end", json);
+                Ok(id)
+            }
+            Err(e) => Err((Some(id), e)),
+        },
         Err((Some(id), e @ LabError::Failed { .. })) => {
-            out.event("end", stats(store, id)?.0);
-            Err(e)
+            match stats(store, id) {
+                Ok((json, _)) => out.event("end", json),
+                Err(e) => return Err((Some(id), e)),
+            }
+            Err((Some(id), e))
         }
         Err((Some(id), e @ LabError::Interrupted { .. })) => {
             let st = stats(store, id).ok();
@@ -336,19 +344,22 @@ pub(crate) fn streamed(
             if let Some((_, st)) = st {
                 printer.err(&output::human(&st));
             }
-            Err(e)
+            Err((Some(id), e))
         }
-        Err((_, e)) => {
+        Err((id, e)) => {
             out.event("error", json!({ "error": e.to_string() }));
-            Err(e)
+            Err((id, e))
         }
     };
-    match out.take_error() {
-        Some(source) if result.is_ok() => Err(LabError::Io {
-            context: IO_AS_IS.into(),
-            source,
-        }),
-        _ => result,
+    match (out.take_error(), result) {
+        (Some(source), Ok(id)) => Err((
+            Some(id),
+            LabError::Io {
+                context: IO_AS_IS.into(),
+                source,
+            },
+        )),
+        (_, result) => result,
     }
 }
 
