@@ -191,7 +191,7 @@ fn bulk_streams_its_intervals_and_repetitions_as_they_happen() {
 
 #[test]
 fn pingpong_streams_its_repetitions() {
-    let lines = stream_of(&["pingpong", "--count", "3000"], false);
+    let lines = stream_of(&["pingpong", "--count", "20000"], false);
     let r = lines.iter().find(|l| l["event"] == "repetition").unwrap();
     assert!(r["data"]["metrics"]["rtt_p50_us"].is_number(), "{r}");
 }
