@@ -97,6 +97,12 @@ impl Executor for LiveExecutor {
             }
             s.extra["link_run_seed"] = seed.into();
         }
+        if let Some(why) = self.res.take_invalid_reason() {
+            if !s.extra.is_object() {
+                s.extra = serde_json::json!({});
+            }
+            s.extra["invalid_reason"] = why.into();
+        }
         Ok(s)
     }
 

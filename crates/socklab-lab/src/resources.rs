@@ -141,6 +141,8 @@ pub struct Resources {
     run: (usize, usize, bool),
     /// The emulator seed of the repetition running now, once it uses the link.
     run_seed: Option<u64>,
+    /// Why the emulated link marked the repetition running now invalid (`emu_valid = 0`).
+    invalid: std::sync::Mutex<Option<String>>,
     /// `--capture`: what to capture, and the file once a link started.
     capture_cfg: Option<CaptureConfig>,
     capture: Option<Capture>,
@@ -195,6 +197,7 @@ impl Resources {
             files: Vec::new(),
             run: (0, 0, false),
             run_seed: None,
+            invalid: std::sync::Mutex::default(),
             live: LiveSlot::default(),
             capture_cfg: None,
             capture: None,
@@ -212,6 +215,7 @@ impl Resources {
     pub fn begin(&mut self, cell: usize, rep: usize, warmup: bool) {
         self.run = (cell, rep, warmup);
         self.run_seed = None;
+        self.take_invalid_reason();
     }
 
     /// Where the next repetition hands its intervals as they close (`None`: nowhere).
@@ -222,6 +226,12 @@ impl Resources {
     /// Where the running repetition hands its intervals as they close, if anywhere.
     pub fn live(&self) -> Option<LiveSink> {
         self.live.0.clone()
+    }
+
+    /// Why the emulated link marked the repetition invalid (`emu_valid = 0`), if it did.
+    pub fn take_invalid_reason(&mut self) -> Option<String> {
+        let slot = self.invalid.get_mut().unwrap_or_else(|e| e.into_inner());
+        slot.take()
     }
 
     /// The emulator seed the repetition ran with, if it used the link.
@@ -495,8 +505,11 @@ impl Resources {
         let out = f();
         drop(guard);
         let after = link.mark(window.map(|_| 0));
-        let run = LinkRun::from_report(&after.since(&before), link.describe());
-        Ok((out, run))
+        let report = after.since(&before);
+        if let Some(why) = report.invalid_reason() {
+            *self.invalid.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        }
+        Ok((out, LinkRun::from_report(&report, link.describe())))
     }
 
     /// The plan's temporary directory (created on first use, removed by `finish`).

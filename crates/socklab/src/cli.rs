@@ -159,6 +159,9 @@ pub struct SummaryFormat {
     /// Print the statistics as CSV on stdout (one row per configuration and metric).
     #[arg(long)]
     pub csv: bool,
+    /// Print live JSON events on stdout as the run goes (iperf3's; docs/json-stream.md).
+    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    pub json_stream: bool,
     /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
     /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
     /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
@@ -433,11 +436,12 @@ pub struct LabArgs {
     /// Directory for the report: index.html (inline SVG), report.md, results.csv.
     #[arg(long, default_value = "socklab-report", value_name = "DIR")]
     pub out: PathBuf,
-    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
-    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
+    /// Keep the repetitions marked invalid (emu_valid = 0) in the statistics (see bulk --help).
     #[arg(long)]
     pub keep_invalid: bool,
+    /// Print live JSON events of every experiment on stdout (docs/json-stream.md).
+    #[arg(long)]
+    pub json_stream: bool,
     /// Where the roles run (another host over SSH).
     #[command(flatten)]
     pub hosts: crate::cli::HostArgs,

@@ -23,6 +23,7 @@ impl SummaryFormat {
             json: self.json,
             csv: self.csv,
             keep_invalid: self.keep_invalid,
+            stream: self.json_stream,
         }
     }
 }
@@ -115,16 +116,8 @@ pub(crate) fn run_and_print(
     format: &SummaryFormat,
     capture: Option<&CaptureConfig>,
 ) -> Result<i64, Failure> {
-    let live = LiveLines::for_format(format.json, format.csv);
-    let mut progress = Progress::new().with_live(live);
-    let f = format.lab();
-    Ok(session::run_and_report(
-        plan,
-        store,
-        hosts,
-        capture,
-        f,
-        &mut progress,
-        &mut Terminal,
-    )?)
+    let mut p = Progress::new().with_live(LiveLines::for_format(format.json, format.csv));
+    let (f, t) = (format.lab(), &mut Terminal);
+    let r = session::run_and_report(plan, store, hosts, capture, f, &mut p, t);
+    Ok(r?)
 }

@@ -86,6 +86,7 @@ pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {
         keep_invalid: a.keep_invalid,
         resume: a.resume,
         db: a.db.db,
+        stream: a.json_stream,
     };
     let chosen = lab.suites()?;
     let hosts = a.hosts.plan()?;

@@ -58,9 +58,10 @@ pub struct LoadArgs {
     /// Print the report as CSV (a header and one row).
     #[arg(long)]
     pub csv: bool,
-    /// Keep the repetitions marked invalid (emu_valid = 0: the emulated link could not keep
-    /// up) in the statistics, run once; by default each is re-run (at most 2 × reps attempts
-    /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
+    /// Print live JSON events on stdout as the run goes (iperf3's; docs/json-stream.md).
+    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    pub json_stream: bool,
+    /// Keep the repetitions marked invalid (emu_valid = 0) in the statistics (see bulk --help).
     #[arg(long)]
     pub keep_invalid: bool,
     /// The results database (SQLite) the run is stored in.
@@ -99,10 +100,11 @@ pub fn load(args: LoadArgs, dry: bool) -> Result<(), Failure> {
     command::ensure_descriptors(one.connections)?;
     reach_targets(&plan, &hosts)?;
     let mut store = open_store(&args.db)?;
-    if k.reps_given {
+    if k.reps_given || args.json_stream {
         let format = SummaryFormat {
             json: args.json,
             csv: args.csv,
+            json_stream: args.json_stream,
             keep_invalid: args.keep_invalid,
         };
         return run_and_print(&plan, &mut store, &hosts, &format, None).map(|_| ());

@@ -128,6 +128,9 @@ impl FileRun {
         }
         super::reach_targets(plan, &hosts)?;
         let mut store = open_store(&self.db)?;
+        if self.format.stream {
+            return self.run_streamed(plan, &hosts, &mut store, observer, printer);
+        }
         let id = match run_or_resume(
             plan,
             &mut store,
@@ -153,6 +156,32 @@ impl FileRun {
         };
         super::print(printer, &stats_text(&store, id, self.format, false)?)?;
         if let Some(note) = self.noise_note(&store, id)? {
+            printer.note(&note);
+        }
+        Ok(())
+    }
+
+    /// [`FileRun::run`] with its events on stdout (`json_stream`), the notes on stderr.
+    fn run_streamed(
+        &self,
+        plan: &Plan,
+        hosts: &HostPlan,
+        store: &mut Store,
+        observer: &mut dyn Observer,
+        printer: &mut dyn Printer,
+    ) -> Result<(), LabError> {
+        let out = super::EventWriter::stdout();
+        let keep = self.format.keep_invalid;
+        let id = super::stream::streamed(&out, keep, store, observer, printer, |s, o, p| {
+            run_or_resume(plan, s, hosts, None, self.resume, o, p)
+        })
+        .map_err(|(_, e)| e)
+        .inspect_err(|e| {
+            if matches!(e, LabError::Interrupted { .. }) {
+                printer.note(&format!("continue with: {}", super::resume_command()));
+            }
+        })?;
+        if let Some(note) = self.noise_note(store, id)? {
             printer.note(&note);
         }
         Ok(())

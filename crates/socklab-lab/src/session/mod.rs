@@ -8,6 +8,7 @@ mod file_run;
 mod live;
 mod plans;
 mod results;
+mod stream;
 mod suites_run;
 mod tally;
 
@@ -16,6 +17,7 @@ pub use file_run::FileRun;
 pub use live::{LiveBuffer, LiveLines, LiveWrite, FLUSH_EVERY};
 pub use plans::{bulk_group, bulk_plan, check_local_cpus, order_seed};
 pub use results::{export_format, open_existing, Query, ReportRun};
+pub use stream::{run_and_stream, EventWriter, Streamed};
 pub use suites_run::{suites_text, LabRun};
 pub use tally::{describe_sample, Tally};
 
@@ -69,6 +71,8 @@ pub struct StatsFormat {
     pub csv: bool,
     /// Keep invalid repetitions.
     pub keep_invalid: bool,
+    /// Live JSON events on stdout in place of the statistics (`json_stream`).
+    pub stream: bool,
 }
 
 /// This process's command line as one string (arguments with white space quoted): what an
@@ -229,6 +233,7 @@ pub fn resume_command() -> String {
 /// Runs a one-off command's plan ([`run`]) and prints its statistics as `format` says, then
 /// (for people) where they are stored. An interrupted run prints what it finished on stderr;
 /// a run whose repetitions partly failed prints its statistics; both then return the error.
+/// With `format.stream` the run's events go to stdout instead ([`run_and_stream`]).
 pub fn run_and_report(
     plan: &Plan,
     store: &mut Store,
@@ -238,6 +243,10 @@ pub fn run_and_report(
     observer: &mut dyn Observer,
     printer: &mut dyn Printer,
 ) -> Result<i64, LabError> {
+    if format.stream {
+        let keep = format.keep_invalid;
+        return run_and_stream(plan, store, hosts, capture, keep, observer, printer);
+    }
     let lines = has_series(plan);
     let plan = &keeping_invalid(plan.clone(), format.keep_invalid); // none re-run
     match run(plan, store, hosts, capture, observer, printer) {

@@ -60,6 +60,9 @@ impl Query {
         if *self == Query::List {
             return list_text(store).map(Some);
         }
+        if matches!(self, Query::Show(f) if f.stream) {
+            return Err(LabError::Plan("`json_stream` prints a run's events as it goes; `results show` reads a stored experiment: use `json`".into()));
+        }
         let Some(id) = id.map_or_else(|| store.latest_experiment(), |i| Ok(Some(i)))? else {
             return Ok(None);
         };

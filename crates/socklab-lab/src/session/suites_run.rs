@@ -47,6 +47,9 @@ pub struct LabRun {
     pub resume: bool,
     /// The results database.
     pub db: PathBuf,
+    /// Live JSON events of every experiment on stdout (`json_stream`); the tables and notes
+    /// on stderr.
+    pub stream: bool,
 }
 
 impl LabRun {
@@ -105,20 +108,36 @@ impl LabRun {
         let t0 = std::time::Instant::now();
         let mut ids = Vec::new();
         let mut failure = None;
+        let stream = self.stream.then(super::EventWriter::stdout);
+        // With `json_stream` stdout holds the events alone: the text goes to stderr.
+        let print = |p: &mut dyn Printer, text: &str| match stream {
+            Some(_) => {
+                p.err(text);
+                Ok(())
+            }
+            None => print(p, text),
+        };
         for plan in plans {
             // Suites store their time series; the live lines are for one-off commands.
-            match run_or_resume(plan, store, hosts, None, self.resume, observer, printer) {
+            let go = |s: &mut Store, o: &mut dyn Observer, p: &mut dyn Printer| {
+                run_or_resume(plan, s, hosts, None, self.resume, o, p)
+            };
+            let keep = self.keep_invalid;
+            let ran = match &stream {
+                Some(w) => super::stream::streamed(w, keep, store, observer, printer, go),
+                None => go(store, observer, printer),
+            };
+            match ran {
                 Ok(id) => {
                     ids.push(id);
                     let st = experiment_stats_with(store, id, self.keep_invalid)?;
-                    print(printer, &output::human(&st))?;
-                    print(printer, "\n")?;
+                    print(printer, &format!("{}\n", output::human(&st)))?;
                 }
                 // The experiment ran to its end: report it and go on with the next.
                 Err((Some(id), e @ LabError::Failed { .. })) => {
                     ids.push(id);
-                    print(printer, &output::human(&experiment_stats(store, id)?))?;
-                    print(printer, "\n")?;
+                    let st = experiment_stats(store, id)?;
+                    print(printer, &format!("{}\n", output::human(&st)))?;
                     failure = Some(e);
                 }
                 Err((id, e)) => {

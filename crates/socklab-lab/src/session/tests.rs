@@ -208,6 +208,7 @@ fn the_suites_are_listed_and_their_dry_run_counts_every_run() {
         keep_invalid: true,
         resume: false,
         db: "lab.db".into(),
+        stream: false,
     };
     let plans = lab.plans(&lab.suites().unwrap()).unwrap();
     assert!(plans.iter().all(|p| !p.retry_invalid));
