@@ -50,9 +50,8 @@ pub fn two_sample_n(effect: f64, sd: f64, alpha: f64, power: f64) -> Option<usiz
 /// same within a margin needs). `None` for non-finite input, `sd` or `half_width` not
 /// positive, or more than [`MAX_SAMPLE_SIZE`] needed. At least 2.
 pub fn precision_n(sd: f64, half_width: f64, alpha: f64) -> Option<usize> {
-    if !(sd.is_finite() && half_width.is_finite() && sd > 0.0 && half_width > 0.0)
-        || !(alpha > 0.0 && alpha < 1.0)
-    {
+    let ok = |p: f64| p > 0.0 && p < 1.0;
+    if !(sd.is_finite() && half_width.is_finite() && sd > 0.0 && half_width > 0.0 && ok(alpha)) {
         return None;
     }
     let enough = |n: usize| {
