@@ -434,6 +434,13 @@ mod tests {
     }
 
     #[test]
+    fn the_frame_is_drawn_in_the_colour_the_screenshot_test_looks_for() {
+        assert!(CSS.contains(&format!(
+            "table.glance {{ border: 2px solid {GLANCE_COLOUR};"
+        )));
+    }
+
+    #[test]
     fn names_are_escaped_in_html_and_markdown() {
         let st = memcpy_stats("<script>alert(1)</script> [x](javascript:y) a|b", 7);
         let g = glance(&[st]);
