@@ -11,6 +11,8 @@ pub mod error;
 pub mod facts;
 pub mod file;
 pub mod flags;
+pub mod glance;
+pub mod headline;
 pub mod hosts;
 pub mod html;
 pub mod live;

@@ -384,9 +384,14 @@ pub fn markdown_report_with(
         env!("CARGO_PKG_VERSION"),
         md_code(&store.path().display().to_string())
     );
+    let all = ids
+        .iter()
+        .map(|&id| experiment_stats_with(store, id, keep_invalid))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The first screen: each experiment's headline figure and each seed finding's verdict.
+    out.push_str(&crate::glance::glance(&all).markdown());
     let mut host_written = false;
-    for &id in ids {
-        let st = experiment_stats_with(store, id, keep_invalid)?;
+    for st in all {
         if !host_written {
             out.push_str("## Host\n\n");
             let mut t = Table::new(&["fact", "value"]);
@@ -399,7 +404,12 @@ pub fn markdown_report_with(
             host_written = true;
         }
         let e = &st.experiment;
-        let _ = writeln!(out, "## {} (experiment {})\n", md_text(&e.name), e.id);
+        let _ = writeln!(
+            out,
+            "<a id=\"exp-{id}\"></a>\n\n## {} (experiment {id})\n",
+            md_text(&e.name),
+            id = e.id
+        );
         if !e.description.is_empty() {
             let _ = writeln!(out, "{}\n", md_lines(&e.description));
         }

@@ -8,8 +8,9 @@ use socklab_stats::summarize;
 
 use crate::store::Store;
 
-use crate::model::record::IntervalRow;
+use crate::model::record::{CellRow, IntervalRow};
 use crate::model::stats::{CellStats, ExperimentStats, VALID_METRIC};
+use crate::store::SampleRow;
 use crate::LabError;
 
 /// The value at quantile `q` (0..=1) of sorted `(value, count)` buckets.
@@ -54,67 +55,11 @@ pub fn experiment_stats_with(
             .or_default()
             .push(i);
     }
+    let wanted = usize::try_from(experiment.reps).unwrap_or(0);
     let cells = store
         .cells(id)?
         .into_iter()
-        .map(|cell| {
-            let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
-            let mut rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>> = BTreeMap::new();
-            let (mut n, mut invalid, mut attempts, mut retried) = (0, 0, 0, 0);
-            let mut series = Vec::new();
-            for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
-                attempts += 1;
-                retried +=
-                    usize::from(s.extra.get("retry") == Some(&serde_json::Value::Bool(true)));
-                if s.metrics.get(VALID_METRIC) == Some(&0.0) {
-                    invalid += 1;
-                    if !keep_invalid {
-                        continue;
-                    }
-                }
-                n += 1;
-                series.extend(
-                    by_rep
-                        .remove(&(s.cell_id, s.rep, false))
-                        .unwrap_or_default(),
-                );
-                for (k, v) in &s.metrics {
-                    values.entry(k.clone()).or_default().push(*v);
-                }
-                for (k, buckets) in &s.histograms {
-                    rep_histograms
-                        .entry(k.clone())
-                        .or_default()
-                        .push(buckets.clone());
-                    let h = merged.entry(k.clone()).or_default();
-                    for &(v, c) in buckets {
-                        *h.entry(v).or_default() += c;
-                    }
-                }
-            }
-            let histograms = merged
-                .into_iter()
-                .map(|(k, h)| (k, h.into_iter().collect()))
-                .collect();
-            let metrics = values
-                .iter()
-                .filter_map(|(k, v)| summarize(v).map(|s| (k.clone(), s)))
-                .collect();
-            CellStats {
-                cell,
-                n,
-                invalid,
-                attempts,
-                retried,
-                wanted: usize::try_from(experiment.reps).unwrap_or(0),
-                metrics,
-                values,
-                histograms,
-                rep_histograms,
-                series,
-            }
-        })
+        .map(|cell| cell_stats(cell, &samples, &mut by_rep, keep_invalid, wanted))
         .collect();
     Ok(ExperimentStats {
         experiment,
@@ -123,6 +68,73 @@ pub fn experiment_stats_with(
         cells,
         keep_invalid,
     })
+}
+
+/// One cell's statistics from the experiment's `samples` (warm-ups skipped; repetitions
+/// marked invalid left out and counted unless `keep_invalid`) and its time series `by_rep`
+/// (taken out of the map); `wanted` the repetitions asked per cell.
+pub(crate) fn cell_stats(
+    cell: CellRow,
+    samples: &[SampleRow],
+    by_rep: &mut BTreeMap<(i64, i64, bool), Vec<IntervalRow>>,
+    keep_invalid: bool,
+    wanted: usize,
+) -> CellStats {
+    let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut merged: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
+    let mut rep_histograms: BTreeMap<String, Vec<Vec<(u64, u64)>>> = BTreeMap::new();
+    let (mut n, mut invalid, mut attempts, mut retried) = (0, 0, 0, 0);
+    let mut series = Vec::new();
+    for s in samples.iter().filter(|s| s.cell_id == cell.id && !s.warmup) {
+        attempts += 1;
+        retried += usize::from(s.extra.get("retry") == Some(&serde_json::Value::Bool(true)));
+        if s.metrics.get(VALID_METRIC) == Some(&0.0) {
+            invalid += 1;
+            if !keep_invalid {
+                continue;
+            }
+        }
+        n += 1;
+        series.extend(
+            by_rep
+                .remove(&(s.cell_id, s.rep, false))
+                .unwrap_or_default(),
+        );
+        for (k, v) in &s.metrics {
+            values.entry(k.clone()).or_default().push(*v);
+        }
+        for (k, buckets) in &s.histograms {
+            rep_histograms
+                .entry(k.clone())
+                .or_default()
+                .push(buckets.clone());
+            let h = merged.entry(k.clone()).or_default();
+            for &(v, c) in buckets {
+                *h.entry(v).or_default() += c;
+            }
+        }
+    }
+    let histograms = merged
+        .into_iter()
+        .map(|(k, h)| (k, h.into_iter().collect()))
+        .collect();
+    let metrics = values
+        .iter()
+        .filter_map(|(k, v)| summarize(v).map(|s| (k.clone(), s)))
+        .collect();
+    CellStats {
+        cell,
+        n,
+        invalid,
+        attempts,
+        retried,
+        wanted,
+        metrics,
+        values,
+        histograms,
+        rep_histograms,
+        series,
+    }
 }
 
 #[cfg(test)]

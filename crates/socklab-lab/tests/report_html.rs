@@ -27,6 +27,10 @@ use trust::{attr_f64, count_exact, on_white, trust_lab, INVALID_GBPS};
 #[path = "report_html/series.rs"]
 mod series;
 
+/// The store shaped like `lab --quick` of the first-screen table (issue 28 part 1).
+#[path = "report_html/glance.rs"]
+mod glance;
+
 /// Relative deviations of the five measured repetitions from a cell's base value.
 const DEV: [f64; 5] = [-0.03, 0.01, 0.0, 0.04, -0.02];
 
@@ -316,8 +320,8 @@ fn report_is_self_contained_well_formed_and_has_the_expected_charts_and_tables()
         doc.descendants()
             .filter(|n| n.has_tag_name("table"))
             .count(),
-        5,
-        "host, two summaries, A's memcpy table (what each memcpy figure measures), B's facts"
+        6,
+        "the first-screen table, host, two summaries, A's memcpy table (what each memcpy figure measures), B's facts"
     );
 
     // Experiment A: a bar chart per workload, one line chart, one strip chart.
@@ -911,5 +915,94 @@ fn time_series_charts_overlay_the_repetitions_and_shade_the_omitted_start() {
         n >= 2000,
         "only {n} pixels of the lines' colour {}",
         PALETTE[0]
+    );
+}
+
+/// Issue 28 part 1: at 1280×800, the first screen shows the table of headline figures and
+/// seed verdicts, whole (its frame's top and bottom edges both drawn), right under the title
+/// and before the table of contents and the host.
+#[test]
+fn the_first_screen_shows_the_findings() {
+    let (_dir, store, ids) = glance::quick_lab();
+    assert!(ids.len() >= 9, "{} experiments", ids.len());
+    let html = html_report(&store, &ids, TITLE).unwrap();
+    let doc = parse(&html);
+    let table = find(doc.root(), "table", "glance");
+    assert_eq!(table.len(), 1, "one first-screen table");
+    let (headers, rows, _) = table_rows(table[0]);
+    assert_eq!(headers[0], "experiment or seed finding");
+    assert!(
+        rows.len() <= socklab_lab::glance::MAX_ROWS,
+        "{} rows",
+        rows.len()
+    );
+    // Every experiment heads a row linked to its section, with its headline figure.
+    let links: Vec<String> = table[0]
+        .descendants()
+        .filter(|n| n.has_tag_name("a"))
+        .filter_map(|n| n.attribute("href").map(str::to_string))
+        .collect();
+    for id in &ids {
+        assert!(links.contains(&format!("#exp-{id}")), "{links:?}");
+        section(&doc, *id);
+    }
+    let bufsize = rows.iter().find(|r| r[0].starts_with("bufsize ")).unwrap();
+    assert!(bufsize[1].contains(" Gbit/s "), "{bufsize:?}");
+    assert!(
+        bufsize[2].contains("top mean") || bufsize[2].contains("best"),
+        "{bufsize:?}"
+    );
+    // Seed findings with their verdicts, each linked to an existing seed block.
+    let verdicts = [
+        "reproduced",
+        "contradicted",
+        "not reproduced",
+        "not comparable",
+    ];
+    assert!(
+        rows.iter().any(|r| verdicts.contains(&r[1].as_str())),
+        "{rows:?}"
+    );
+    for l in links.iter().filter(|l| l.starts_with("#seed-")) {
+        let want = &l[1..];
+        assert!(
+            doc.descendants().any(|n| n.attribute("id") == Some(want)),
+            "no target for {l}"
+        );
+    }
+    let counts = find(doc.root(), "p", "verdict-counts");
+    assert!(
+        text(counts[0]).starts_with("Seed findings: "),
+        "{}",
+        text(counts[0])
+    );
+    // In document order: the table before the table of contents and the host.
+    let pos = |n: Node<'_, '_>| n.range().start;
+    let toc = find(doc.root(), "nav", "toc")[0];
+    let host = doc
+        .descendants()
+        .find(|n| n.has_tag_name("h2") && text(*n) == "Host")
+        .unwrap();
+    assert!(pos(table[0]) < pos(toc) && pos(toc) < pos(host));
+
+    let Some((w, h, px)) = screenshot(&html, 800) else {
+        return;
+    };
+    assert_eq!((w, h), (1280, 800), "screenshot size");
+    // The table's frame: pixel rows where a long run of its colour is drawn (its top and
+    // bottom edges); both must be in the first 800 pixels.
+    let frame = rgb(socklab_lab::glance::GLANCE_COLOUR);
+    let edges: Vec<usize> = (0..h as usize)
+        .filter(|y| count(&px[y * w as usize..(y + 1) * w as usize], frame) >= 400)
+        .collect();
+    assert!(
+        !edges.is_empty(),
+        "no frame of the first-screen table in the first screen"
+    );
+    let (top, bottom) = (edges[0], *edges.last().unwrap());
+    println!("first-screen table from y={top} to y={bottom} of {h}");
+    assert!(
+        bottom > top + 100,
+        "only one edge of the table's frame in the first screen (rows {edges:?}): it does not fit"
     );
 }

@@ -15,7 +15,8 @@
 //!   confidence intervals and the [`Summary`] record;
 //! * `welch`: Welch's unequal-variance t-test;
 //! * `bimodal`: whether repetitions fall into two clusters;
-//! * `mann_whitney`: the Mann–Whitney U (rank-sum) test, exact or normal.
+//! * `mann_whitney`: the Mann–Whitney U (rank-sum) test, exact or normal;
+//! * `sample_size`: the repetitions a two-sample t-test needs for a given effect.
 //!
 //! No function panics. Sample statistics return `None` for empty or
 //! non-finite input; distribution functions return `NaN` outside their
@@ -38,6 +39,7 @@ mod incomplete_beta;
 mod incomplete_gamma;
 mod mann_whitney;
 mod normal;
+mod sample_size;
 mod special;
 mod student_t;
 mod summary;
@@ -48,6 +50,7 @@ pub use incomplete_beta::regularized_incomplete_beta;
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
+pub use sample_size::{pooled_sd, precision_n, two_sample_n, MAX_SAMPLE_SIZE};
 pub use special::{ln_beta, ln_gamma};
 pub use student_t::{
     student_t_cdf, student_t_pdf, student_t_quantile, student_t_sf, student_t_two_sided_p,

@@ -168,3 +168,37 @@ fn a_db_that_is_not_a_regular_file_is_refused_and_nothing_is_left_beside_it() {
         assert!(!journal.exists(), "socklab left /dev/null-journal");
     }
 }
+
+/// Issue 28 part 2: `results list` shows each experiment's headline figure: the top cell's
+/// mean with its 95% interval, called "top mean" (3 repetitions can name no best), read from
+/// the store as the report reads it.
+#[test]
+fn results_list_shows_each_experiments_headline_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("m.toml");
+    std::fs::write(
+        &toml,
+        "name = \"sizes\"\nworkload = \"memcpy\"\nreps = 3\nwarmup = 0\n[fixed]\nbytes = \"1M\"\n[matrix]\nsize = [\"64\", \"64K\"]\n",
+    )
+    .unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = run(&["run", toml.to_str().unwrap(), "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    let (code, list, err) = run(&["results", "list", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    let mut lines = list.lines();
+    let header = lines.next().unwrap();
+    assert!(header.contains(" headline "), "{list}");
+    let row = lines.next().unwrap();
+    let at = row.find(" Gbit/s ").unwrap_or_else(|| panic!("{list}"));
+    // The figure is a number, then its interval (`±h` or `lo–hi`), then where it comes from.
+    let figure: String = row[..at].split_whitespace().last().unwrap().to_string();
+    assert!(figure.parse::<f64>().is_ok_and(|g| g > 0.0), "{row}");
+    let rest = &row[at + " Gbit/s ".len()..];
+    assert!(rest.starts_with('±') || rest.contains('–'), "{row}");
+    assert!(
+        rest.contains("(size=64, top mean, n=3)") || rest.contains("(size=64K, top mean, n=3)"),
+        "{row}"
+    );
+}

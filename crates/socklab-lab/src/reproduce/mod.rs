@@ -24,7 +24,7 @@ mod s002;
 mod s003;
 mod s004;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::fmt::Write as _;
 
@@ -80,6 +80,44 @@ pub struct Finding {
     pub verdict: Verdict,
     /// Why: the statistics, or what is missing.
     pub why: String,
+    /// The comparison that decided it, in short (`a 3.1 vs b 2.0: +55.0%, p<0.001, n=5`), when
+    /// one did.
+    pub stat: Option<String>,
+    /// What would decide it, when it is undecided for want of repetitions.
+    pub more: Option<More>,
+}
+
+/// What would decide a finding left undecided for want of repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum More {
+    /// About this many repetitions per cell (two-sample t-test, α = 0.05, power 0.8, at the
+    /// effect and spread observed; at least [`MIN_N_VERDICT`]).
+    About(usize),
+    /// At least this many (no spread to estimate from yet).
+    AtLeast(usize),
+    /// The observed effect is about zero: more repetitions would not decide it.
+    NotByReps,
+}
+
+impl More {
+    /// `needs about 12 repetitions per cell`, `cannot be decided by repetitions`.
+    pub fn text(self) -> String {
+        match self {
+            More::About(n) => format!("needs about {n} repetitions per cell"),
+            More::AtLeast(n) => format!("needs at least {n} repetitions per cell"),
+            More::NotByReps => {
+                "cannot be decided by repetitions (the observed effect is about zero)".into()
+            }
+        }
+    }
+
+    /// How much it asks, to find the largest need (one repetitions cannot decide is largest).
+    fn rank(self) -> usize {
+        match self {
+            More::About(n) | More::AtLeast(n) => n,
+            More::NotByReps => usize::MAX,
+        }
+    }
 }
 
 impl Finding {
@@ -88,7 +126,16 @@ impl Finding {
             claim: claim.to_string(),
             verdict,
             why: why.into(),
+            stat: None,
+            more: None,
         }
+    }
+
+    /// This finding with its deciding comparison `d` (and what would decide it).
+    fn by(mut self, d: Option<&Diff>, more: Option<More>) -> Finding {
+        self.stat = d.map(Diff::short);
+        self.more = more;
+        self
     }
 
     /// The one line: `reproduced: claim (why)`.
@@ -136,7 +183,8 @@ pub fn seed_html(out: &mut String, st: &ExperimentStats) {
     };
     let _ = writeln!(
         out,
-        "<div class=\"seed\">\n<h3>Seed {} beside ours</h3>\n<p class=\"seed-source\">{}</p>\n<p class=\"seed-note\">{}</p>",
+        "<div class=\"seed\" id=\"seed-{}\">\n<h3>Seed {} beside ours</h3>\n<p class=\"seed-source\">{}</p>\n<p class=\"seed-note\">{}</p>",
+        st.experiment.id,
         c.seed,
         esc(c.source),
         esc(&c.note)
@@ -176,8 +224,8 @@ pub fn seed_markdown(st: &ExperimentStats) -> String {
         return String::new();
     };
     let mut out = format!(
-        "### Seed {} beside ours\n\n{}\n\n{}\n\n",
-        c.seed, c.source, c.note
+        "<a id=\"seed-{}\"></a>\n\n### Seed {} beside ours\n\n{}\n\n{}\n\n",
+        st.experiment.id, c.seed, c.source, c.note
     );
     out.push_str(&c.table.to_markdown());
     out.push('\n');
@@ -241,6 +289,8 @@ pub struct Diff {
     pub b: String,
     mean_a: f64,
     mean_b: f64,
+    sd_a: Option<f64>,
+    sd_b: Option<f64>,
     /// Welch's test of `mean(a) - mean(b)`.
     welch: Option<Welch>,
     /// The Mann–Whitney U test of `a` against `b`.
@@ -277,6 +327,8 @@ impl Diff {
             b: b.to_string(),
             mean_a: mean(xa),
             mean_b: mean(xb),
+            sd_a: socklab_stats::std_dev(xa),
+            sd_b: socklab_stats::std_dev(xb),
             welch: welch(xb, xa),
             rank: mann_whitney(xa, xb),
             bimodal: bimodal(xa).is_some() || bimodal(xb).is_some(),
@@ -343,8 +395,54 @@ impl Diff {
         self.welch.as_ref().map_or(1.0, |w| w.p_value)
     }
 
-    /// `a 3.1 vs b 2.0: +55.0%, Welch difference 1.1 (95% CI 0.9 to 1.3), p<0.001, n=20`.
-    pub fn text(&self) -> String {
+    /// The repetitions per cell that would decide this comparison at the effect and spread
+    /// observed: for a difference (`same` false), a two-sample t-test at α = 0.05 with power 0.8
+    /// ([`socklab_stats::two_sample_n`]); for "no difference" (`same`), enough for Welch's 95%
+    /// interval to fit inside [`SAME_WITHIN`] of `b` (or, when the effect itself is beyond it,
+    /// to show that difference).
+    fn more(&self, same: bool) -> More {
+        let (Some(sa), Some(sb)) = (self.sd_a, self.sd_b) else {
+            return More::AtLeast(MIN_N_VERDICT);
+        };
+        let Some(sd) = socklab_stats::pooled_sd(sa, self.n_a, sb, self.n_b) else {
+            return More::AtLeast(MIN_N_VERDICT);
+        };
+        let effect = (self.mean_a - self.mean_b).abs();
+        if !effect.is_finite() {
+            return More::AtLeast(MIN_N_VERDICT);
+        }
+        let margin = SAME_WITHIN * self.mean_b.abs();
+        let n = if same && effect < margin {
+            if sd == 0.0 {
+                Some(2)
+            } else {
+                socklab_stats::precision_n(sd, margin - effect, 0.05)
+            }
+        } else if sd == 0.0 {
+            (effect > 0.0).then_some(2)
+        } else {
+            socklab_stats::two_sample_n(effect, sd, 0.05, 0.8)
+        };
+        n.map_or(More::NotByReps, |n| More::About(n.max(MIN_N_VERDICT)))
+    }
+
+    /// The short form: `a 3.1 vs b 2.0: +55.0%, p<0.001, n=5`.
+    pub fn short(&self) -> String {
+        let mut s = self.sides();
+        if let Some(w) = &self.welch {
+            let _ = write!(s, ", {}", p_text(w.p_value));
+        }
+        if self.bimodal {
+            if let Some(m) = &self.rank {
+                let _ = write!(s, ", bimodal: Mann–Whitney {}", p_text(m.p_value));
+            }
+        }
+        s.push_str(&self.n_text());
+        s
+    }
+
+    /// `a 3.1 vs b 2.0: +55.0%`.
+    fn sides(&self) -> String {
         let side = |name: &str, mean: f64| {
             if mean.is_finite() {
                 format!("{name} {}", num(mean))
@@ -364,6 +462,21 @@ impl Diff {
                 (self.mean_a - self.mean_b) / self.mean_b.abs() * 100.0
             );
         }
+        s
+    }
+
+    /// `, n=5` or `, n=3 and 5`.
+    fn n_text(&self) -> String {
+        if self.n_a == self.n_b {
+            format!(", n={}", self.n)
+        } else {
+            format!(", n={} and {}", self.n_a, self.n_b)
+        }
+    }
+
+    /// `a 3.1 vs b 2.0: +55.0%, Welch difference 1.1 (95% CI 0.9 to 1.3), p<0.001, n=20`.
+    pub fn text(&self) -> String {
+        let mut s = self.sides();
         match &self.welch {
             Some(w) => {
                 let _ = write!(
@@ -387,11 +500,7 @@ impl Diff {
                 let _ = write!(s, ", bimodal ({whose}): Mann–Whitney {}", p_text(m.p_value));
             }
         }
-        if self.n_a == self.n_b {
-            let _ = write!(s, ", n={}", self.n);
-        } else {
-            let _ = write!(s, ", n={} and {}", self.n_a, self.n_b);
-        }
+        s.push_str(&self.n_text());
         s
     }
 }
@@ -446,8 +555,15 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
     } else {
         String::new()
     };
+    let same = matches!(expect, Expect::Same | Expect::NotGreater);
     let few: Vec<&Diff> = ok.iter().filter(|d| d.sign(0.05) == Sign::TooFew).collect();
     if let Some(d) = few.first() {
+        // The comparison that needs the most repetitions decides how many the finding needs.
+        let (need, widest) = few
+            .iter()
+            .map(|d| (d.more(same), *d))
+            .max_by_key(|(m, _)| m.rank())
+            .unwrap_or((More::AtLeast(MIN_N_VERDICT), d));
         return Finding::new(
             claim,
             Verdict::NotComparable,
@@ -455,8 +571,10 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
                 "too few repetitions to decide: {} (at least {MIN_N_VERDICT} per cell are needed)",
                 d.text()
             ),
-        );
+        )
+        .by(Some(widest), Some(need));
     }
+    let weakest = ok.iter().max_by(|x, y| x.p().total_cmp(&y.p()));
     let against = |d: &&Diff| match expect {
         Expect::Greater => d.sign(strict) == Sign::Less,
         Expect::Less => d.sign(strict) == Sign::Greater,
@@ -465,11 +583,16 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
     };
     let bad: Vec<String> = ok.iter().filter(against).map(Diff::text).collect();
     if !bad.is_empty() {
+        let strongest = ok
+            .iter()
+            .filter(against)
+            .min_by(|x, y| x.p().total_cmp(&y.p()));
         return Finding::new(
             claim,
             Verdict::Contradicted,
             format!("{}{bonferroni}", bad.join("; ")),
-        );
+        )
+        .by(strongest, None);
     }
     let want = match expect {
         Expect::Greater => Sign::Greater,
@@ -489,6 +612,11 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
             };
             let pct = SAME_WITHIN * 100.0;
             if !wide.is_empty() {
+                let need = ok
+                    .iter()
+                    .filter(|d| !d.within(SAME_WITHIN, expect == Expect::NotGreater))
+                    .map(|d| (d.more(true), d))
+                    .max_by_key(|(m, _)| m.rank());
                 return Finding::new(
                     claim,
                     Verdict::NotComparable,
@@ -496,7 +624,8 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
                         "{what}, but the 95% interval of the difference is too wide to tell whether it is within {pct:.0}%: {}",
                         wide.join("; ")
                     ),
-                );
+                )
+                .by(need.map(|n| n.1), need.map(|n| n.0));
             }
             let all: Vec<String> = ok.iter().map(Diff::text).collect();
             return Finding::new(
@@ -507,7 +636,8 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
                     if k > 1 { " in any comparison" } else { "" },
                     all.join("; ")
                 ),
-            );
+            )
+            .by(weakest, None);
         }
     };
     let weak: Vec<String> = ok
@@ -516,24 +646,20 @@ fn judge(claim: &str, diffs: Vec<Result<Diff, String>>, expect: Expect) -> Findi
         .map(Diff::text)
         .collect();
     if weak.is_empty() {
-        let weakest = ok
-            .iter()
-            .max_by(|x, y| x.p().total_cmp(&y.p()))
-            .map(Diff::text)
-            .unwrap_or_default();
+        let text = weakest.map(Diff::text).unwrap_or_default();
         let why = if k > 1 {
-            format!(
-                "all {k} comparisons significant in the seed's direction; the weakest: {weakest}"
-            )
+            format!("all {k} comparisons significant in the seed's direction; the weakest: {text}")
         } else {
-            weakest
+            text
         };
-        Finding::new(claim, Verdict::Reproduced, why)
+        Finding::new(claim, Verdict::Reproduced, why).by(weakest, None)
     } else {
+        let first = ok.iter().find(|d| d.sign(0.05) != want);
         Finding::new(
             claim,
             Verdict::NotReproduced,
             format!("no significant difference: {}", weak.join("; ")),
         )
+        .by(first, None)
     }
 }

@@ -102,19 +102,19 @@ fn faster(claim: &str, sides: Vec<Side>) -> Finding {
         Verdict::NotComparable => false,
     };
     if spoiled {
-        Finding::new(
-            claim,
-            Verdict::NotComparable,
-            format!("{}; so no verdict ({})", notes.join("; "), f.why),
-        )
+        Finding {
+            verdict: Verdict::NotComparable,
+            why: format!("{}; so no verdict ({})", notes.join("; "), f.why),
+            more: None,
+            ..f
+        }
     } else if notes.is_empty() {
         f
     } else {
-        Finding::new(
-            claim,
-            f.verdict,
-            format!("{} ({})", f.why, notes.join("; ")),
-        )
+        Finding {
+            why: format!("{} ({})", f.why, notes.join("; ")),
+            ..f
+        }
     }
 }
 

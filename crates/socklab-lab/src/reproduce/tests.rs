@@ -15,7 +15,7 @@ use crate::plan::Plan;
 const DEV: [f64; 6] = [-0.02, 0.01, 0.0, 0.02, -0.01, 0.0];
 
 /// The plan of suite file `file` (full, or quick).
-fn plan(file: &str, quick: bool) -> Plan {
+pub(crate) fn plan(file: &str, quick: bool) -> Plan {
     let text = crate::suites::SUITES
         .iter()
         .flat_map(|s| s.files.iter())
@@ -30,7 +30,7 @@ fn plan(file: &str, quick: bool) -> Plan {
 
 /// Statistics of `plan` with `n` repetitions per cell: metric values from `f(config)` (each
 /// a cell's value, spread by [`DEV`]).
-fn stats(
+pub(crate) fn stats(
     plan: &Plan,
     n: usize,
     f: impl Fn(&Params) -> Vec<(&'static str, f64)>,
@@ -117,7 +117,7 @@ use Verdict::*;
 
 /// Seed 003's shape: write slow and slower with more buffers, writev a bit slower with more
 /// buffers, single flat and equal to writev at 15x100; write makes more reads.
-fn writev_stats(n: usize, write_fast: bool) -> ExperimentStats {
+pub(crate) fn writev_stats(n: usize, write_fast: bool) -> ExperimentStats {
     stats(&plan("writev.toml", false), n, |p| {
         let nbufs: f64 = get(p, "nbufs").parse().unwrap();
         let (gbps, reads) = match get(p, "strategy").as_str() {
@@ -173,6 +173,58 @@ fn seed_003_too_few_repetitions_decide_nothing() {
         assert_eq!(f.verdict, NotComparable, "{}", f.line());
         assert!(f.why.contains("too few repetitions to decide"), "{}", f.why);
     }
+}
+
+/// Issue 28: a finding undecided for want of repetitions says how many would decide it (a
+/// two-sample t-test at α = 0.05, power 0.8, from the observed effect and pooled sd), and
+/// carries the comparison it comes from.
+#[test]
+fn undecided_findings_say_how_many_repetitions_would_decide_them() {
+    let st = writev_stats(4, false);
+    for f in comparison(&st).unwrap().findings {
+        let stat = f.stat.clone().unwrap_or_default();
+        assert!(stat.contains(" vs ") && stat.contains("n=4"), "{stat}");
+        match f.more {
+            Some(More::About(n)) => assert!((MIN_N_VERDICT..1000).contains(&n), "{n}"),
+            other => panic!("{}: {other:?}", f.line()),
+        }
+    }
+    // The effect of the first comparison of finding 0 (write 15x100 vs writev 15x100:
+    // 3.0 vs 5.5, sd from DEV[..4]) is huge against its spread: the least that decides.
+    assert_eq!(finding(&st, 0).more, Some(More::About(MIN_N_VERDICT)));
+    // No effect at all: no number of repetitions decides "many writes are slowest".
+    let flat = stats(&plan("writev.toml", false), 4, |_| {
+        vec![("gbps", 4.0), ("reads", 20000.0)]
+    });
+    let f = finding(&flat, 0);
+    assert_eq!(f.verdict, NotComparable);
+    assert_eq!(f.more, Some(More::NotByReps), "{}", f.line());
+    assert_eq!(
+        More::NotByReps.text(),
+        "cannot be decided by repetitions (the observed effect is about zero)"
+    );
+    assert_eq!(
+        More::About(12).text(),
+        "needs about 12 repetitions per cell"
+    );
+    // A decided finding needs nothing more.
+    let st = writev_stats(10, false);
+    for f in comparison(&st).unwrap().findings {
+        assert_eq!(f.more, None, "{}", f.line());
+        assert!(f.stat.is_some(), "{}", f.line());
+    }
+}
+
+/// The need follows the two-sample formula: an effect of half a pooled sd needs 64 per cell
+/// (Cohen's table), checked through a finding of two made-up cells.
+#[test]
+fn the_need_is_the_textbook_sample_size() {
+    // Two samples of 4 with sd 2 each, means 1 apart: d = 0.5.
+    let a = [0.0, 2.0, 4.0, 2.0];
+    let sd = socklab_stats::std_dev(&a).unwrap();
+    let b: Vec<f64> = a.iter().map(|x| x + sd / 2.0).collect();
+    let d = Diff::new("a", &a, "b", &b);
+    assert_eq!(d.more(false), More::About(64));
 }
 
 #[test]

@@ -87,13 +87,15 @@ impl Query {
     }
 }
 
-/// The experiments of `store`, a row each.
+/// The experiments of `store`, a row each, with its headline figure (read from the
+/// repetitions' metrics alone, so a store of hundreds lists fast).
 fn list_text(store: &Store) -> Result<String, LabError> {
     let mut t = Table::new(&[
-        "id", "created", "name", "status", "cells", "samples", "command",
+        "id", "created", "name", "status", "cells", "samples", "headline", "command",
     ]);
-    t.left = vec![false, true, true, true, false, false, true];
+    t.left = vec![false, true, true, true, false, false, true, true];
     for e in store.experiments()? {
+        let headline = crate::headline::light::headline_of(store, e.id)?.text();
         t.row(vec![
             e.id.to_string(),
             e.created_at,
@@ -101,6 +103,7 @@ fn list_text(store: &Store) -> Result<String, LabError> {
             e.status,
             e.cells.to_string(),
             e.samples.to_string(),
+            headline,
             e.command,
         ]);
     }

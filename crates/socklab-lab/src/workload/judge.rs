@@ -194,11 +194,11 @@ impl ExperimentStats {
         (!others.is_empty() && others.iter().all(|(_, sig)| *sig)).then_some(t)
     }
 
-    /// About how many repetitions per cell Welch's test would need to tell the top cell of
-    /// `workload` from its closest rival at the difference and spread measured now (two-sided
-    /// α = 0.05, power 0.8: n ≈ 2 (1.96 + 0.84)² s² / δ², s² the mean of the two variances),
-    /// at least [`MIN_N_VERDICT`]; `None` when it cannot be estimated (no rival, no spread,
-    /// equal means).
+    /// About how many repetitions per cell a two-sample t-test would need to tell the top cell
+    /// of `workload` from its closest rival at the difference and pooled spread measured now
+    /// (two-sided α = 0.05, power 0.8: [`socklab_stats::two_sample_n`], as the seed verdicts'
+    /// needs), at least [`MIN_N_VERDICT`]; `None` when it cannot be estimated (no rival, no
+    /// spread, equal means).
     pub fn needed_reps(&self, metric_name: &str, workload: &str) -> Option<usize> {
         let t = self.top(metric_name, workload)?;
         let top = self.cells[t].metrics.get(metric_name)?;
@@ -211,14 +211,9 @@ impl ExperimentStats {
                 let (da, db) = ((a.mean - top.mean).abs(), (b.mean - top.mean).abs());
                 da.total_cmp(&db)
             })?;
-        let delta = (rival.mean - top.mean).abs();
-        let var = (top.sd? * top.sd? + rival.sd? * rival.sd?) / 2.0;
-        if delta <= 0.0 || !var.is_finite() || var <= 0.0 {
-            return None;
-        }
-        let n = 2.0 * (1.96_f64 + 0.84).powi(2) * var / (delta * delta);
-        n.is_finite()
-            .then(|| (n.ceil() as usize).max(MIN_N_VERDICT))
+        let sd = socklab_stats::pooled_sd(top.sd?, top.n, rival.sd?, rival.n)?;
+        let n = socklab_stats::two_sample_n(rival.mean - top.mean, sd, 0.05, 0.8)?;
+        Some(n.max(MIN_N_VERDICT))
     }
 
     /// Why cell `i` did not get what its configuration asked for (its workload's
