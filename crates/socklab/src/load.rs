@@ -104,6 +104,7 @@ pub fn load(args: LoadArgs, dry: bool) -> Result<(), Failure> {
             json: args.json,
             csv: args.csv,
             keep_invalid: args.keep_invalid,
+            columns: None,
         };
         return run_and_print(&plan, &mut store, &hosts, &format, None).map(|_| ());
     }
