@@ -1,7 +1,8 @@
 //! Units that scale in the human tables (issue 28 part 2): a column of rates, sizes or
 //! latencies is printed in the one unit that suits its values (Mbit/s when every value is
-//! below 1 Gbit/s, ms once a µs latency reaches a millisecond, KiB/MiB/GiB for sizes), the
-//! same unit all down the column so its values stay comparable, and the header says which.
+//! below 1 Gbit/s, ms once a µs latency reaches a millisecond, KiB/MiB/GiB for sizes from 10 of
+//! them), the same unit all down the column so its values stay comparable, and the header says
+//! which.
 //! Only the tables people read scale: JSON and CSV keep each metric's own unit and name.
 
 use socklab_stats::Summary;
@@ -54,8 +55,8 @@ impl Scale {
     }
 
     /// The scale of a column of values in `unit`: the largest unit of its ladder that the
-    /// largest magnitude in the column reaches (at least 1 of it), else the smallest unit; a
-    /// latency never below its own unit. A unit that does not scale, or a column without a
+    /// largest magnitude in the column reaches (at least 1 of it; of a size, 10), else the
+    /// smallest unit; a latency never below its own unit. A unit that does not scale, or a column without a
     /// finite value, stays as it is.
     pub fn column(unit: &'static str, values: impl IntoIterator<Item = f64>) -> Scale {
         let Some((ladder, size)) = ladder(unit) else {
@@ -71,10 +72,13 @@ impl Scale {
         };
         let base = top * size;
         let floor = if ladder == LATENCIES { size } else { 0.0 };
+        // A size moves up only from 10 of the larger unit: 1448 bytes stay bytes (an MSS reads
+        // as one), 64 KiB do not stay 65536.
+        let reach = if ladder == SIZES { 10.0 } else { 1.0 };
         let (u, s) = ladder
             .iter()
             .rev()
-            .find(|(_, s)| *s >= floor && base >= *s)
+            .find(|(_, s)| *s >= floor && base >= *s * reach)
             .or_else(|| ladder.iter().find(|(_, s)| *s >= floor))
             .copied()
             .unwrap_or((unit, size));
@@ -170,6 +174,9 @@ mod tests {
         // Sizes are binary; other units do not scale.
         let s = Scale::column("B", [131_072.0, 65_536.0]);
         assert_eq!((s.unit, s.num(131_072.0)), ("KiB", "128".to_string()));
+        assert_eq!(Scale::column("B", [1448.0, 9000.0]), Scale::native("B"));
+        assert_eq!(Scale::column("B", [3.0 * 1_048_576.0]).unit, "KiB");
+        assert_eq!(Scale::column("B", [30.0 * 1_048_576.0]).unit, "MiB");
         assert_eq!(Scale::column("%", [1e6]), Scale::native("%"));
         assert_eq!(Scale::column("s", [0.001]), Scale::native("s"));
         assert_eq!(Scale::column("Gbit/s", [f64::NAN]), Scale::native("Gbit/s"));
@@ -187,7 +194,7 @@ mod tests {
             Scale::native("ms").header("added p50", "ms"),
             "added p50 ms"
         );
-        let kib = Scale::column("B", [4096.0]);
+        let kib = Scale::column("B", [40960.0]);
         assert_eq!(kib.header("B/read", "B"), "KiB/read");
         assert_eq!(kib.header("bytes", "B"), "bytes KiB");
         assert_eq!(Scale::native("%").header("snd cpu%", "%"), "snd cpu%");
