@@ -6,8 +6,9 @@ use proptest::prelude::*;
 use crate::model::params::Params;
 use crate::model::stats::ExperimentStats;
 use crate::output::{summary_csv, summary_table, to_json};
+use crate::scale::Scale;
 use crate::summary::experiment_stats;
-use crate::table::{ci_cell, num};
+use crate::table::ci_cell;
 use crate::testkit::{lab, Rep};
 
 /// The CSV's `(ci95_lo, ci95_hi, ci95_method)` of cell `idx` and `metric`.
@@ -49,12 +50,14 @@ fn check_exports(st: &ExperimentStats) {
             if c.values[m].iter().all(|&x| x >= 0.0) {
                 assert!(lo.is_none_or(|lo| lo >= 0.0), "{what}");
             }
-            // The report's table prints this very interval.
+            // The report's table prints this very interval, in the unit of its column.
             if m == st.primary() {
+                let means = st.cells.iter().filter_map(|c| c.metrics.get(m));
+                let sc = Scale::column("Gbit/s", means.map(|s| s.mean));
                 let cell = &table.rows[i][ci_col];
-                assert_eq!(cell, &ci_cell(s), "{what}");
+                assert_eq!(cell, &ci_cell(&sc.summary(s)), "{what}");
                 if let Some((lo, hi)) = drawn.filter(|_| s.ci95_is_asymmetric()) {
-                    assert_eq!(cell, &format!("{}–{}", num(lo), num(hi)), "{what}");
+                    assert_eq!(cell, &format!("{}–{}", sc.num(lo), sc.num(hi)), "{what}");
                 }
             }
         }

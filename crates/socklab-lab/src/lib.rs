@@ -5,6 +5,7 @@
 pub mod charts;
 pub mod child;
 pub mod clock;
+pub mod columns;
 pub mod describe;
 pub mod dryrun;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod reproduce;
 pub mod resources;
 pub mod roles;
 pub mod runner;
+pub mod scale;
 pub mod series;
 pub mod series_charts;
 pub mod series_export;
@@ -39,6 +41,8 @@ pub mod svg;
 pub mod table;
 pub mod workload;
 
+#[cfg(test)]
+mod columns_tests;
 #[cfg(test)]
 mod export_tests;
 #[cfg(test)]

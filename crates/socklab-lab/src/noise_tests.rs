@@ -323,10 +323,10 @@ fn added_latency_is_compared_by_difference_and_a_negative_one_is_explained() {
         "by difference, not +32525%: {vs}"
     );
     let rt = &report_tables(&st)[0].table;
-    let p99 = &rt.rows[0][col(rt, "added p99")];
+    let p99 = &rt.rows[0][col(rt, "added p99 ms")];
     assert!(p99.starts_with("-0.3"), "{p99}");
     assert!(p99.contains("within the noise, CI"), "{p99}");
-    assert!(!rt.rows[1][col(rt, "added p99")].contains("noise"));
+    assert!(!rt.rows[1][col(rt, "added p99 ms")].contains("noise"));
 }
 
 #[test]

@@ -5,121 +5,23 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+pub use crate::columns::{summary_table, TOP_MEAN};
+use crate::columns::{summary_table_with, Columns};
 use crate::markdown::{md_code, md_lines, md_text};
 use crate::model::stats::ExperimentStats;
 use crate::store::Store;
 use crate::summary::experiment_stats_with;
-use crate::table::{ci_cell, num, Table};
+use crate::table::{num, Table};
 use crate::workload::judge::MIN_N_VERDICT;
-use crate::workload::{metric, report_tables, table_columns};
+use crate::workload::{metric, report_tables};
 use crate::LabError;
 use socklab_stats::BIMODAL_GAP_RATIO;
 
 /// The explanation of the summary table's columns (the same as the Markdown report's).
-pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (Gbit/s for throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero); for counts that cannot be negative but include zeros (no logarithm exists), the Student-t interval truncated at zero (*0–hi*); sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions, Jain's *fairness* index over the streams of a test of several; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions. *n* is the number of measured repetitions in the statistics: *(+k invalid)* when k more were marked invalid (emu_valid = 0: the emulated link could not keep up) and left out, *(+k invalid, retried)* when each was re-run (a cell runs until it has n valid repetitions, at most 2n attempts; *short of n after 2n attempts* when they did not give n), *(incl. k invalid)* when `keep_invalid` kept them (and nothing was re-run).";
+pub const COLUMNS_NOTE: &str = "Columns: the mean of the primary metric (throughput, total µs of a repetition's round trips for ping-pong, total seconds of a file transfer; each column of a rate, size or latency in the one unit its header names, e.g. Mbit/s when every cell is below 1 Gbit/s, ms from 1 ms) over the measured repetitions with its 95% confidence interval: ±half-width of the Student-t interval, or *lo–hi* when the metric is strictly positive in every repetition and that symmetric interval would reach below zero; then the Student-t interval of the logarithms, back-transformed (exp(m ± h), asymmetric, never below zero); for counts that cannot be negative but include zeros (no logarithm exists), the Student-t interval truncated at zero (*0–hi*); sample standard deviation, min, median and max; *vs best* (or *vs baseline*) is the difference of means from the best (or the baseline) cell of the same workload, marked (ns) when Welch's t-test finds it not significant at p < 0.05, and (n<5) when either cell has fewer than 5 repetitions (no verdict: the interval is too wide to decide); a comparison where either cell's repetitions fall into two clusters (sorted, split at the largest gap: each side ≥ 2 values, the gap over 3× the larger range of the two sides and over 5% of the median) is marked *bimodal*, shows the difference of medians and the Mann–Whitney U test's p (*MW p*, exact without ties), and is significant only when Mann–Whitney and Welch both find p < 0.05. Other columns are means: over an emulated link first TCP's final smoothed RTT (*rtt*) and the mean wait in the link's queue client to server (*qdelay*); send calls (*writes*), receiver read() calls (*reads*), bytes per read, sender and receiver CPU as a percentage of elapsed time, TCP retransmissions, Jain's *fairness* index over the streams of a test of several; for file transfers goodput (Mbit/s), retransmissions (*retx*: TCP segments or rudp packets), rudp's spurious retransmissions, the final smoothed RTT and the fraction of *failed* repetitions. *n* is the number of measured repetitions in the statistics: *(+k invalid)* when k more were marked invalid (emu_valid = 0: the emulated link could not keep up) and left out, *(+k invalid, retried)* when each was re-run (a cell runs until it has n valid repetitions, at most 2n attempts; *short of n after 2n attempts* when they did not give n), *(incl. k invalid)* when `keep_invalid` kept them (and nothing was re-run).";
 
 /// The line under the human table that explains an interval printed `lo–hi`.
 const CI_LINE: &str = "±95% CI: Student t; lo–hi = Student t of the logarithms, back-transformed (a positive metric whose ±interval would reach below 0), or 0–hi = Student t truncated at 0 (a count with zeros); JSON and CSV print the same interval as ci95_lo/ci95_hi\n";
-
-/// The summary table of an experiment: the primary metric (Gbit/s) with mean, 95% CI, sd,
-/// min, median, max, the difference from the best cell with Welch's test, and the means of
-/// the secondary metrics.
-pub fn summary_table(st: &ExperimentStats) -> Table {
-    let primary = st.primary();
-    let vs = vs_header(st, primary);
-    let mut headers = vec![
-        "config",
-        "n",
-        metric(primary).short,
-        "±95% CI",
-        "sd",
-        "min",
-        "median",
-        "max",
-        vs,
-    ];
-    let shown: Vec<&str> = table_columns()
-        .into_iter()
-        .filter(|m| *m != primary && st.cells.iter().any(|c| c.metrics.contains_key(*m)))
-        .collect();
-    let shorts: Vec<&str> = shown.iter().map(|m| metric(m).short).collect();
-    headers.extend(shorts.iter().copied());
-    let mut t = Table::new(&headers);
-    for (i, c) in st.cells.iter().enumerate() {
-        let mut row = vec![c.cell.label.clone(), c.n_text(st.keep_invalid)];
-        match c.metrics.get(primary) {
-            Some(s) => {
-                row.push(num(s.mean));
-                row.push(ci_cell(s));
-                row.push(s.sd.map(num).unwrap_or_else(|| "-".into()));
-                row.push(num(s.min));
-                row.push(num(s.median));
-                row.push(num(s.max));
-                row.push(match st.vs_best(i, primary) {
-                    Some(_) if st.reference(primary, &c.cell.workload) == Some(i) => {
-                        if st.baseline(&c.cell.workload) == Some(i) {
-                            "baseline".into()
-                        } else if st.best(primary, &c.cell.workload) == Some(i) {
-                            "best".into()
-                        } else if st.beaten(primary, &c.cell.workload).is_empty() {
-                            // A lone cell is compared with nothing.
-                            "-".into()
-                        } else {
-                            TOP_MEAN.into()
-                        }
-                    }
-                    Some(v) if st.not_in_effect(i).is_some() => {
-                        format!("not in effect; {}", v.text())
-                    }
-                    Some(v) => v.text(),
-                    None if st.not_in_effect(i).is_some() => "not in effect".into(),
-                    None => "-".into(),
-                });
-            }
-            None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
-        }
-        for m in &shown {
-            row.push(
-                c.metrics
-                    .get(*m)
-                    .map(|s| num(s.mean))
-                    .unwrap_or_else(|| "-".into()),
-            );
-        }
-        t.row(row);
-    }
-    t
-}
-
-/// What the reference row of a workload without a baseline reads when its top mean is not
-/// significantly better than every other cell (so it is not called the best).
-pub const TOP_MEAN: &str = "top mean (not best)";
-
-/// The header of the comparison column: `vs baseline` when the first workload has one,
-/// `vs best` when every workload has a best ([`ExperimentStats::best`]: significantly better
-/// than all its other cells), else `vs top mean` (the differences from the cell with the top
-/// mean, none of which makes it the best).
-fn vs_header(st: &ExperimentStats, primary: &str) -> &'static str {
-    if st
-        .cells
-        .first()
-        .and_then(|c| st.baseline(&c.cell.workload))
-        .is_some()
-    {
-        return "vs baseline";
-    }
-    let mut workloads: Vec<&str> = st.cells.iter().map(|c| c.cell.workload.as_str()).collect();
-    workloads.dedup();
-    if workloads.iter().all(|w| {
-        st.baseline(w).is_some()
-            || st.best(primary, w).is_some()
-            || st.beaten(primary, w).is_empty()
-    }) {
-        "vs best"
-    } else {
-        "vs top mean"
-    }
-}
 
 /// The parameters every cell of a workload shares (for the table's caption); prefixed by the
 /// workload when the experiment mixes workloads: `bulk: cc=cubic …; pipe: bytes=256M`.
@@ -151,6 +53,11 @@ pub fn common_config(st: &ExperimentStats) -> String {
 
 /// The human output of a finished experiment.
 pub fn human(st: &ExperimentStats) -> String {
+    human_with(st, None)
+}
+
+/// [`human`], its summary table with the columns `pick` names (default: the workloads' own).
+pub fn human_with(st: &ExperimentStats, pick: Option<&Columns>) -> String {
     let e = &st.experiment;
     let mut out = String::new();
     let _ = writeln!(
@@ -162,7 +69,7 @@ pub fn human(st: &ExperimentStats) -> String {
     if !common.is_empty() {
         let _ = writeln!(out, "fixed: {common}");
     }
-    out.push_str(&summary_table(st).to_text());
+    out.push_str(&summary_table_with(st, pick).to_text());
     for t in report_tables(st) {
         let _ = writeln!(out, "{}", t.text_heading);
         out.push_str(&t.table.to_text());

@@ -235,7 +235,7 @@ impl Plan {
                 let canon = w.params();
                 if seen.insert((w.kind(), canon.clone())) || !parsed.iter().any(|(pw, _)| *pw == w)
                 {
-                    parsed.push((w, canon));
+                    parsed.push((w, with_link_words(canon, &p)));
                 }
                 if parsed.len() > MAX_CELLS {
                     return Err(LabError::Plan(format!(
@@ -348,6 +348,18 @@ fn splitmix(x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// `canon` with its link specs as given in `given` (white space collapsed): the canonical text
+/// leaves out what equals the default (`limit 1000`), and a label keeps every impairment word
+/// the experiment was given (issue 28 part 2).
+fn with_link_words(mut canon: Params, given: &Params) -> Params {
+    for k in ["link", "link_back"] {
+        if let (Some(_), Some(v)) = (canon.get(k), given.get(k)) {
+            canon.set(k, v.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    canon
 }
 
 /// Labels cells by the keys whose values differ between cells of the same workload (prefixed

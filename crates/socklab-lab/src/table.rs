@@ -21,6 +21,16 @@ impl Table {
         }
     }
 
+    /// A table with these headers (built at run time, e.g. with their units); the first column
+    /// aligns left, the others right.
+    pub fn from_headers(headers: Vec<String>) -> Table {
+        Table {
+            left: (0..headers.len()).map(|i| i == 0).collect(),
+            headers,
+            rows: Vec::new(),
+        }
+    }
+
     /// Adds a row.
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);

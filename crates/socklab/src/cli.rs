@@ -167,6 +167,9 @@ pub struct SummaryFormat {
     /// per cell), left out and counted, "n = 3 (+2 invalid, retried)".
     #[arg(long)]
     pub keep_invalid: bool,
+    /// The human table's columns: metric names, e.g. gbps,rtt_us,link_fwd_qdelay_mean_us.
+    #[arg(long, value_name = "NAME,…", conflicts_with_all = ["json", "csv"])]
+    pub columns: Option<socklab_lab::columns::Columns>,
 }
 
 #[derive(Debug, Args)]

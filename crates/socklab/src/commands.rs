@@ -19,12 +19,8 @@ pub(crate) use socklab_lab::session::order_seed;
 impl SummaryFormat {
     /// The lab's words for it.
     pub(crate) fn lab(&self) -> StatsFormat {
-        StatsFormat {
-            json: self.json,
-            csv: self.csv,
-            keep_invalid: self.keep_invalid,
-            stream: self.json_stream,
-        }
+        StatsFormat::new(self.json, self.csv, self.keep_invalid, self.columns.clone())
+            .streaming(self.json_stream)
     }
 }
 

@@ -106,6 +106,7 @@ pub fn load(args: LoadArgs, dry: bool) -> Result<(), Failure> {
             csv: args.csv,
             json_stream: args.json_stream,
             keep_invalid: args.keep_invalid,
+            columns: None,
         };
         return run_and_print(&plan, &mut store, &hosts, &format, None).map(|_| ());
     }

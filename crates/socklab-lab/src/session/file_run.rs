@@ -126,6 +126,9 @@ impl FileRun {
         if let Some(why) = &hosts.untrusted {
             return Err(LabError::Plan(why.clone()));
         }
+        if let Some(c) = &self.format.columns {
+            c.check(&crate::columns::known_for_plan(plan))?;
+        }
         super::reach_targets(plan, &hosts)?;
         let mut store = open_store(&self.db)?;
         if self.format.stream {
@@ -148,13 +151,16 @@ impl FileRun {
             Err((_, e @ LabError::Failed { experiment, .. })) => {
                 super::print(
                     printer,
-                    &stats_text(&store, experiment, self.format, false)?,
+                    &stats_text(&store, experiment, self.format.clone(), false)?,
                 )?;
                 return Err(e);
             }
             Err((_, e)) => return Err(e),
         };
-        super::print(printer, &stats_text(&store, id, self.format, false)?)?;
+        super::print(
+            printer,
+            &stats_text(&store, id, self.format.clone(), false)?,
+        )?;
         if let Some(note) = self.noise_note(&store, id)? {
             printer.note(&note);
         }

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use socklab_sys::process::{install_interrupt_flag, interrupted};
 
+pub use crate::columns::Columns;
 use crate::dryrun::{keeping_invalid, long_run_notice};
 use crate::hosts::HostPlan;
 use crate::live::LiveExecutor;
@@ -61,9 +62,10 @@ pub(crate) fn print(p: &mut dyn Printer, text: &str) -> Result<(), LabError> {
     })
 }
 
-/// How a command prints an experiment's statistics: JSON, CSV or (neither) the human table;
-/// `keep_invalid` keeps the repetitions marked invalid in them (and re-runs none).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How a command prints an experiment's statistics: JSON, CSV or (neither) the human table
+/// with `columns` (default: the workloads' own); `keep_invalid` keeps the repetitions marked
+/// invalid in them (and re-runs none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsFormat {
     /// JSON on stdout.
     pub json: bool,
@@ -73,6 +75,26 @@ pub struct StatsFormat {
     pub keep_invalid: bool,
     /// Live JSON events on stdout in place of the statistics (`json_stream`).
     pub stream: bool,
+    /// The human table's columns (metric names).
+    pub columns: Option<Columns>,
+}
+
+impl StatsFormat {
+    /// A format from a command's flags.
+    pub fn new(json: bool, csv: bool, keep_invalid: bool, columns: Option<Columns>) -> Self {
+        StatsFormat {
+            json,
+            csv,
+            keep_invalid,
+            stream: false,
+            columns,
+        }
+    }
+
+    /// This format, with live JSON events in place of the statistics when `stream`.
+    pub fn streaming(self, stream: bool) -> Self {
+        StatsFormat { stream, ..self }
+    }
 }
 
 /// This process's command line as one string (arguments with white space quoted): what an
@@ -140,6 +162,9 @@ pub fn stats_text(
         format!("{}\n", text.unwrap_or_default())
     } else if format.csv {
         output::summary_csv(&st)
+    } else if let Some(c) = &format.columns {
+        c.check(&crate::columns::known_for_stats(&st))?;
+        output::human_with(&st, Some(c))
     } else {
         output::human(&st)
     })
@@ -248,10 +273,13 @@ pub fn run_and_report(
         return run_and_stream(plan, store, hosts, capture, keep, observer, printer);
     }
     let lines = has_series(plan);
+    if let Some(c) = &format.columns {
+        c.check(&crate::columns::known_for_plan(plan))?; // before it runs
+    }
     let plan = &keeping_invalid(plan.clone(), format.keep_invalid); // none re-run
     match run(plan, store, hosts, capture, observer, printer) {
         Ok(id) => {
-            print(printer, &stats_text(store, id, format, lines)?)?;
+            print(printer, &stats_text(store, id, format.clone(), lines)?)?;
             if !format.json && !format.csv {
                 let path = store.path().display();
                 print(printer, &format!("stored as experiment {id} in {path}\n"))?;
@@ -265,7 +293,7 @@ pub fn run_and_report(
         }
         // Every repetition ran; the failed ones are in the table (failed = 1).
         Err((Some(id), e @ LabError::Failed { .. })) => {
-            print(printer, &stats_text(store, id, format, lines)?)?;
+            print(printer, &stats_text(store, id, format.clone(), lines)?)?;
             Err(e)
         }
         Err((_, e)) => Err(e),

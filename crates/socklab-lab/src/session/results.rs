@@ -72,7 +72,7 @@ impl Query {
         let unknown = |f: &str| LabError::Plan(format!("`format` '{f}': choose csv or json"));
         Ok(Some(match self {
             Query::List => unreachable!("listed above"),
-            Query::Show(format) => stats_text(store, id, *format, false)?,
+            Query::Show(format) => stats_text(store, id, format.clone(), false)?,
             Query::Series(f) => match f.as_str() {
                 "csv" => series_export::series_csv(store, id)?,
                 "json" => json(series_export::series_json(store, id)?),

@@ -87,11 +87,25 @@ impl Tally {
     }
 }
 
-/// A repetition's result in a few words, for its progress line: Gbit/s, a round trip, a
-/// transfer's time, or whether it failed.
+/// A repetition's result in a few words, for its progress line: throughput (in Mbit/s below
+/// 1 Gbit/s; over a link with its RTT and queueing delay), a round trip, the latency a load
+/// added, a transfer's time, or whether it failed.
 pub fn describe_sample(s: &Sample) -> String {
     if let Some(g) = s.get("gbps") {
-        format!("{} Gbit/s", num(g))
+        let sc = crate::scale::Scale::column("Gbit/s", [g]);
+        let queue = s.get(crate::workload::link_metrics::QDELAY);
+        match (s.get("rtt_us"), queue) {
+            (Some(r), Some(q)) => format!(
+                "{} {}, rtt {} ms, qdelay {} ms",
+                sc.num(g),
+                sc.unit,
+                num(r / 1e3),
+                num(q / 1e3)
+            ),
+            _ => format!("{} {}", sc.num(g), sc.unit),
+        }
+    } else if let Some(a) = s.get("added_p50_ms") {
+        format!("added p50 {} ms", num(a))
     } else if let Some(t) = s.get("total_us") {
         format!(
             "{} us, p50 {} us",

@@ -309,6 +309,20 @@ fn a_sample_in_a_few_words() {
         intervals: Vec::new(),
     };
     assert!(describe_sample(&s(&[("gbps", 9.5)])).ends_with(" Gbit/s"));
+    // Issue 28 part 2: below 1 Gbit/s in Mbit/s; over a link with its latency.
+    let link = [
+        ("gbps", 0.0193),
+        ("rtt_us", 119_400.0),
+        ("link_fwd_qdelay_mean_us", 64_150.0),
+    ];
+    assert_eq!(
+        describe_sample(&s(&link)),
+        "19.30 Mbit/s, rtt 119.4 ms, qdelay 64.15 ms"
+    );
+    assert_eq!(
+        describe_sample(&s(&[("added_p50_ms", 3.25)])),
+        "added p50 3.250 ms"
+    );
     let rtt = describe_sample(&s(&[("total_us", 100.0), ("rtt_p50_us", 20.0)]));
     assert!(rtt.contains(" us, p50 "), "{rtt}");
     assert_eq!(describe_sample(&s(&[("failed", 1.0)])), "failed");

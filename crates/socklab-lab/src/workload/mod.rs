@@ -22,6 +22,7 @@ pub mod bulk;
 pub mod judge;
 pub mod key;
 pub mod link;
+pub mod link_metrics;
 pub mod load;
 pub mod pingpong;
 pub mod reference;
@@ -361,11 +362,17 @@ impl Workload {
     }
 }
 
-/// Looks a metric up by name in every workload's table (the first definition wins); a table
-/// entry named `prefix<…>` (`retx.<file>`, `gbps.s<n>`) stands for every `prefix…` name;
-/// unknown names get a neutral definition.
+/// Looks a metric up by name in every workload's table, then the link's (the first definition
+/// wins); a table entry named `prefix<…>` (`retx.<file>`, `gbps.s<n>`) stands for every
+/// `prefix…` name; unknown names get a neutral definition.
 pub fn metric(name: &str) -> Metric {
-    let all = || REGISTRY.iter().flat_map(|k| k.metrics.iter().copied());
+    let all = || {
+        let link = link_metrics::METRICS.iter().copied();
+        REGISTRY
+            .iter()
+            .flat_map(|k| k.metrics.iter().copied())
+            .chain(link)
+    };
     all()
         .find(|m| m.name == name)
         .or_else(|| {

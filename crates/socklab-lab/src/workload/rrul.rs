@@ -19,6 +19,7 @@ use crate::model::params::{Key, Params};
 use crate::model::sample::{Interval, MetricName, Sample};
 use crate::model::stats::{CellStats, ExperimentStats};
 use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
+use crate::scale::Scale;
 use crate::table::{num, Table};
 use crate::workload::key::{duration_in, parse_interval, Target};
 use crate::workload::link::{self, LinkParams};
@@ -557,43 +558,38 @@ pub fn table(st: &ExperimentStats) -> Option<Table> {
     if cells.is_empty() {
         return None;
     }
-    let mut t = Table::new(&[
-        "config",
-        "n",
-        "tcp idle p50",
-        "tcp loaded p50",
-        "added p50",
-        "added p99",
-        "udp idle p50",
-        "udp loaded p50",
-        "udp added p50",
-        "up Mbit/s",
-        "down Mbit/s",
-        "udp loss %",
-    ]);
-    let mean = |c: &CellStats, k: &str| {
-        c.metrics
-            .get(k)
-            .map(|s| num(s.mean))
-            .unwrap_or_else(|| "-".into())
-    };
+    let cols: [(&str, &str); 10] = [
+        ("idle_tcp_p50_ms", "tcp idle p50"),
+        ("loaded_tcp_p50_ms", "tcp loaded p50"),
+        ("added_p50_ms", "added p50"),
+        ("added_p99_ms", "added p99"),
+        ("idle_udp_p50_ms", "udp idle p50"),
+        ("loaded_udp_p50_ms", "udp loaded p50"),
+        ("added_udp_p50_ms", "udp added p50"),
+        ("up_mbps", "up Mbit/s"),
+        ("down_mbps", "down Mbit/s"),
+        ("udp_loss_loaded_pct", "udp loss %"),
+    ];
+    // Latencies in ms, throughput in the one unit that suits each column (Scale).
+    let scales: Vec<Scale> = cols
+        .iter()
+        .map(|(k, _)| {
+            let means = cells.iter().filter_map(|c| c.metrics.get(*k));
+            Scale::column(crate::workload::metric(k).unit, means.map(|s| s.mean))
+        })
+        .collect();
+    let mut headers = vec!["config".to_string(), "n".to_string()];
+    for ((k, h), s) in cols.iter().zip(&scales) {
+        headers.push(s.header(h, crate::workload::metric(k).unit));
+    }
+    let mut t = Table::from_headers(headers);
     for c in cells {
         let mut row = vec![c.cell.label.clone(), c.n_text(st.keep_invalid)];
-        for k in [
-            "idle_tcp_p50_ms",
-            "loaded_tcp_p50_ms",
-            "added_p50_ms",
-            "added_p99_ms",
-            "idle_udp_p50_ms",
-            "loaded_udp_p50_ms",
-            "added_udp_p50_ms",
-            "up_mbps",
-            "down_mbps",
-            "udp_loss_loaded_pct",
-        ] {
-            row.push(match c.metrics.get(k) {
+        for ((k, _), sc) in cols.iter().zip(&scales) {
+            row.push(match c.metrics.get(*k) {
                 Some(s) if k.starts_with("added") => added_cell(s),
-                _ => mean(c, k),
+                Some(s) => sc.num(s.mean),
+                None => "-".into(),
             });
         }
         t.row(row);
