@@ -601,8 +601,12 @@ impl Forwarder<'_> {
         spin: &SpinSizer,
     ) -> DirReport {
         let mut s = base.clone();
+        // A model replaced by a new spec still releases what it holds; its counts join the
+        // repetition's, but its worst wait belongs to the spec it ran under (the maximum is
+        // reported since the link was last specified): adding it here leaked the previous
+        // cell's worst wait into every report taken while it drained.
         for m in draining {
-            s.add(m.emu.stats());
+            s.add_counts(m.emu.stats());
         }
         s.add(cur.emu.stats());
         DirReport {
