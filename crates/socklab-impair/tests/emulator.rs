@@ -360,7 +360,7 @@ fn a_stalled_driver_adds_no_queue_wait() {
         let drive = |stall: Option<(u64, u64)>| {
             let mut e = emu(spec, 3);
             let mut out = Vec::new();
-            let mut poll = |e: &mut Emulator, until: u64, out: &mut Vec<(u64, Vec<u8>)>| {
+            let poll = |e: &mut Emulator, until: u64, out: &mut Vec<(u64, Vec<u8>)>| {
                 // A stalled thread does not run: nothing is polled inside the stall, and what
                 // fell due in it is released when the stall ends.
                 let until = match stall {
@@ -385,7 +385,10 @@ fn a_stalled_driver_adds_no_queue_wait() {
         let (prompt, ps) = drive(None);
         let (stalled, ss) = drive(Some((60 * MS, 180 * MS)));
         assert_eq!(ps, ss, "{spec}: the stall changed the model's counts");
-        assert_eq!(prompt, stalled, "{spec}: the stall changed the release times");
+        assert_eq!(
+            prompt, stalled,
+            "{spec}: the stall changed the release times"
+        );
         assert!(ps.queue_passed > 0, "{spec}: {ps:?}");
         assert!(
             ps.queue_delay_max_ns <= 30 * TX,
