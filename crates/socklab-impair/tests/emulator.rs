@@ -338,3 +338,62 @@ fn the_plain_path_repeats_the_earlier_versions_output_seed_for_seed() {
         .collect();
     assert!(wrong.is_empty(), "outputs changed:\n{}", wrong.join("\n"));
 }
+
+/// The wait at the bottleneck is the model's, in its own clock: a driver whose thread stalls
+/// (it polls nothing for 120 ms, then releases everything overdue at once) gets the same release
+/// times and the same waits as one that polls at every instant the model names. The stall makes
+/// packets leave late, which the driver counts as release lag (`emu_late`, `emu_valid`); it
+/// never lengthens `queue_delay_*`. A burst of 100 packets at one instant into a 30-packet
+/// queue waits at most 30 transmissions.
+#[test]
+fn a_stalled_driver_adds_no_queue_wait() {
+    const TX: u64 = 600_000; // 1500 bytes at 20 Mbit/s
+    for spec in [
+        "rate 20mbit limit 30",
+        "rate 20mbit limit 30 delay 5ms",
+        "rate 20mbit limit 30 aqm codel",
+    ] {
+        // 100 packets at one instant, then one every 500 µs (faster than the rate) for 200 ms.
+        let arrivals: Vec<u64> = std::iter::repeat_n(10 * MS, 100)
+            .chain((0..400).map(|i| 50 * MS + i * 500_000))
+            .collect();
+        let drive = |stall: Option<(u64, u64)>| {
+            let mut e = emu(spec, 3);
+            let mut out = Vec::new();
+            let poll = |e: &mut Emulator, until: u64, out: &mut Vec<(u64, Vec<u8>)>| {
+                // A stalled thread does not run: nothing is polled inside the stall, and what
+                // fell due in it is released when the stall ends.
+                let until = match stall {
+                    Some((from, to)) if until >= from && until < to => return,
+                    _ => until,
+                };
+                while let Some(t) = e.poll_timeout().filter(|&t| t <= until) {
+                    // The prompt driver polls at the instant named; the stalled one, late.
+                    let at = if stall.is_some() { until } else { t };
+                    while let Some(r) = e.poll_release(at) {
+                        out.push(r);
+                    }
+                }
+            };
+            for &t in &arrivals {
+                poll(&mut e, t, &mut out);
+                e.enqueue(t, vec![0u8; 1500]);
+            }
+            poll(&mut e, u64::MAX / 2, &mut out);
+            (out, e.stats().clone())
+        };
+        let (prompt, ps) = drive(None);
+        let (stalled, ss) = drive(Some((60 * MS, 180 * MS)));
+        assert_eq!(ps, ss, "{spec}: the stall changed the model's counts");
+        assert_eq!(
+            prompt, stalled,
+            "{spec}: the stall changed the release times"
+        );
+        assert!(ps.queue_passed > 0, "{spec}: {ps:?}");
+        assert!(
+            ps.queue_delay_max_ns <= 30 * TX,
+            "{spec}: a 30-packet queue held a packet {} ns",
+            ps.queue_delay_max_ns
+        );
+    }
+}

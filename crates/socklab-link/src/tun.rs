@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use socklab_impair::{Emulator, LinkSpec, Stats};
-use socklab_sys::netns::{read_append, thread_cpu, wait_readable_or_woken, Waker};
+use socklab_sys::netns::{read_append, thread_sched, wait_readable_or_woken, Waker};
 
 use super::capture::{CaptureTap, Tracker};
 use super::ns::{ip, Namespaces, Side, PREFIX};
@@ -98,8 +98,9 @@ impl Direction {
         r.sched = SchedClass::from_code(self.sched.load(Ordering::Acquire));
         let tid = self.tid.load(Ordering::Acquire);
         if tid != 0 {
-            if let Some(cpu) = thread_cpu(tid) {
+            if let Some((cpu, wait)) = thread_sched(tid) {
                 r.cpu_ns = cpu.as_nanos() as u64;
+                r.runq_wait_ns = Some(wait.as_nanos() as u64);
             }
         }
         r
@@ -601,8 +602,12 @@ impl Forwarder<'_> {
         spin: &SpinSizer,
     ) -> DirReport {
         let mut s = base.clone();
+        // A model replaced by a new spec still releases what it holds; its counts join the
+        // repetition's, but its worst wait belongs to the spec it ran under (the maximum is
+        // reported since the link was last specified): adding it here leaked the previous
+        // cell's worst wait into every report taken while it drained.
         for m in draining {
-            s.add(m.emu.stats());
+            s.add_counts(m.emu.stats());
         }
         s.add(cur.emu.stats());
         DirReport {

@@ -292,3 +292,62 @@ fn re_specifying_the_link_never_delivers_a_packet_before_its_delay() {
     }
     link.stop().unwrap();
 }
+
+/// The worst wait at the bottleneck is reported since the link was last specified, even while
+/// the replaced model still holds packets: here 20 datagrams wait behind each other at 1 Mbit/s
+/// (up to ~150 ms) and then sit in a 10 s delay line when the link is re-specified. The new
+/// model has seen no packet, so its worst wait is 0; the old model's packets still count. (Before,
+/// every report taken while the old model drained carried its worst wait: the next
+/// repetition showed the previous cell's.) No timing is asserted: the waits are the model's.
+#[test]
+fn a_draining_model_takes_its_worst_wait_with_it() {
+    if !root_or_skip("a_draining_model_takes_its_worst_wait_with_it") {
+        return;
+    }
+    let mut link = tun_link("delay 10s rate 1mbit");
+    let ns = link.namespaces().unwrap();
+    let client = {
+        let _g = ns.enter(Side::Client).unwrap();
+        std::net::UdpSocket::bind("0.0.0.0:0").unwrap()
+    };
+    let to = SocketAddr::from((SERVER_ADDR, 9));
+    for _ in 0..20 {
+        client.send_to(&[7u8; 1000], to).unwrap();
+    }
+    let old = wait_for(&link, "the datagrams entered the model", &|f| {
+        f.stats.packets_in == 20
+    });
+    assert!(old.stats.queue_delay_max_ns > 0, "they queued: {old:?}");
+    link.set(&LinkPair::parse("rate 1mbit", None).unwrap())
+        .unwrap();
+    let new = wait_for(&link, "the new model took over", &|f| {
+        f.stats.queue_delay_max_ns == 0 || f.stats.delivered > 0
+    });
+    assert_eq!(
+        new.stats.queue_delay_max_ns, 0,
+        "the worst wait is the new model's (it saw no packet), not the draining one's"
+    );
+    assert_eq!(
+        new.stats.delivered, 0,
+        "the old model still held its datagrams (10 s delay) when the report was read"
+    );
+    assert_eq!(new.stats.packets_in, 20, "the old model's counts stay");
+    link.stop().unwrap();
+}
+
+/// `link`'s forward accounting once `ok` holds; a bounded wait (a hang guard, not a timing check).
+fn wait_for(
+    link: &EmulatedLink,
+    what: &str,
+    ok: &dyn Fn(&socklab_link::DirReport) -> bool,
+) -> socklab_link::DirReport {
+    let t0 = std::time::Instant::now();
+    loop {
+        let f = link.report().forward;
+        if ok(&f) {
+            return f;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "{what}: {f:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

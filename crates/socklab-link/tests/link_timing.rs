@@ -96,6 +96,13 @@ fn a_tun_run_records_its_sched_class_lag_percentiles_and_rule() {
         assert!(m[k] >= 0.0, "{k}");
     }
     assert!(f.late <= f.stats.delivered);
+    // The threads' run-queue wait is read with their CPU time (the evidence for "not
+    // scheduled in time"), and stored.
+    assert!(
+        f.runq_wait_ns.is_some() && r.backward.runq_wait_ns.is_some(),
+        "{f:?}"
+    );
+    assert!(m["emu_runq_wait_ms"] >= 0.0);
 
     // A new rule applies from then on.
     link.set_rule("1% 1ms".parse().unwrap());

@@ -275,9 +275,17 @@ pub fn wait_readable_or_woken(
 /// CPU time (user + system) a thread of this process has used so far, from
 /// `/proc/self/task/TID/schedstat` (nanoseconds); `None` if the thread is gone.
 pub fn thread_cpu(tid: u32) -> Option<Duration> {
+    thread_sched(tid).map(|(cpu, _)| cpu)
+}
+
+/// A thread's CPU time and its run-queue wait so far: the time it was runnable (woken, or
+/// preempted) but another task held the CPU, from the first two fields of
+/// `/proc/self/task/TID/schedstat`; `None` if the thread is gone.
+pub fn thread_sched(tid: u32) -> Option<(Duration, Duration)> {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    let (cpu, wait) = (f.next()??, f.next()??);
+    Some((Duration::from_nanos(cpu), Duration::from_nanos(wait)))
 }
 
 #[cfg(test)]

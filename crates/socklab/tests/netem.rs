@@ -267,6 +267,11 @@ fn bidir_streams_cross_the_link_both_ways_verified() {
 /// The worst wait at the bottleneck is each repetition's own: a 30-packet FIFO measured right
 /// after a 3000-packet one shows its own few ms, not the bloated cell's hundreds (the link is
 /// specified afresh for every repetition; before, the maximum was the link's lifetime one).
+/// Rows are taken by their cell, not their place: on a busy machine a repetition marked invalid
+/// is run again, and its retry is the next row (this test once compared the 3000-packet cell's
+/// retry with itself). Every repetition counts, invalid ones too: the wait is the model's, in
+/// its own clock, so a late emulator thread cannot lengthen it, while a maximum carried over
+/// from the cell before would.
 #[test]
 fn the_worst_queue_wait_is_each_repetitions_own() {
     if !root_or_skip("the_worst_queue_wait_is_each_repetitions_own") {
@@ -293,23 +298,27 @@ fn the_worst_queue_wait_is_each_repetitions_own() {
     assert_eq!(code, 0, "{out}\n{err}");
     let (_, json, _) = run(&["results", "export", "--json", "--db", db]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let max = |i: usize| {
-        let m = &v[i]["metrics"];
-        assert!(v[i]["config"]["link"].as_str().is_some(), "{}", v[i]);
-        m["link_fwd_qdelay_max_us"].as_f64().unwrap()
+    let rows = v.as_array().unwrap();
+    // Each cell's worst waits, µs, in the order the repetitions ran.
+    let waits = |limit: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r["config"]["link"].as_str() == Some(&format!("rate 20mbit limit {limit}")))
+            .map(|r| r["metrics"]["link_fwd_qdelay_max_us"].as_f64().unwrap())
+            .collect()
     };
-    let (bloated, small) = (max(0), max(1));
-    assert!(
-        v[0]["config"]["link"].as_str().unwrap().contains("3000"),
-        "{}",
-        v[0]["config"]
-    );
+    let (bloated, small) = (waits("3000"), waits("30"));
+    assert!(!bloated.is_empty() && !small.is_empty(), "{json}");
+    assert_eq!(bloated.len() + small.len(), rows.len(), "{json}");
+    let bloated = bloated.iter().copied().fold(0.0, f64::max);
     assert!(bloated > 50_000.0, "a long queue formed: {bloated} us");
-    // 30 packets of 1500 bytes at 20 Mbit/s drain in 18 ms.
-    assert!(
-        small < bloated / 3.0,
-        "limit 30 reports {small} us, the limit-3000 cell before it {bloated} us"
-    );
+    for small in small {
+        // 30 packets of at most 1500 bytes at 20 Mbit/s: the model holds none longer than
+        // 30 × 600 µs (its own clock, not the host's).
+        assert!(
+            small <= 18_000.0 && small < bloated / 3.0,
+            "limit 30 reports {small} us, the limit-3000 cell before it {bloated} us"
+        );
+    }
 }
 
 #[test]
