@@ -19,6 +19,7 @@ pub mod md_escape;
 pub mod model;
 pub mod output;
 pub mod plan;
+pub mod prometheus;
 pub mod report;
 pub mod reproduce;
 pub mod resources;

@@ -285,14 +285,15 @@ pub enum ResultsCommand {
         #[command(flatten)]
         db: DbArg,
     },
-    /// Export every repetition of an experiment (default: the newest).
+    /// Export every repetition of an experiment (default: the newest), or its statistics for
+    /// Prometheus.
     #[command(
-        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json"
+        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json\n  socklab results export --all --prometheus > socklab.prom   # node_exporter's textfile collector\n\nSee docs/export.md."
     )]
     Export {
         /// Experiment id.
         id: Option<i64>,
-        /// Output format: csv or json.
+        /// Output format: csv, json, or prometheus (the statistics: mean and 95% CI per cell and metric).
         #[arg(long, default_value = "csv")]
         format: String,
         /// Shorthand for --format csv.
@@ -301,6 +302,12 @@ pub enum ResultsCommand {
         /// Shorthand for --format json.
         #[arg(long, conflicts_with = "csv")]
         json: bool,
+        /// Shorthand for --format prometheus (Prometheus' text exposition format).
+        #[arg(long, conflicts_with_all = ["csv", "json"])]
+        prometheus: bool,
+        /// Every experiment, not only one.
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
         #[command(flatten)]
         db: DbArg,
     },

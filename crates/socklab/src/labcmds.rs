@@ -26,8 +26,22 @@ pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
             format,
             csv,
             json,
+            prometheus,
+            all,
             db,
-        } => (db, id, Query::Export(export(&format, csv, json))),
+        } => {
+            let f = export(&format, csv, json);
+            let f = if prometheus { "prometheus".into() } else { f };
+            (
+                db,
+                id,
+                if all {
+                    Query::ExportAll(f)
+                } else {
+                    Query::Export(f)
+                },
+            )
+        }
     };
     if dry {
         return dryrun::print_checked(&query.dry_text(&db.db));
