@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod md_escape;
 pub mod model;
 pub mod output;
+pub mod output_json;
 pub mod plan;
 pub mod prometheus;
 pub mod report;

@@ -55,26 +55,7 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
                 row.push(num(s.min));
                 row.push(num(s.median));
                 row.push(num(s.max));
-                row.push(match st.vs_best(i, primary) {
-                    Some(_) if st.reference(primary, &c.cell.workload) == Some(i) => {
-                        if st.baseline(&c.cell.workload) == Some(i) {
-                            "baseline".into()
-                        } else if st.best(primary, &c.cell.workload) == Some(i) {
-                            "best".into()
-                        } else if st.beaten(primary, &c.cell.workload).is_empty() {
-                            // A lone cell is compared with nothing.
-                            "-".into()
-                        } else {
-                            TOP_MEAN.into()
-                        }
-                    }
-                    Some(v) if st.not_in_effect(i).is_some() => {
-                        format!("not in effect; {}", v.text())
-                    }
-                    Some(v) => v.text(),
-                    None if st.not_in_effect(i).is_some() => "not in effect".into(),
-                    None => "-".into(),
-                });
+                row.push(crate::output_json::vs_text(st, i, primary));
             }
             None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
         }
@@ -91,9 +72,7 @@ pub fn summary_table(st: &ExperimentStats) -> Table {
     t
 }
 
-/// What the reference row of a workload without a baseline reads when its top mean is not
-/// significantly better than every other cell (so it is not called the best).
-pub const TOP_MEAN: &str = "top mean (not best)";
+pub use crate::output_json::TOP_MEAN;
 
 /// The header of the comparison column: `vs baseline` when the first workload has one,
 /// `vs best` when every workload has a best ([`ExperimentStats::best`]: significantly better
@@ -182,12 +161,14 @@ pub fn human(st: &ExperimentStats) -> String {
     out
 }
 
-/// JSON of an experiment: metadata, host, facts, and every cell's configuration and summaries.
+/// JSON of an experiment: metadata, host, facts, every cell's configuration, summaries and
+/// comparison (the summary table's `vs` column), and the workloads' own tables.
 pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
     let cells: Vec<serde_json::Value> = st
         .cells
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let metrics: serde_json::Map<String, serde_json::Value> = c
                 .metrics
                 .iter()
@@ -208,6 +189,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
                 "retried": c.retried,
                 "retries_exhausted": c.retries_exhausted(),
                 "metrics": metrics,
+                "comparison": crate::output_json::comparison(st, i),
             })
         })
         .collect();
@@ -217,6 +199,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
         "host": st.host.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "facts": st.facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "cells": cells,
+        "tables": crate::output_json::tables(st),
     })
 }
 
