@@ -20,6 +20,7 @@ pub mod model;
 pub mod output;
 pub mod output_json;
 pub mod plan;
+pub mod plan_notice;
 pub mod prometheus;
 pub mod report;
 pub mod reproduce;

@@ -142,8 +142,9 @@ pub fn stats_text(
 }
 
 /// Runs `plan` on this host (and `hosts`), its repetitions stored as they finish, `observer`
-/// told how it goes, a long plan's notice first; returns the experiment id, or the error and
-/// the experiment it left (whose finished repetitions are stored).
+/// told how it goes, a long plan's notice first (and a measuring command's note of a plan
+/// much longer than its duration, [`crate::plan_notice`]); returns the experiment id, or the
+/// error and the experiment it left (whose finished repetitions are stored).
 pub fn run(
     plan: &Plan,
     store: &mut Store,
@@ -152,6 +153,9 @@ pub fn run(
     observer: &mut dyn Observer,
     printer: &mut dyn Printer,
 ) -> Result<i64, (Option<i64>, LabError)> {
+    if let Some(line) = crate::plan_notice::notice(plan) {
+        printer.note(&line);
+    }
     run_or_resume(plan, store, hosts, capture, false, observer, printer)
 }
 

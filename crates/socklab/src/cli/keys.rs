@@ -1,7 +1,7 @@
 //! The measuring commands' flags, built from their workloads' keys with clap's builder API:
 //! a flag is defined once, by its key (name, short form, list, switch, presets, help, modes).
 //! A new key of a workload is a new flag of its command, with no other file touched. The
-//! shared plan flags (--reps, --warmup, --order, --name) come with them, with the command's
+//! shared plan flags (--reps, --warmup, --once, --order, --name) come with them, with the command's
 //! defaults.
 
 use std::marker::PhantomData;
@@ -149,11 +149,13 @@ impl<T: FlagTable> FromArgMatches for KeyFlags<T> {
             }
         }
         let text = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
+        let count = |id: &str, d: usize| m.get_one::<usize>(id).copied().unwrap_or(d);
+        let once = m.get_flag("once"); // --reps 1 --warmup 0
         Ok(KeyFlags {
             given,
-            reps: m.get_one::<usize>("reps").copied().unwrap_or(T::REPS),
+            reps: if once { 1 } else { count("reps", T::REPS) },
             reps_given: given_here(m, "reps"),
-            warmup: m.get_one::<usize>("warmup").copied().unwrap_or(T::WARMUP),
+            warmup: if once { 0 } else { count("warmup", T::WARMUP) },
             order: text("order"),
             name: text("name"),
             table: PhantomData,
@@ -211,6 +213,13 @@ impl<T: FlagTable> Args for KeyFlags<T> {
                 .help("Warm-up repetitions per configuration (stored, excluded from statistics)")
                 .value_parser(clap::value_parser!(usize))
                 .default_value(leak(T::WARMUP.to_string())),
+        )
+        .arg(
+            Arg::new("once")
+                .long("once")
+                .help("One measured run, no warm-up (--reps 1 --warmup 0), as iperf3 runs")
+                .action(ArgAction::SetTrue)
+                .conflicts_with_all(["reps", "warmup"]),
         )
         .arg(
             Arg::new("order")
@@ -310,6 +319,13 @@ mod tests {
         assert_eq!(k.value("duration"), Some("1s"));
         let none = parse(&["--reps", "2"]).unwrap();
         assert!(none.given.is_empty() && none.reps == 2);
+        // --once: one run, no warm-up; with --reps or --warmup it is a usage error.
+        let once = parse(&["--once"]).unwrap();
+        assert_eq!((once.reps, once.warmup, once.reps_given), (1, 0, false));
+        for other in [&["--reps", "3"][..], &["--warmup", "0"][..]] {
+            let e = parse(&[&["--once"][..], other].concat()).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{e}");
+        }
     }
 
     /// Every key of the measuring commands' workloads is a flag of its command, with no list
