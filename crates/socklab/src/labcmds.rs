@@ -21,26 +21,9 @@ pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
             json,
             db,
         } => (db, id, Query::Series(export(&format, csv, json))),
-        Export {
-            id,
-            format,
-            csv,
-            json,
-            prometheus,
-            all,
-            db,
-        } => {
-            let f = export(&format, csv, json);
-            let f = if prometheus { "prometheus".into() } else { f };
-            (
-                db,
-                id,
-                if all {
-                    Query::ExportAll(f)
-                } else {
-                    Query::Export(f)
-                },
-            )
+        Export(a) => {
+            let q = session::export_query(&a.format, a.csv, a.json, a.prometheus, a.all);
+            (a.db, a.id, q)
         }
     };
     if dry {

@@ -52,7 +52,15 @@ fn the_default_plan_says_how_long_it_takes_and_why_before_it_starts() {
     assert!(err.find(NOTICE).unwrap() < first_rep, "{err}");
     // Twice the duration (one repetition and a warm-up) is not worth a line.
     let (code, _, err) = run(&[
-        "bulk", "--duration", "0.2s", "--reps", "1", "--warmup", "1", "--db", db,
+        "bulk",
+        "--duration",
+        "0.2s",
+        "--reps",
+        "1",
+        "--warmup",
+        "1",
+        "--db",
+        db,
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains(NOTICE), "{err}");
@@ -73,7 +81,10 @@ fn once_is_on_every_measuring_command_and_conflicts_with_reps_and_warmup() {
     // A dry run of --once: one run per cell.
     let (code, out, err) = run(&["bulk", "--once", "--bufsize", "64K,128K", "--dry-run"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("2 cells x (1 repetition + 0 warm-up) = 2 runs"), "{out}");
+    assert!(
+        out.contains("2 cells x (1 repetition + 0 warm-up) = 2 runs"),
+        "{out}"
+    );
     let (code, out, err) = run(&["pingpong", "--once", "--udp", "--dry-run"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("(1 repetition + 0 warm-up) = 1 run"), "{out}");

@@ -15,7 +15,7 @@ pub use checks::{reach_targets, tcp_targets};
 pub use file_run::FileRun;
 pub use live::{LiveBuffer, LiveLines, LiveWrite, FLUSH_EVERY};
 pub use plans::{bulk_group, bulk_plan, check_local_cpus, order_seed};
-pub use results::{export_format, open_existing, Query, ReportRun};
+pub use results::{export_format, export_query, open_existing, Query, ReportRun};
 pub use suites_run::{suites_text, LabRun};
 pub use tally::{describe_sample, Tally};
 

@@ -29,6 +29,20 @@ pub fn export_format(format: &str, csv: bool, json: bool) -> String {
     }
 }
 
+/// `results export`'s query: the format from `format` or a shorthand (`prometheus` first),
+/// of every experiment when `all`.
+pub fn export_query(format: &str, csv: bool, json: bool, prometheus: bool, all: bool) -> Query {
+    let f = match prometheus {
+        true => "prometheus".to_string(),
+        false => export_format(format, csv, json),
+    };
+    if all {
+        Query::ExportAll(f)
+    } else {
+        Query::Export(f)
+    }
+}
+
 /// What `socklab results` reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Query {

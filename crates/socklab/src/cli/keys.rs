@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 
 use clap::parser::ValueSource;
-use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use clap::{builder::ArgPredicate, Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use socklab_lab::flags::{Given, PlanFlags};
 use socklab_lab::model::params::{Key, Modes};
 
@@ -149,13 +149,11 @@ impl<T: FlagTable> FromArgMatches for KeyFlags<T> {
             }
         }
         let text = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-        let count = |id: &str, d: usize| m.get_one::<usize>(id).copied().unwrap_or(d);
-        let once = m.get_flag("once"); // --reps 1 --warmup 0
         Ok(KeyFlags {
             given,
-            reps: if once { 1 } else { count("reps", T::REPS) },
+            reps: m.get_one::<usize>("reps").copied().unwrap_or(T::REPS),
             reps_given: given_here(m, "reps"),
-            warmup: if once { 0 } else { count("warmup", T::WARMUP) },
+            warmup: m.get_one::<usize>("warmup").copied().unwrap_or(T::WARMUP),
             order: text("order"),
             name: text("name"),
             table: PhantomData,
@@ -204,7 +202,8 @@ impl<T: FlagTable> Args for KeyFlags<T> {
                 .short('r')
                 .help("Measured repetitions per configuration")
                 .value_parser(clap::value_parser!(usize))
-                .default_value(leak(T::REPS.to_string())),
+                .default_value(leak(T::REPS.to_string()))
+                .default_value_if("once", ArgPredicate::IsPresent, "1"),
         )
         .arg(
             Arg::new("warmup")
@@ -212,7 +211,8 @@ impl<T: FlagTable> Args for KeyFlags<T> {
                 .value_name("N")
                 .help("Warm-up repetitions per configuration (stored, excluded from statistics)")
                 .value_parser(clap::value_parser!(usize))
-                .default_value(leak(T::WARMUP.to_string())),
+                .default_value(leak(T::WARMUP.to_string()))
+                .default_value_if("once", ArgPredicate::IsPresent, "0"),
         )
         .arg(
             Arg::new("once")
