@@ -44,7 +44,13 @@ const ABBREVIATIONS: &[&str] = &["ns", "us", "ms", "s", "sec", "pct", "gbps", "m
 
 /// Metrics whose names would meet in one family once their units are base units (pingpong's
 /// `total_us` and transfer's `total_s`, both `total_seconds`), under a name each of their own.
-const RENAMED: &[(&str, &str)] = &[("total_us", "round_trips"), ("total_s", "transfer")];
+/// A name that is its unit alone (bulk's `seconds`, `bytes`) gets a word to go before it.
+const RENAMED: &[(&str, &str)] = &[
+    ("total_us", "round_trips"),
+    ("total_s", "transfer"),
+    ("seconds", "end_to_end_seconds"),
+    ("bytes", "sent_bytes"),
+];
 
 /// A socklab unit's Prometheus base unit: the suffix and the power of ten from the unit to
 /// it (µs: `("seconds", -6)`); `None` for counts and unitless figures (they keep their value
@@ -172,12 +178,17 @@ pub fn family(name: &str, unit: &str) -> Family {
     if let Some((label, _)) = &part {
         words.insert(0, format!("per_{label}"));
     }
-    // A name that already says its unit (`send_seconds`, `bytes_per_read`) keeps it as it is.
-    let says_unit = |suffix: &str| {
-        let first = suffix.split('_').next().unwrap_or(suffix);
-        words.iter().any(|w| w == first)
-    };
-    let unit_suffix = base_unit.map(|(s, _)| s).filter(|s| !says_unit(s));
+    // A name that ends with its unit (`send_seconds`) has it as the suffix, after the
+    // statistic (`send_ci95_lo_seconds`); one that says it elsewhere (`bytes_per_read`) keeps
+    // the name as it is.
+    let unit_words: Vec<String> = base_unit
+        .map(|(u, _)| u.split('_').map(String::from).collect())
+        .unwrap_or_default();
+    if !unit_words.is_empty() && words.ends_with(&unit_words) {
+        words.truncate(words.len() - unit_words.len());
+    }
+    let says_unit = unit_words.first().is_some_and(|u| words.contains(u));
+    let unit_suffix = base_unit.map(|(s, _)| s).filter(|_| !says_unit);
     Family {
         base: if words.is_empty() {
             "value".into()
@@ -329,6 +340,7 @@ fn add_experiment(e: &mut Exposition, st: &ExperimentStats) {
             let f = family(name, m.unit);
             let l = labels(st, c, f.part.as_ref());
             let unit = match f.base_unit {
+                Some("per_second") => format!("per second (socklab shows {})", m.unit),
                 Some(u) => format!("in {} (socklab shows {})", u.replace('_', " "), m.unit),
                 None if m.unit.is_empty() => String::new(),
                 None => format!("in {}", m.unit),

@@ -110,6 +110,23 @@ fn units_convert_to_their_base_unit() {
     );
     // A name that says its unit keeps it; a count keeps its name and value.
     assert_eq!(family("send_seconds", "s").name(""), "socklab_send_seconds");
+    // The statistic goes before the unit; a name that is its unit gets a word.
+    assert_eq!(
+        family("send_seconds", "s").name("ci95_lo"),
+        "socklab_send_ci95_lo_seconds"
+    );
+    assert_eq!(
+        family("seconds", "s").name(""),
+        "socklab_end_to_end_seconds"
+    );
+    assert_eq!(
+        family("bytes", "B").name("ci95_hi"),
+        "socklab_sent_ci95_hi_bytes"
+    );
+    assert_eq!(
+        family("bytes.s1", "B").name(""),
+        "socklab_per_stream_sent_bytes"
+    );
     assert_eq!(
         family("bytes_per_read", "B").name(""),
         "socklab_bytes_per_read"
