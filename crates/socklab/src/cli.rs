@@ -287,7 +287,7 @@ pub enum ResultsCommand {
     },
     /// Export an experiment's repetitions (default: the newest), or its statistics (Prometheus).
     #[command(
-        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json\n  socklab results export --all --prometheus > socklab.prom   # node_exporter's textfile collector\n\nSee docs/export.md."
+        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json\n  socklab results export --all --prometheus > socklab.prom  # node_exporter\n\nSee docs/export.md."
     )]
     Export(ExportArgs),
 }
