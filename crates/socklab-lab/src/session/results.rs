@@ -65,6 +65,8 @@ impl Query {
         let what = match self {
             Query::List => "list the experiments",
             Query::Show(_) => "show an experiment's statistics",
+            Query::Export(f) if f == "prometheus" => "export an experiment's statistics",
+            Query::ExportAll(f) if f == "prometheus" => "export every experiment's statistics",
             Query::Export(_) => "export an experiment's repetitions",
             Query::ExportAll(_) => "export every experiment's repetitions",
             Query::Series(_) => "export an experiment's time series",
