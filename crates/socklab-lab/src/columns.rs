@@ -16,9 +16,7 @@ use crate::LabError;
 /// smoothed RTT (bulk's) and the link's mean queueing delay (the bufferbloat a queue adds).
 pub const LINK_COLUMNS: &[&str] = &["rtt_us", link_metrics::QDELAY];
 
-/// What reads the reference row of a workload without a baseline when its top mean is not
-/// significantly better than every other cell (so it is not called the best).
-pub const TOP_MEAN: &str = "top mean (not best)";
+pub use crate::output_json::TOP_MEAN;
 
 /// The columns picked for the human table (`columns`): metric names, in order. The primary
 /// metric brings its whole block (mean, interval, sd, min, median, max, comparison); any other
@@ -160,35 +158,11 @@ pub fn summary_table_with(st: &ExperimentStats, pick: Option<&Columns>) -> Table
             row.push(ci_cell(&s));
             row.push(s.sd.map(n).unwrap_or_else(|| "-".into()));
             row.extend([n(s.min), n(s.median), n(s.max)]);
-            row.push(vs_cell(st, i, primary));
+            row.push(crate::output_json::vs_text(st, i, primary));
         }
         t.row(row);
     }
     t
-}
-
-/// The comparison cell of cell `i`: `baseline`, `best`, [`TOP_MEAN`], or its difference from
-/// the reference with the verdict.
-fn vs_cell(st: &ExperimentStats, i: usize, primary: &str) -> String {
-    let w = &st.cells[i].cell.workload;
-    match st.vs_best(i, primary) {
-        Some(_) if st.reference(primary, w) == Some(i) => {
-            if st.baseline(w) == Some(i) {
-                "baseline".into()
-            } else if st.best(primary, w) == Some(i) {
-                "best".into()
-            } else if st.beaten(primary, w).is_empty() {
-                // A lone cell is compared with nothing.
-                "-".into()
-            } else {
-                TOP_MEAN.into()
-            }
-        }
-        Some(v) if st.not_in_effect(i).is_some() => format!("not in effect; {}", v.text()),
-        Some(v) => v.text(),
-        None if st.not_in_effect(i).is_some() => "not in effect".into(),
-        None => "-".into(),
-    }
 }
 
 /// The header of the comparison column: `vs baseline` when the first workload has one,

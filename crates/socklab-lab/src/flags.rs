@@ -14,6 +14,7 @@ use crate::workload::Workload;
 use crate::LabError;
 
 mod plan;
+pub mod usage;
 pub use plan::PlanFlags;
 
 /// The values a command line gave for one key: a flag's values (a comma list split), a

@@ -89,12 +89,14 @@ pub fn human_with(st: &ExperimentStats, pick: Option<&Columns>) -> String {
     out
 }
 
-/// JSON of an experiment: metadata, host, facts, and every cell's configuration and summaries.
+/// JSON of an experiment: metadata, host, facts, every cell's configuration, summaries and
+/// comparison (the summary table's `vs` column), and the workloads' own tables.
 pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
     let cells: Vec<serde_json::Value> = st
         .cells
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let metrics: serde_json::Map<String, serde_json::Value> = c
                 .metrics
                 .iter()
@@ -115,6 +117,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
                 "retried": c.retried,
                 "retries_exhausted": c.retries_exhausted(),
                 "metrics": metrics,
+                "comparison": crate::output_json::comparison(st, i),
             })
         })
         .collect();
@@ -124,6 +127,7 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
         "host": st.host.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "facts": st.facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "cells": cells,
+        "tables": crate::output_json::tables(st),
     })
 }
 

@@ -291,25 +291,35 @@ pub enum ResultsCommand {
         #[command(flatten)]
         db: DbArg,
     },
-    /// Export every repetition of an experiment (default: the newest).
+    /// Export an experiment's repetitions (default: the newest), or its statistics (Prometheus).
     #[command(
-        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json"
+        after_help = "Examples:\n  socklab results export --csv > runs.csv\n  socklab results export 3 --format json\n  socklab results export --all --prometheus > socklab.prom  # node_exporter\n\nSee docs/export.md."
     )]
-    Export {
-        /// Experiment id.
-        id: Option<i64>,
-        /// Output format: csv or json.
-        #[arg(long, default_value = "csv")]
-        format: String,
-        /// Shorthand for --format csv.
-        #[arg(long)]
-        csv: bool,
-        /// Shorthand for --format json.
-        #[arg(long, conflicts_with = "csv")]
-        json: bool,
-        #[command(flatten)]
-        db: DbArg,
-    },
+    Export(ExportArgs),
+}
+
+/// `socklab results export` arguments.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Experiment id.
+    pub id: Option<i64>,
+    /// Output format: csv, json, or prometheus (the statistics: mean and 95% CI per cell).
+    #[arg(long, default_value = "csv")]
+    pub format: String,
+    /// Shorthand for --format csv.
+    #[arg(long)]
+    pub csv: bool,
+    /// Shorthand for --format json.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Shorthand for --format prometheus (Prometheus' text exposition format).
+    #[arg(long, conflicts_with_all = ["csv", "json"])]
+    pub prometheus: bool,
+    /// Every experiment, not only one.
+    #[arg(long, conflicts_with = "id")]
+    pub all: bool,
+    #[command(flatten)]
+    pub db: DbArg,
 }
 
 #[derive(Debug, Args)]

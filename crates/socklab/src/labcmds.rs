@@ -21,13 +21,10 @@ pub fn results(r: ResultsCommand, dry: bool) -> Result<(), Failure> {
             json,
             db,
         } => (db, id, Query::Series(export(&format, csv, json))),
-        Export {
-            id,
-            format,
-            csv,
-            json,
-            db,
-        } => (db, id, Query::Export(export(&format, csv, json))),
+        Export(a) => {
+            let q = session::export_query(&a.format, a.csv, a.json, a.prometheus, a.all);
+            (a.db, a.id, q)
+        }
     };
     if dry {
         return dryrun::print_checked(&query.dry_text(&db.db));

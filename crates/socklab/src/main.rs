@@ -228,30 +228,14 @@ pub fn keys_of(command: &Command) -> Keys {
     }
 }
 
-/// clap's error in one line (bad input is a one-line error): its message and tips, the usage
-/// line, and where the help is.
-fn one_line(rendered: &str) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if l.starts_with("For more information") {
-            continue;
-        }
-        let l = l.strip_prefix("error: ").unwrap_or(l);
-        match l.strip_prefix("Usage: ") {
-            Some(u) => parts.push(format!("usage: {u} (see --help)")),
-            None => parts.push(l.to_string()),
-        }
-    }
-    parts.join("; ")
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = e.exit_code();
             if e.use_stderr() {
-                eprintln!("socklab: error: {}", one_line(&e.render().to_string()));
+                let line = socklab_lab::flags::usage::one_line(&e.render().to_string(), "--help");
+                eprintln!("socklab: error: {line}");
             } else {
                 // --help, --version.
                 let _ = e.print();

@@ -70,6 +70,70 @@ fn json_report_of_a_counted_http_run() {
     assert!(v["response_corrected"].is_null());
 }
 
+/// Issue 28 part 4: the JSON carries each generator's own figures, which the text prints
+/// (`--generators local`: one generator, the controller, without SSH).
+#[test]
+fn json_carries_each_generators_figures_as_the_text_does() {
+    let addr = http_server().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let args = [
+        "load",
+        "--to",
+        &addr,
+        "--generators",
+        "local",
+        "--connections",
+        "2",
+        "--requests",
+        "100",
+        "--db",
+        db,
+    ];
+    let (c, text, err) = run(&args);
+    assert_eq!(c, 0, "{err}");
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Each generator"))
+        .find(|l| l.starts_with("local "))
+        .unwrap_or_else(|| panic!("no generator row in:\n{text}"));
+    let shown: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&shown[1..4], ["2", "100", "0"], "{row}");
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let (c, out, err) = run(&json_args);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let gens = v["generators"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no generators in the JSON: {out}"));
+    assert_eq!(gens.len(), 1, "{out}");
+    let g = &gens[0];
+    assert_eq!(g["host"], "local");
+    assert_eq!(g["connections"], 2);
+    assert_eq!(g["completed"], 100);
+    assert_eq!(g["failed"], 0);
+    for k in ["req_per_s", "lat_p50_us", "lat_p99_us"] {
+        assert!(g[k].as_f64().is_some_and(|x| x > 0.0), "{k}: {g}");
+    }
+    assert_eq!(v["completed"], 100, "{out}");
+    // Without --generators, no generators key (the merged report is the controller's).
+    let (c, out, err) = run(&[
+        "load",
+        "--to",
+        &addr,
+        "--requests",
+        "20",
+        "--json",
+        "--db",
+        db,
+    ]);
+    assert_eq!(c, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("generators").is_none(), "{out}");
+}
+
 #[test]
 fn csv_and_summary_outputs() {
     let addr = http_server().to_string();

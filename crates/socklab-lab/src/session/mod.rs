@@ -16,7 +16,7 @@ pub use checks::{reach_targets, tcp_targets};
 pub use file_run::FileRun;
 pub use live::{LiveBuffer, LiveLines, LiveWrite, FLUSH_EVERY};
 pub use plans::{bulk_group, bulk_plan, check_local_cpus, order_seed};
-pub use results::{export_format, open_existing, Query, ReportRun};
+pub use results::{export_format, export_query, open_existing, Query, ReportRun};
 pub use stream::{run_and_stream, EventWriter, Streamed};
 pub use suites_run::{suites_text, LabRun};
 pub use tally::{describe_sample, Tally};
@@ -171,8 +171,9 @@ pub fn stats_text(
 }
 
 /// Runs `plan` on this host (and `hosts`), its repetitions stored as they finish, `observer`
-/// told how it goes, a long plan's notice first; returns the experiment id, or the error and
-/// the experiment it left (whose finished repetitions are stored).
+/// told how it goes, a long plan's notice first (and a measuring command's note of a plan
+/// much longer than its duration, [`crate::plan_notice`]); returns the experiment id, or the
+/// error and the experiment it left (whose finished repetitions are stored).
 pub fn run(
     plan: &Plan,
     store: &mut Store,
@@ -181,6 +182,9 @@ pub fn run(
     observer: &mut dyn Observer,
     printer: &mut dyn Printer,
 ) -> Result<i64, (Option<i64>, LabError)> {
+    if let Some(line) = crate::plan_notice::notice(plan) {
+        printer.note(&line);
+    }
     run_or_resume(plan, store, hosts, capture, false, observer, printer)
 }
 

@@ -29,6 +29,20 @@ pub fn export_format(format: &str, csv: bool, json: bool) -> String {
     }
 }
 
+/// `results export`'s query: the format from `format` or a shorthand (`prometheus` first),
+/// of every experiment when `all`.
+pub fn export_query(format: &str, csv: bool, json: bool, prometheus: bool, all: bool) -> Query {
+    let f = match prometheus {
+        true => "prometheus".to_string(),
+        false => export_format(format, csv, json),
+    };
+    if all {
+        Query::ExportAll(f)
+    } else {
+        Query::Export(f)
+    }
+}
+
 /// What `socklab results` reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Query {
@@ -38,8 +52,11 @@ pub enum Query {
     Show(StatsFormat),
     /// An experiment's time series, in this format (csv or json).
     Series(String),
-    /// An experiment's repetitions, in this format (csv or json).
+    /// An experiment's repetitions, in this format (csv or json), or its statistics
+    /// (prometheus: the text exposition format).
     Export(String),
+    /// [`Query::Export`] of every experiment.
+    ExportAll(String),
 }
 
 impl Query {
@@ -48,7 +65,10 @@ impl Query {
         let what = match self {
             Query::List => "list the experiments",
             Query::Show(_) => "show an experiment's statistics",
+            Query::Export(f) if f == "prometheus" => "export an experiment's statistics",
+            Query::ExportAll(f) if f == "prometheus" => "export every experiment's statistics",
             Query::Export(_) => "export an experiment's repetitions",
+            Query::ExportAll(_) => "export every experiment's repetitions",
             Query::Series(_) => "export an experiment's time series",
         };
         format!("socklab results would {what} from '{}'", db.display())
@@ -63,6 +83,9 @@ impl Query {
         if matches!(self, Query::Show(f) if f.stream) {
             return Err(LabError::Plan("`json_stream` prints a run's events as it goes; `results show` reads a stored experiment: use `json`".into()));
         }
+        if let Query::ExportAll(f) = self {
+            return export_all(store, f);
+        }
         let Some(id) = id.map_or_else(|| store.latest_experiment(), |i| Ok(Some(i)))? else {
             return Ok(None);
         };
@@ -70,8 +93,10 @@ impl Query {
             format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
         };
         let unknown = |f: &str| LabError::Plan(format!("`format` '{f}': choose csv or json"));
+        let unknown_export =
+            |f: &str| LabError::Plan(format!("`format` '{f}': choose csv, json or prometheus"));
         Ok(Some(match self {
-            Query::List => unreachable!("listed above"),
+            Query::List | Query::ExportAll(_) => unreachable!("answered above"),
             Query::Show(format) => stats_text(store, id, format.clone(), false)?,
             Query::Series(f) => match f.as_str() {
                 "csv" => series_export::series_csv(store, id)?,
@@ -81,10 +106,39 @@ impl Query {
             Query::Export(f) => match f.as_str() {
                 "csv" => output::samples_csv(store, &[id])?,
                 "json" => json(output::samples_json(store, id)?),
-                other => return Err(unknown(other)),
+                "prometheus" => crate::prometheus::export(store, &[id])?,
+                other => return Err(unknown_export(other)),
             },
         }))
     }
+}
+
+/// Every experiment of `store` in export format `f` (csv, json: one array of every
+/// repetition, prometheus); `None` when it holds none.
+fn export_all(store: &Store, f: &str) -> Result<Option<String>, LabError> {
+    let ids: Vec<i64> = store.experiments()?.into_iter().map(|e| e.id).collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(match f {
+        "csv" => output::samples_csv(store, &ids)?,
+        "prometheus" => crate::prometheus::export(store, &ids)?,
+        "json" => {
+            let mut rows = Vec::new();
+            for &id in &ids {
+                if let serde_json::Value::Array(r) = output::samples_json(store, id)? {
+                    rows.extend(r);
+                }
+            }
+            let v = serde_json::Value::Array(rows);
+            format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
+        }
+        other => {
+            return Err(LabError::Plan(format!(
+                "`format` '{other}': choose csv, json or prometheus"
+            )))
+        }
+    }))
 }
 
 /// The experiments of `store`, a row each, with its headline figure (read from the

@@ -84,7 +84,22 @@ fn results_queries_read_the_newest_experiment_by_default() {
     let e = Query::Export("xml".into())
         .text(&l.store, Some(l.id))
         .unwrap_err();
-    assert_eq!(e.to_string(), "`format` 'xml': choose csv or json");
+    assert_eq!(
+        e.to_string(),
+        "`format` 'xml': choose csv, json or prometheus"
+    );
+    let e = Query::Series("prometheus".into())
+        .text(&l.store, Some(l.id))
+        .unwrap_err();
+    assert_eq!(e.to_string(), "`format` 'prometheus': choose csv or json");
+    // Every experiment: the CSV of them all, the JSON rows of them all in one array.
+    let all = Query::ExportAll("csv".into()).text(&l.store, None).unwrap();
+    assert_eq!(all.unwrap(), csv);
+    let all = Query::ExportAll("json".into())
+        .text(&l.store, None)
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_str(&all.unwrap()).unwrap();
+    assert_eq!(rows, output::samples_json(&l.store, l.id).unwrap());
     assert_eq!(export_format("xml", true, false), "csv");
     assert_eq!(export_format("xml", false, true), "json");
     assert_eq!(

@@ -1,13 +1,13 @@
 //! The measuring commands' flags, built from their workloads' keys with clap's builder API:
 //! a flag is defined once, by its key (name, short form, list, switch, presets, help, modes).
 //! A new key of a workload is a new flag of its command, with no other file touched. The
-//! shared plan flags (--reps, --warmup, --order, --name) come with them, with the command's
+//! shared plan flags (--reps, --warmup, --once, --order, --name) come with them, with the command's
 //! defaults.
 
 use std::marker::PhantomData;
 
 use clap::parser::ValueSource;
-use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use clap::{builder::ArgPredicate, Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use socklab_lab::flags::{Given, PlanFlags};
 use socklab_lab::model::params::{Key, Modes};
 
@@ -202,7 +202,8 @@ impl<T: FlagTable> Args for KeyFlags<T> {
                 .short('r')
                 .help("Measured repetitions per configuration")
                 .value_parser(clap::value_parser!(usize))
-                .default_value(leak(T::REPS.to_string())),
+                .default_value(leak(T::REPS.to_string()))
+                .default_value_if("once", ArgPredicate::IsPresent, "1"),
         )
         .arg(
             Arg::new("warmup")
@@ -210,7 +211,15 @@ impl<T: FlagTable> Args for KeyFlags<T> {
                 .value_name("N")
                 .help("Warm-up repetitions per configuration (stored, excluded from statistics)")
                 .value_parser(clap::value_parser!(usize))
-                .default_value(leak(T::WARMUP.to_string())),
+                .default_value(leak(T::WARMUP.to_string()))
+                .default_value_if("once", ArgPredicate::IsPresent, "0"),
+        )
+        .arg(
+            Arg::new("once")
+                .long("once")
+                .help("One measured run, no warm-up (--reps 1 --warmup 0), as iperf3 runs")
+                .action(ArgAction::SetTrue)
+                .conflicts_with_all(["reps", "warmup"]),
         )
         .arg(
             Arg::new("order")
@@ -310,6 +319,13 @@ mod tests {
         assert_eq!(k.value("duration"), Some("1s"));
         let none = parse(&["--reps", "2"]).unwrap();
         assert!(none.given.is_empty() && none.reps == 2);
+        // --once: one run, no warm-up; with --reps or --warmup it is a usage error.
+        let once = parse(&["--once"]).unwrap();
+        assert_eq!((once.reps, once.warmup, once.reps_given), (1, 0, false));
+        for other in [&["--reps", "3"][..], &["--warmup", "0"][..]] {
+            let e = parse(&[&["--once"][..], other].concat()).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{e}");
+        }
     }
 
     /// Every key of the measuring commands' workloads is a flag of its command, with no list

@@ -46,11 +46,16 @@ pub fn finish(store: &mut Store, id: i64, format: Format) -> Result<Finished, La
     let r = stored_report(store, id)?;
     let gens = generator_lines(store, id)?;
     let text = if format.json {
+        // The report, and each generator's own figures as the text prints them.
+        let mut v = serde_json::to_value(&r).unwrap_or_default();
+        if let Some(g) = generator_figures(store, id)? {
+            v["generators"] = serde_json::Value::Array(g);
+        }
         // After the intervals' JSON lines, the report is one more line.
         let mut s = if format.intervals {
-            serde_json::to_string(&r)
+            serde_json::to_string(&v)
         } else {
-            serde_json::to_string_pretty(&r)
+            serde_json::to_string_pretty(&v)
         }
         .map_err(|e| LabError::Io {
             context: "the load report as JSON".into(),
@@ -100,12 +105,19 @@ pub fn end_of(r: &LoadReport) -> End {
     }
 }
 
+/// Each generator's own figures (`generators`) as the run of experiment `id` stored them;
+/// `None` when one generator, the controller, ran the load.
+pub fn generator_figures(
+    store: &Store,
+    id: i64,
+) -> Result<Option<Vec<serde_json::Value>>, LabError> {
+    let sample = store.samples(id)?.into_iter().find(|s| !s.warmup);
+    Ok(sample.and_then(|s| s.extra["generators"].as_array().cloned()))
+}
+
 /// Each generator's own figures (`generators`), as lines under the merged report.
 pub fn generator_lines(store: &Store, id: i64) -> Result<String, LabError> {
-    let Some(sample) = store.samples(id)?.into_iter().find(|s| !s.warmup) else {
-        return Ok(String::new());
-    };
-    let Some(gens) = sample.extra["generators"].as_array().cloned() else {
+    let Some(gens) = generator_figures(store, id)? else {
         return Ok(String::new());
     };
     let mut t = Table::new(&[
