@@ -38,6 +38,7 @@ mod incomplete_beta;
 mod incomplete_gamma;
 mod mann_whitney;
 mod normal;
+mod ratio;
 mod special;
 mod student_t;
 mod summary;
@@ -48,6 +49,7 @@ pub use incomplete_beta::regularized_incomplete_beta;
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
+pub use ratio::{ratio_of_means, welch_n_to_decide, Ratio, RatioInterval};
 pub use special::{ln_beta, ln_gamma};
 pub use student_t::{
     student_t_cdf, student_t_pdf, student_t_quantile, student_t_sf, student_t_two_sided_p,
