@@ -5,6 +5,7 @@
 pub mod charts;
 pub mod child;
 pub mod clock;
+pub mod compare;
 pub mod describe;
 pub mod dryrun;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod file;
 pub mod flags;
 pub mod hosts;
 pub mod html;
+pub mod key_marks;
 pub mod live;
 pub mod markdown;
 pub mod md_escape;
