@@ -160,10 +160,17 @@ pub enum Command {
         after_help = concat!(
         "Examples:\n",
         "  socklab report            # every experiment in socklab.db, socklab-report/\n",
-        "  socklab report --db lab.db --out report/ --experiment 3,4",
+        "  socklab report --db lab.db --out report/ --experiment 3,4\n",
+        "  socklab report --compare 3,4   # and a comparison of 3 (A) with 4 (B)",
     )
     )]
     Report(ReportArgs),
+    /// Compare two experiments (ids, DB:ID or saved JSON) cell by cell: faster, slower, the
+    /// same, or cannot tell; with --threshold, a CI gate.
+    #[command(
+        after_help = "Examples:\n  socklab compare 3 4 --ignore bufsize --threshold 5%   # ids in socklab.db\n  socklab compare base.json new.db:1 --metric gbps --json\n  socklab results export 3 --json > base.json   # a baseline\n\nExit codes: 0 no gated metric significantly worse beyond --threshold (or no threshold); 1 one is; 2 bad input. See docs/compare.md."
+    )]
+    Compare(CompareArgs),
     /// Read the results database: list experiments, show one, export repetitions.
     #[command(subcommand)]
     Results(ResultsCommand),
@@ -228,30 +235,16 @@ pub fn keys_of(command: &Command) -> Keys {
     }
 }
 
-/// clap's error in one line (bad input is a one-line error): its message and tips, the usage
-/// line, and where the help is.
-fn one_line(rendered: &str) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for l in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if l.starts_with("For more information") {
-            continue;
-        }
-        let l = l.strip_prefix("error: ").unwrap_or(l);
-        match l.strip_prefix("Usage: ") {
-            Some(u) => parts.push(format!("usage: {u} (see --help)")),
-            None => parts.push(l.to_string()),
-        }
-    }
-    parts.join("; ")
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = e.exit_code();
             if e.use_stderr() {
-                eprintln!("socklab: error: {}", one_line(&e.render().to_string()));
+                eprintln!(
+                    "socklab: error: {}",
+                    socklab_lab::key_marks::clap_one_line(&e.render().to_string(), "see --help")
+                );
             } else {
                 // --help, --version.
                 let _ = e.print();
@@ -273,6 +266,7 @@ fn main() -> ExitCode {
         Command::Transfer(a) => transfer::transfer(*a, dry),
         Command::Run(a) => labcmds::run(a, dry),
         Command::Report(a) => labcmds::report(a, dry),
+        Command::Compare(a) => labcmds::compare(a, dry),
         Command::Results(r) => labcmds::results(r, dry),
         Command::Lab(a) => labcmds::lab(a, dry),
         Command::Netem(a) => netem::netem(*a, dry),
