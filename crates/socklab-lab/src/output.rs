@@ -103,6 +103,8 @@ pub fn to_json(st: &ExperimentStats) -> serde_json::Value {
                 .map(|(k, s)| {
                     let mut v = serde_json::to_value(s).unwrap_or_default();
                     v["unit"] = json!(metric(k).unit);
+                    // Every repetition's value, so that this JSON is a baseline for `compare`.
+                    v["values"] = json!(c.values.get(k));
                     (k.clone(), v)
                 })
                 .collect();

@@ -39,6 +39,7 @@ mod incomplete_beta;
 mod incomplete_gamma;
 mod mann_whitney;
 mod normal;
+mod ratio;
 mod sample_size;
 mod special;
 mod student_t;
@@ -50,6 +51,7 @@ pub use incomplete_beta::regularized_incomplete_beta;
 pub use incomplete_gamma::{erfc, regularized_gamma_p, regularized_gamma_q};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use normal::{normal_cdf, normal_quantile};
+pub use ratio::{ratio_of_means, welch_n_to_decide, Ratio, RatioInterval};
 pub use sample_size::{pooled_sd, precision_n, two_sample_n, MAX_SAMPLE_SIZE};
 pub use special::{ln_beta, ln_gamma};
 pub use student_t::{

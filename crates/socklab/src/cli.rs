@@ -428,6 +428,31 @@ pub struct ReportArgs {
     /// up) in the statistics; by default they are left out and counted, "n = 3 (+2 invalid)".
     #[arg(long)]
     pub keep_invalid: bool,
+    /// Add the comparison of A with B (as `socklab compare A B`) as a section.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    pub compare: Vec<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A, the baseline: an experiment id in --db, DB:ID, or a JSON file (results export --json).
+    pub a: String,
+    /// B, compared with A: as A.
+    pub b: String,
+    /// Configuration keys left out when cells are matched (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "KEY")]
+    pub ignore: Vec<String>,
+    /// Only these metrics, all gated (default: every metric; the primary one and latency gated).
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Exit 1 when a gated metric is significantly worse by more than this (e.g. 5%).
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
+    pub threshold: Option<String>,
+    /// The whole comparison as one JSON object.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub db: DbArg,
 }

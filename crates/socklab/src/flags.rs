@@ -34,43 +34,10 @@ pub fn flag(key: &str, keys: &[&[Key]]) -> String {
     }
 }
 
-/// Whether `s` is a key as the libraries mark it: a lower-case word of letters, digits and
-/// underscores (so `` `socklab echo --port 7` `` or `` `modprobe tcp_bbr` `` stay as they are),
-/// and not a TOML literal that a parser's message may quote (`` expected `true` ``).
-fn is_key(s: &str) -> bool {
-    !matches!(s, "true" | "false")
-        && s.starts_with(|c: char| c.is_ascii_lowercase())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
 /// `msg` with every marked key (`` `read_size` ``) replaced by its flag (`--read-size`);
-/// other backticked text is left as it is.
+/// other backticked text is left as it is (see [`socklab_lab::key_marks`]).
 pub fn in_flags(msg: &str, keys: &[&[Key]]) -> String {
-    let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
-    while let Some(open) = rest.find('`') {
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('`') else { break };
-        let inner = &after[..close];
-        out.push_str(&rest[..open]);
-        if is_key(inner) {
-            out.push_str(&flag(inner, keys));
-            rest = &after[close + 1..];
-        } else {
-            // Not a key: keep the opening backtick, and look again from the closing one
-            // (which may open the next span).
-            out.push('`');
-            out.push_str(inner);
-            rest = &after[close..];
-            if let Some(next) = rest.strip_prefix('`') {
-                out.push('`');
-                rest = next;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    socklab_lab::key_marks::map_keys(msg, |k| flag(k, keys))
 }
 
 #[cfg(test)]

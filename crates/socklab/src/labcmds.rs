@@ -1,9 +1,10 @@
 //! The commands over experiment files, suites and the store: `run`, `lab`, `report`, `results`.
 //! The lab's [`session`] does the work; here its arguments are gathered and its text printed.
 
+use socklab_lab::compare::CompareRun;
 use socklab_lab::session::{self, FileRun, LabRun, Query, ReportRun};
 
-use crate::cli::{LabArgs, ReportArgs, ResultsCommand, RunArgs};
+use crate::cli::{CompareArgs, LabArgs, ReportArgs, ResultsCommand, RunArgs};
 use crate::dryrun;
 use crate::failure::{out, words, Failure, Terminal};
 use crate::progress::Progress;
@@ -64,11 +65,23 @@ pub fn report(a: ReportArgs, dry: bool) -> Result<(), Failure> {
         title: a.title,
         out: a.out,
         keep_invalid: a.keep_invalid,
+        compare: a.compare,
     };
     if dry {
         return dryrun::print_checked(&report.dry_text(&a.db.db));
     }
     out(&report.write(&a.db.db)?)
+}
+
+/// `socklab compare`: the comparison, then exit 1 when its gate failed.
+pub fn compare(a: CompareArgs, dry: bool) -> Result<(), Failure> {
+    let run = CompareRun::new([a.a, a.b], a.ignore, a.metric, a.threshold);
+    if dry {
+        return dryrun::print_checked(&run.dry_text(&a.db.db));
+    }
+    let (text, failed) = run.output(&a.db.db, a.json)?;
+    out(&if a.json { text } else { words(&text) })?;
+    (!failed).then_some(()).ok_or(Failure::Exit(1))
 }
 
 pub fn lab(a: LabArgs, dry: bool) -> Result<(), Failure> {

@@ -160,10 +160,17 @@ pub enum Command {
         after_help = concat!(
         "Examples:\n",
         "  socklab report            # every experiment in socklab.db, socklab-report/\n",
-        "  socklab report --db lab.db --out report/ --experiment 3,4",
+        "  socklab report --db lab.db --out report/ --experiment 3,4\n",
+        "  socklab report --compare 3,4   # and a comparison of 3 (A) with 4 (B)",
     )
     )]
     Report(ReportArgs),
+    /// Compare two experiments (ids, DB:ID or saved JSON) cell by cell: faster, slower, the
+    /// same, or cannot tell; with --threshold, a CI gate.
+    #[command(
+        after_help = "Examples:\n  socklab compare 3 4 --ignore bufsize --threshold 5%   # ids in socklab.db\n  socklab compare base.json new.db:1 --metric gbps --json\n  socklab results export 3 --json > base.json   # a baseline\n\nExit codes: 0 no gated metric significantly worse beyond --threshold (or no threshold); 1 one is; 2 bad input. See docs/compare.md."
+    )]
+    Compare(CompareArgs),
     /// Read the results database: list experiments, show one, export repetitions.
     #[command(subcommand)]
     Results(ResultsCommand),
@@ -257,6 +264,7 @@ fn main() -> ExitCode {
         Command::Transfer(a) => transfer::transfer(*a, dry),
         Command::Run(a) => labcmds::run(a, dry),
         Command::Report(a) => labcmds::report(a, dry),
+        Command::Compare(a) => labcmds::compare(a, dry),
         Command::Results(r) => labcmds::results(r, dry),
         Command::Lab(a) => labcmds::lab(a, dry),
         Command::Netem(a) => netem::netem(*a, dry),

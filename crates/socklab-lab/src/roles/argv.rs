@@ -562,6 +562,12 @@ pub mod shown {
         }
     }
 
+    /// `socklab results export ID --json > FILE`: how to save a baseline with every
+    /// repetition (what `socklab compare` reads).
+    pub fn export_json() -> String {
+        "socklab results export ID --json > FILE".into()
+    }
+
     /// `bulk --reference` (without the program): a bulk run's memcpy reference.
     pub fn bulk_reference() -> String {
         "bulk --reference".into()

@@ -176,6 +176,8 @@ pub struct ReportRun {
     pub out: PathBuf,
     /// Keep invalid repetitions in the statistics.
     pub keep_invalid: bool,
+    /// `[A, B]`: add the comparison of A with B as a section (empty: none).
+    pub compare: Vec<String>,
 }
 
 impl ReportRun {
@@ -204,7 +206,14 @@ impl ReportRun {
             }
             self.experiments.clone()
         };
+        // The comparison first: bad input fails before anything is written.
+        let compared = (!self.compare.is_empty())
+            .then(|| crate::compare::CompareRun::pair(&self.compare)?.run(db))
+            .transpose()?;
         let files = write_report(&store, &ids, &self.title, &self.out, self.keep_invalid)?;
+        if let Some(c) = &compared {
+            crate::compare::text::write_into_report(c, &files.html, &files.markdown)?;
+        }
         Ok(format!(
             "report: {} (also {} and {})\n",
             files.html.display(),
