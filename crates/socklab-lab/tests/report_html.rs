@@ -423,7 +423,7 @@ fn report_is_self_contained_well_formed_and_has_the_expected_charts_and_tables()
         .unwrap();
     assert!(text(footer)
         .trim_start()
-        .starts_with("Columns: the mean of the primary metric (Gbit/s"));
+        .starts_with("Columns: the mean of the primary metric (throughput"));
 }
 
 #[test]

@@ -6,13 +6,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::http::http_server;
 use common::{run, socklab, wait_bounded};
 use serde_json::Value;
 
@@ -194,38 +194,6 @@ fn pingpong_streams_its_repetitions() {
     let lines = stream_of(&["pingpong", "--count", "20000"], false);
     let r = lines.iter().find(|l| l["event"] == "repetition").unwrap();
     assert!(r["data"]["metrics"]["rtt_p50_us"].is_number(), "{r}");
-}
-
-/// Serves HTTP/1.1 keep-alive (a 100-byte body) on 127.0.0.1 from threads, for the life of
-/// the test process.
-fn http_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut w = s.try_clone().unwrap();
-                let mut r = BufReader::new(s);
-                let mut line = String::new();
-                loop {
-                    line.clear();
-                    match r.read_line(&mut line) {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) if line.trim().is_empty() => {
-                            let mut reply =
-                                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
-                            reply.extend_from_slice(&[b'a'; 100]);
-                            if w.write_all(&reply).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(_) => {}
-                    }
-                }
-            });
-        }
-    });
-    addr
 }
 
 #[test]

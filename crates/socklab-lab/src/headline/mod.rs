@@ -10,6 +10,7 @@ pub mod light;
 mod tests;
 
 use crate::model::stats::ExperimentStats;
+use crate::scale::Scale;
 use crate::table::{ci_cell, num};
 use crate::workload::metric;
 
@@ -160,6 +161,11 @@ pub fn headline(st: &ExperimentStats) -> Headline {
     let Some(s) = c.metrics.get(primary) else {
         return none;
     };
+    // In the unit that suits the figure, as the tables scale a column (19.30 Mbit/s, not
+    // 0.01930 Gbit/s).
+    let scale = Scale::column(metric(primary).unit, [s.mean]);
+    let s = &scale.summary(s);
+    let unit = shown_unit(scale.unit);
     let several = st.cells.iter().filter(|c| c.cell.workload == w).count() > 1;
     let mixed = st.cells.iter().any(|c| c.cell.workload != w);
     // [`ExperimentStats::best`]'s rule, on one computation of the comparisons.

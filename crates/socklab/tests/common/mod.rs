@@ -1,6 +1,7 @@
 //! Helpers shared by the CLI test files (each file is its own crate and uses some of them).
 #![allow(dead_code)]
 
+pub mod http;
 pub mod iperf3;
 pub mod procfs;
 pub mod strace;
