@@ -431,6 +431,9 @@ pub struct ReportArgs {
     /// Add the comparison of A with B (as `socklab compare A B`) as a section.
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub compare: Vec<String>,
+    /// Configuration keys the comparison leaves out when it matches cells (compare's --ignore).
+    #[arg(long, value_delimiter = ',', value_name = "KEY", requires = "compare")]
+    pub compare_ignore: Vec<String>,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -66,6 +66,7 @@ pub fn report(a: ReportArgs, dry: bool) -> Result<(), Failure> {
         out: a.out,
         keep_invalid: a.keep_invalid,
         compare: a.compare,
+        compare_ignore: a.compare_ignore,
     };
     if dry {
         return dryrun::print_checked(&report.dry_text(&a.db.db));

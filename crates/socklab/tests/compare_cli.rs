@@ -170,13 +170,15 @@ fn a_2k_write_slowdown_trips_the_gate_and_a_rerun_of_the_same_configuration_does
         "{out}"
     );
 
-    // report --compare: the comparison as a section of both reports (here of the rerun: the
-    // report takes no `ignore`, so its cells must match as they are).
+    // report --compare: the comparison as a section of both reports; --compare-ignore pairs
+    // the 128K cell with the 2K one as compare's --ignore does.
     let rep = dir.path().join("rep");
     let (code, _, err) = run(&[
         "report",
         "--compare",
-        "1,3",
+        "1,2",
+        "--compare-ignore",
+        "bufsize",
         "--out",
         rep.to_str().unwrap(),
         "--db",
@@ -187,6 +189,7 @@ fn a_2k_write_slowdown_trips_the_gate_and_a_rerun_of_the_same_configuration_does
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     assert!(html.contains("<section id=\"compare\">"), "{html}");
     assert!(html.contains("<td>gbps</td><td>higher</td>"), "{html}");
+    assert!(html.contains("slower"), "{html}");
     assert!(html.find("id=\"compare\"").unwrap() < html.find("<footer>").unwrap());
     assert!(md.contains("## Comparison: experiment 1 in"), "{md}");
     assert!(md.contains("| gbps | higher |"), "{md}");

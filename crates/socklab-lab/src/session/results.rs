@@ -178,6 +178,9 @@ pub struct ReportRun {
     pub keep_invalid: bool,
     /// `[A, B]`: add the comparison of A with B as a section (empty: none).
     pub compare: Vec<String>,
+    /// The configuration keys that comparison leaves out of the matching (`compare`'s
+    /// `ignore`).
+    pub compare_ignore: Vec<String>,
 }
 
 impl ReportRun {
@@ -208,7 +211,11 @@ impl ReportRun {
         };
         // The comparison first: bad input fails before anything is written.
         let compared = (!self.compare.is_empty())
-            .then(|| crate::compare::CompareRun::pair(&self.compare)?.run(db))
+            .then(|| {
+                let pair = crate::compare::CompareRun::pair(&self.compare)?;
+                let ignore = self.compare_ignore.clone();
+                crate::compare::CompareRun { ignore, ..pair }.run(db)
+            })
             .transpose()?;
         let files = write_report(&store, &ids, &self.title, &self.out, self.keep_invalid)?;
         if let Some(c) = &compared {
