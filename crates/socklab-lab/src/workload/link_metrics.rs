@@ -201,6 +201,13 @@ pub const METRICS: &[Metric] = &[
         Better::Neither,
     ),
     m(
+        "emu_runq_wait_ms",
+        "ms",
+        "emu runq ms",
+        "how long the emulator's threads waited for a CPU while runnable (both directions; -1: not known, another driver)",
+        Better::Lower,
+    ),
+    m(
         "emu_valid",
         "",
         "emu valid",
@@ -208,3 +215,24 @@ pub const METRICS: &[Metric] = &[
         Better::Higher,
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    /// Every metric a link report stores is in the table: a metric missing here reaches the
+    /// tables without its unit and Prometheus' export under its raw name (`emu_runq_wait_ms`
+    /// was, and `promtool` refused the abbreviated unit).
+    #[test]
+    fn every_metric_a_link_stores_is_in_the_table() {
+        let report = socklab_link::LinkReport::default();
+        let missing: Vec<&str> = report
+            .metrics()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| !super::METRICS.iter().any(|m| m.name == *name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "add to link_metrics::METRICS: {missing:?}"
+        );
+    }
+}
