@@ -176,6 +176,16 @@ pub fn run(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<Iperf3Run, NetEr
     }
 }
 
+/// Whether a connect failed the way it does while `iperf3 -s` is between two tests: its
+/// listener, closed with our handshake in its queue, answered with a reset (seen under load
+/// right after the previous repetition). Such a server is asked again, as a busy one is.
+pub(crate) fn between_tests(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+    )
+}
+
 enum Attempt {
     Busy,
     Failed(NetError),
@@ -204,13 +214,14 @@ fn attempt(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<Iperf3Run, Attem
         .transpose()?;
     let mut ctl = connect(cfg, false, false, stop)
         .map_err(|e| match e {
-            NetError::Connect { addr, source } => NetError::Io {
+            NetError::Connect { source, .. } if between_tests(&source) => Attempt::Busy,
+            NetError::Connect { addr, source } => Attempt::Failed(NetError::Io {
                 context: format!(
                     "cannot connect to the iperf3 server at {addr} (is `iperf3 -s` running there?)"
                 ),
                 source,
-            },
-            e => e,
+            }),
+            e => Attempt::Failed(e),
         })?
         .stream;
     ctl.set_read_timeout(Some(CONTROL_TICK))

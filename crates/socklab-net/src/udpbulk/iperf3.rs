@@ -20,7 +20,7 @@ use socklab_sys::sockopt::{set, IntOpt};
 use socklab_sys::usage::{getrusage, Usage, Who};
 
 use super::pacer::Pacer;
-use crate::bulk::iperf3::BUSY_WAIT;
+use crate::bulk::iperf3::{between_tests, BUSY_WAIT};
 use crate::iperf3::client::{
     make_cookie, stream_id, Action, Client, ClientError, ClientParams, Phase, STEP_WAIT,
 };
@@ -164,13 +164,15 @@ fn reset(e: &io::Error) -> bool {
 
 fn attempt(cfg: &UdpConfig, stop: &dyn Fn() -> bool) -> Attempt<UdpRun> {
     let peer = cfg.to.to_string();
-    let mut ctl =
-        TcpStream::connect_timeout(&cfg.to, STEP_WAIT).map_err(|source| NetError::Io {
+    let mut ctl = TcpStream::connect_timeout(&cfg.to, STEP_WAIT).map_err(|source| {
+        // Between two tests (the previous repetition's): asked again, as a busy server is.
+        (!between_tests(&source)).then(|| NetError::Io {
             context: format!(
                 "cannot connect to the iperf3 server at {peer} (is `iperf3 -s` running there?)"
             ),
             source,
-        })?;
+        })
+    })?;
     let _ = ctl.set_nodelay(true);
     ctl.set_read_timeout(Some(TICK))
         .map_err(|e| NetError::io("SO_RCVTIMEO", e))?;
