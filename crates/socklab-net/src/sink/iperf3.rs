@@ -303,10 +303,22 @@ fn stream(
         Ok(t) => t,
         Err(why) => return refused(&mut c, result, why),
     };
-    if let Some(a) = applied {
-        test.run().applied.get_or_insert(a);
+    {
+        let mut run = test.run();
+        if let Some(a) = applied {
+            run.applied.get_or_insert(a);
+        }
+        // Live from its join, not from its start: a stream thread starved until after the
+        // client's TEST_END (a `-n 1M` test fits in the socket buffers) is still waited for by
+        // `collect`, which otherwise built the results without it (0 bytes stored, seen under
+        // `stress-ng --cpu 2`). Each way out before its end takes it back ([`left`]).
+        run.live += 1;
     }
     test.changed.notify_all();
+    let left = || {
+        test.run().live -= 1;
+        test.changed.notify_all();
+    };
     // Wait for the start.
     let start = {
         let mut run = test.run();
@@ -316,6 +328,7 @@ fn stream(
             }
             if test.stop.load(Ordering::SeqCst) || c.halted().is_err() {
                 drop(run);
+                left();
                 let o = Outcome::Aborted("its test ended before it started".into());
                 let mode = Mode::Iperf3Stream {
                     id: stream_id(ticket),
@@ -332,6 +345,7 @@ fn stream(
     };
     let role = test.server().stream_role(ticket);
     let Some(role) = role else {
+        left();
         let o = Outcome::Aborted("its test has no role for it".into());
         return finish(peer, Mode::Raw, result, cpu0, t0, o, None);
     };
@@ -350,10 +364,12 @@ fn stream(
                 }
             }
             Ok(None) => {}
-            Err(e) => return refused(&mut c, result, e.why),
+            Err(e) => {
+                left();
+                return refused(&mut c, result, e.why);
+            }
         }
     }
-    test.run().live += 1;
     // A `-n` or `-k` test: the sending streams stop at the total, together.
     let total = if p.num > 0 {
         p.num
