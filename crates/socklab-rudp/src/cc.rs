@@ -233,7 +233,10 @@ impl Model {
     /// True until the first ACK of a fresh connection: the initial window may leave as one
     /// train (the window bounds it, the pacing rate does not).
     pub fn initial_burst(&self) -> bool {
-        self.round == 0 && self.mode == Mode::Startup && !self.filled_pipe && self.restart_stamp == 0
+        self.round == 0
+            && self.mode == Mode::Startup
+            && !self.filled_pipe
+            && self.restart_stamp == 0
     }
 
     fn pacing_gain(&self) -> f64 {
@@ -351,13 +354,10 @@ impl Model {
 
     /// Round 1 carries the ACKs of the initial window, sent back to back (see
     /// [`Model::send_quantum`]): bytes acknowledged after the first of them over the time since
-    /// it give the bottleneck's rate. At the end of the round the estimate (bounded by
-    /// [`TRAIN_MAX_JUMP`], scaled by [`TRAIN_SHARE`]) becomes a bandwidth sample of its own.
+    /// it give the bottleneck's rate. Once a third of the window is acknowledged the estimate
+    /// (bounded by [`TRAIN_MAX_JUMP`], scaled by [`TRAIN_SHARE`]) becomes a bandwidth sample.
     fn track_train(&mut self, now: u64, s: &AckSample, round_start: bool) {
-        if self.mode != Mode::Startup
-            || self.filled_pipe
-            || self.restart_stamp != 0
-        {
+        if self.mode != Mode::Startup || self.filled_pipe || self.restart_stamp != 0 {
             return;
         }
         // The ACK that starts round 1 is the train's first; the round's others follow it.

@@ -11,6 +11,10 @@ use super::{Connection, Role};
 /// An ack-only packet carries a PING this often, so the peer acknowledges it and we can stop
 /// repeating old ACK ranges.
 const PING_EVERY_ACKS: u32 = 16;
+/// Estimated random loss from which tail retransmissions go twice: below it a second copy
+/// costs more than the round trip it rarely saves (and a path that only duplicates or
+/// overflows its queue would get copies for nothing).
+const TAIL_TWICE_MIN_LOSS: f64 = 0.01;
 
 impl Connection {
     fn refill_pacing(&mut self, now: u64) {
@@ -205,10 +209,10 @@ impl Connection {
                 front.len = (end - sent_end) as u32;
             }
             self.note_retransmit(idx, written.len);
-            if !self.has_new_data() {
-                // The tail: nothing new follows, so a lost retransmission shows only after
-                // another round trip (or a probe timeout). Sending it twice makes that
-                // p^2 instead of p (1 % at 10 % random loss), for a few extra packets.
+            if !self.has_new_data() && self.cc.random_loss() >= TAIL_TWICE_MIN_LOSS {
+                // The tail on a lossy path: nothing new follows, so a lost retransmission shows
+                // only after another round trip (or a probe timeout). Sending it twice makes
+                // that p^2 instead of p (1 % at 10 % random loss), for a few extra packets.
                 self.retx_again.push_back(written);
             }
             return Some(written);
