@@ -54,6 +54,18 @@ const MIN_RTT_WINDOW_NS: u64 = 10_000_000_000;
 const PROBE_RTT_NS: u64 = 200_000_000;
 /// Rounds a congestion cap on the estimate lasts unless a probe lifts it sooner.
 const CAP_ROUNDS: u64 = 2 * BW_WINDOW_ROUNDS;
+/// The initial-window train may lift the start-up estimate to at most this multiple of the
+/// initial window's rate (IW per RTT): a jump of about four startup rounds, bounded so that ACKs
+/// bunched by a busy receiver or sender cannot lift it without limit.
+const TRAIN_MAX_JUMP: f64 = 64.0;
+/// Share of the train's dispersion rate taken as the first bandwidth sample: the train measures
+/// the bottleneck's capacity, not what other flows leave of it, so Startup starts at half of it
+/// and its usual gain and exit rules find the rest within a round or two.
+const TRAIN_SHARE: f64 = 0.5;
+/// Rounds of random-loss estimate needed before loss with a queue counts as congestion: a
+/// ramp that queued early leaves an estimate made of one short round (a dozen packets), and the
+/// path's own random loss would read as congestion against it and cap the rate below the path's.
+const MIN_LOSS_SAMPLES: u32 = 3;
 /// Largest random-loss fraction compensated for.
 const MAX_COMPENSATED_LOSS: f64 = 0.5;
 
@@ -100,6 +112,11 @@ pub struct Model {
     pacing_rate: f64,
     max_rate: Option<f64>,
     restart_stamp: u64,
+    /// The initial window's ACK train (round 1): time of its first ACK, bytes acknowledged after
+    /// it, and the fastest dispersion rate seen (bytes/s).
+    train_first: Option<u64>,
+    train_bytes: u64,
+    train_rate: f64,
 }
 
 impl Model {
@@ -144,6 +161,9 @@ impl Model {
             pacing_rate: 0.0,
             max_rate,
             restart_stamp: 0,
+            train_first: None,
+            train_bytes: 0,
+            train_rate: 0.0,
         };
         m.pacing_rate = m.cap(STARTUP_GAIN * initial_cwnd as f64 * 1e9 / m.initial_rtt_ns as f64);
         m
@@ -198,9 +218,25 @@ impl Model {
 
     /// Most bytes to send back to back (the pacing quantum): about 1 ms at the pacing rate,
     /// between 2 and 44 packets.
+    ///
+    /// Before the first RTT sample the whole initial window goes back to back: the bottleneck
+    /// spaces the train at its rate and the spacing of the ACKs measures it (packet-train
+    /// dispersion), which lets Startup skip the first rounds of its ramp.
     pub fn send_quantum(&self) -> u64 {
+        if self.initial_burst() {
+            return self.initial_cwnd.max(2 * self.mss);
+        }
         let q = (self.pacing_rate / 1000.0) as u64;
         q.clamp(2 * self.mss, 44 * self.mss)
+    }
+
+    /// True until the first ACK of a fresh connection: the initial window may leave as one
+    /// train (the window bounds it, the pacing rate does not).
+    pub fn initial_burst(&self) -> bool {
+        self.round == 0
+            && self.mode == Mode::Startup
+            && !self.filled_pipe
+            && self.restart_stamp == 0
     }
 
     fn pacing_gain(&self) -> f64 {
@@ -256,6 +292,7 @@ impl Model {
                 self.min_rtt_stamp = now;
             }
         }
+        self.track_train(now, s, round_start);
         if round_start {
             self.end_round();
             self.round += 1;
@@ -264,7 +301,7 @@ impl Model {
             self.update_bw(rate, s.app_limited);
         }
         self.update_mode(now, s, round_start);
-        self.set_outputs(s);
+        self.set_outputs();
     }
 
     fn end_round(&mut self) {
@@ -282,14 +319,22 @@ impl Model {
                 self.congestion_events += 1;
                 self.set_cap(self.path_rate());
                 self.cycle_index = 1;
-            } else if self.mode == Mode::ProbeBw && gain <= 1.0 && !queueing {
-                // Cruising at (or below) the estimate with no standing queue: what is lost here
-                // is the path's random loss.
+            } else if (self.mode == Mode::ProbeBw && gain <= 1.0 || self.mode == Mode::Startup)
+                && !queueing
+            {
+                // Cruising at (or below) the estimate with no standing queue, or ramping up in
+                // Startup before any queue formed: what is lost here is the path's random loss
+                // (a drop-tail bottleneck drops only from a full queue). Learning it during the
+                // ramp means Drain and the first cruise already send at what the path accepts
+                // instead of at the delivered rate, and loss never ends the ramp.
                 let weight = if self.loss_samples < 8 { 0.5 } else { 0.125 };
                 self.random_loss += weight * (fraction - self.random_loss);
                 self.random_loss = self.random_loss.clamp(0.0, MAX_COMPENSATED_LOSS);
                 self.loss_samples += 1;
-            } else if self.mode == Mode::ProbeBw && queueing && fraction > self.random_loss + margin
+            } else if self.mode == Mode::ProbeBw
+                && queueing
+                && self.loss_samples >= MIN_LOSS_SAMPLES
+                && fraction > self.random_loss + margin
             {
                 // Loss together with a standing queue: congestion.
                 self.congestion_events += 1;
@@ -305,6 +350,44 @@ impl Model {
         self.round_lost = 0;
         self.round_max_rtt = 0;
         self.round_min_rtt = u64::MAX;
+    }
+
+    /// Round 1 carries the ACKs of the initial window, sent back to back (see
+    /// [`Model::send_quantum`]): bytes acknowledged after the first of them over the time since
+    /// it give the bottleneck's rate. Once a third of the window is acknowledged the estimate
+    /// (bounded by [`TRAIN_MAX_JUMP`], scaled by [`TRAIN_SHARE`]) becomes a bandwidth sample.
+    fn track_train(&mut self, now: u64, s: &AckSample, round_start: bool) {
+        if self.mode != Mode::Startup || self.filled_pipe || self.restart_stamp != 0 {
+            return;
+        }
+        // The ACK that starts round 1 is the train's first; the round's others follow it.
+        let first_ack = self.round == 0 && round_start;
+        if !(first_ack || self.round == 1 && !round_start) {
+            return;
+        }
+        match self.train_first {
+            None => {
+                self.train_first = Some(now);
+                return;
+            }
+            Some(first) => {
+                self.train_bytes += s.acked_bytes + s.lost_bytes;
+                if now > first && self.train_bytes >= 2 * self.mss {
+                    let rate = self.train_bytes as f64 * 1e9 / (now - first) as f64;
+                    self.train_rate = self.train_rate.max(rate);
+                }
+            }
+        }
+        // A third of the train dispersed is enough to use its rate: using it at once (rather
+        // than at the end of the round) lets the packets that the train's ACKs release leave at
+        // it; later ACKs of the train may raise it.
+        if self.train_bytes >= self.initial_cwnd / 3 && self.train_rate > 0.0 {
+            let iw_rate = self.initial_cwnd as f64 * 1e9 / self.rtt_for_bdp() as f64;
+            let rate = (TRAIN_SHARE * self.train_rate).min(TRAIN_MAX_JUMP * iw_rate);
+            if rate > self.btl_bw {
+                self.update_bw(rate, false);
+            }
+        }
     }
 
     fn update_bw(&mut self, rate: f64, app_limited: bool) {
@@ -426,7 +509,7 @@ impl Model {
         (self.bdp(0.5)).max(4 * self.mss)
     }
 
-    fn set_outputs(&mut self, s: &AckSample) {
+    fn set_outputs(&mut self) {
         if self.btl_bw > 0.0 {
             let rate = self.pacing_gain() * self.path_rate();
             // In Startup never slow down below the initial pacing.
@@ -439,14 +522,14 @@ impl Model {
             // Grow by what was acknowledged, but (as Linux BBR) only up to the startup gain
             // times the BDP: beyond that the extra data only queues at the bottleneck, and a
             // queue that outgrows the buffer loses whole rounds of packets.
+            // The ramp is paced: the pacing rate grows by the startup gain per round from the
+            // delivery-rate samples, and the window is only its safety bound. Growing the window
+            // by what was acknowledged (slow start's doubling, less the random loss: 1.9x per
+            // round at 10 % loss) bound the ramp to 7 rounds where pacing needs 4.
             Mode::Startup => {
                 let ceiling =
                     (self.bdp(STARTUP_GAIN) + 3 * self.send_quantum()).max(self.initial_cwnd);
-                if self.cwnd < ceiling {
-                    (self.cwnd + s.acked_bytes).min(ceiling)
-                } else {
-                    self.cwnd
-                }
+                self.cwnd.max(ceiling)
             }
             Mode::ProbeRtt => self.probe_rtt_cwnd(),
             _ => target.max(4 * self.mss),
@@ -536,6 +619,55 @@ mod tests {
         // The pacing rate stays near what the path accepts (rate / (1 - p)), not halved.
         let accept = rate / 0.9;
         assert!(m.pacing_rate() > 0.7 * accept, "pacing {}", m.pacing_rate());
+    }
+
+    #[test]
+    fn random_loss_is_learned_during_startup_and_does_not_end_it() {
+        let mut m = Model::new(MSS, 10, 100_000_000, None);
+        drive(&mut m, 12_500_000.0, 100_000_000, 0.10, 4);
+        assert_eq!(m.mode(), Mode::Startup);
+        assert!(m.random_loss() > 0.05, "loss {}", m.random_loss());
+    }
+
+    #[test]
+    fn the_initial_window_train_lifts_the_startup_estimate() {
+        let mut m = Model::new(MSS, 10, 100_000_000, None);
+        assert!(m.initial_burst());
+        assert_eq!(m.send_quantum(), 10 * MSS);
+        // The window left back to back; the bottleneck (100 Mbit/s) spaced it 112 us a packet
+        // and the ACKs (one per two packets) come back with that spacing.
+        let gap = 2 * MSS * 8 * 1_000_000_000 / 100_000_000;
+        let mut now = 100_000_000;
+        let mut delivered = 0;
+        for i in 0..5 {
+            delivered += 2 * MSS;
+            let s = AckSample {
+                acked_bytes: 2 * MSS,
+                delivery_rate: Some(2.0 * MSS as f64 * 1e9 / 100e6),
+                rtt_ns: Some(100_000_000),
+                packet_delivered: 0,
+                delivered,
+                in_flight: 10 * MSS - delivered,
+                ..AckSample::default()
+            };
+            m.on_ack(now, &s);
+            assert!(!m.initial_burst(), "ack {i}");
+            now += gap;
+        }
+        // The first ACK of the next round ends the train's round.
+        let s = AckSample {
+            acked_bytes: MSS,
+            rtt_ns: Some(100_000_000),
+            packet_delivered: delivered,
+            delivered: delivered + MSS,
+            ..AckSample::default()
+        };
+        m.on_ack(200_000_000, &s);
+        let rate = 12_500_000.0;
+        assert!(m.btl_bw() >= TRAIN_SHARE * rate * 0.9, "bw {}", m.btl_bw());
+        assert!(m.pacing_rate() >= STARTUP_GAIN * TRAIN_SHARE * rate * 0.9);
+        // Bounded: never above the capacity the train measured.
+        assert!(m.btl_bw() <= rate * 1.01, "bw {}", m.btl_bw());
     }
 
     #[test]

@@ -38,3 +38,41 @@ fn goodput_table() {
         );
     }
 }
+
+/// The start-up table (issue 29): 20 MB over 100 Mbit/s, 100 ms RTT, a 2000-packet queue, total
+/// time against the ideal (two RTTs: handshake, last byte and its ACK; + size at rate x (1 - loss)).
+#[test]
+#[ignore]
+fn startup_table() {
+    for loss in [0.0, 5.0, 10.0, 15.0] {
+        for seed in [1, 2, 3] {
+            let up = format!("rate 100mbit delay 50ms loss {loss}% limit 2000");
+            let mut setup = sim::Setup::new(&up, "delay 50ms", vec![20_000_000], seed);
+            setup.limit_ns = 60_000_000_000;
+            let o = sim::run(&setup, 0);
+            let ideal = 0.2 + 20e6 * 8.0 / (100e6 * (1.0 - loss / 100.0));
+            let t = o.elapsed_ns as f64 / 1e9;
+            println!(
+                "loss {loss:>4}% seed {seed}: complete {} elapsed {t:.3}s ideal {ideal:.3}s ({:.2} of ideal) lost {} retx {} rl {:.3} cong {} overflow {}",
+                o.complete,
+                ideal / t,
+                o.client.lost_packets,
+                o.client.retransmitted_packets,
+                o.client.random_loss_ppm as f64 / 1e6,
+                o.client.congestion_events,
+                o.up_stats.queue_dropped,
+            );
+            if std::env::var("RAMP").is_ok_and(|v| v == format!("{loss}:{seed}")) {
+                for (t, r, cwnd, pace) in &o.progress {
+                    println!(
+                        "  t {:.1}s received {:.2} MB cwnd {} KB pacing {:.1} Mbit/s",
+                        *t as f64 / 1e9,
+                        *r as f64 / 1e6,
+                        cwnd / 1000,
+                        *pace as f64 * 8.0 / 1e6
+                    );
+                }
+            }
+        }
+    }
+}

@@ -162,6 +162,8 @@ pub struct Connection {
     unsent_chunk: u64,
     unsent_pos: usize,
     retx: VecDeque<DataRef>,
+    /// Tail retransmissions to send a second time (see `write_stream`).
+    retx_again: VecDeque<DataRef>,
     new_bytes_sent: u64,
     peer_credit: u64,
     stream_retx: HashMap<u32, u64>,
@@ -260,6 +262,7 @@ impl Connection {
             unsent_chunk: 0,
             unsent_pos: 0,
             retx: VecDeque::new(),
+            retx_again: VecDeque::new(),
             new_bytes_sent: 0,
             peer_credit: 0,
             stream_retx: HashMap::new(),

@@ -86,7 +86,7 @@ impl Connection {
             }
         }
     }
-    fn has_new_data(&self) -> bool {
+    pub(super) fn has_new_data(&self) -> bool {
         match self.chunk_index(self.unsent_chunk) {
             Some(i) => self.unsent_pos < self.chunks[i].data.len(),
             None => false,
@@ -94,6 +94,8 @@ impl Connection {
     }
 
     pub(super) fn has_data(&self) -> bool {
-        !self.retx.is_empty() || (self.has_new_data() && self.peer_credit_left() > 0)
+        !self.retx.is_empty()
+            || !self.retx_again.is_empty()
+            || (self.has_new_data() && self.peer_credit_left() > 0)
     }
 }

@@ -77,6 +77,9 @@ pub struct Outcome {
     pub up_stats: socklab_impair::Stats,
     pub down_stats: socklab_impair::Stats,
     pub steps: u64,
+    /// (time ns, distinct bytes received, client cwnd, client pacing rate bytes/s), every 100 ms
+    /// of simulated time: the ramp, for the exploration tables.
+    pub progress: Vec<(u64, u64, u64, u64)>,
 }
 
 /// Runs one transfer. `omit_ns`: start of the steady-state goodput window.
@@ -106,8 +109,13 @@ pub fn run(setup: &Setup, omit_ns: u64) -> Outcome {
     let mut done_at = None;
     let mut client_close = None;
     let mut steps = 0u64;
+    let mut progress = Vec::new();
     loop {
         steps += 1;
+        if now >= progress.len() as u64 * 100_000_000 {
+            let st = client.stats();
+            progress.push((now, received, st.cwnd, st.pacing_rate));
+        }
         // Client application: write while there is room.
         if client.is_established() {
             while file < setup.files.len() {
@@ -268,5 +276,6 @@ pub fn run(setup: &Setup, omit_ns: u64) -> Outcome {
         up_stats: up.stats().clone(),
         down_stats: down.stats().clone(),
         steps,
+        progress,
     }
 }
