@@ -71,6 +71,11 @@ pub enum IntOpt {
     IpMtuDiscover,
     /// `IPV6_MTU_DISCOVER` (`IPV6_PMTUDISC_DO` = 2).
     Ipv6MtuDiscover,
+    /// `IP_MTU` (read only, on a connected socket): the path MTU the kernel knows for the peer
+    /// (the route's MTU until a smaller one is discovered; 65536 on loopback).
+    IpMtu,
+    /// `IPV6_MTU` read on a connected socket: the path MTU, as [`IntOpt::IpMtu`].
+    Ipv6Mtu,
 }
 
 impl IntOpt {
@@ -106,6 +111,8 @@ impl IntOpt {
             Ipv6TClass => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
             IpMtuDiscover => (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER),
             Ipv6MtuDiscover => (libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER),
+            IpMtu => (libc::IPPROTO_IP, libc::IP_MTU),
+            Ipv6Mtu => (libc::IPPROTO_IPV6, libc::IPV6_MTU),
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod error;
 pub mod framing;
 pub mod limits;
 pub mod manifest;
+pub mod path_mtu;
 pub mod reassembly;
 pub mod receiver;
 pub mod rudp;
@@ -127,7 +128,8 @@ impl TransferReport {
 }
 
 /// Sends `paths` to the server at `to` over `proto` (TCP with congestion control `tcp_cc` if
-/// given; rudp with its default settings).
+/// given; rudp with its default settings, its datagrams as large as the loopback MTU carries
+/// when `to` is a loopback address: [`path_mtu`]).
 pub fn send(
     proto: Proto,
     to: std::net::SocketAddr,
@@ -137,8 +139,11 @@ pub fn send(
 ) -> Result<TransferReport, TransferError> {
     match proto {
         Proto::Tcp => send_tcp(to, paths, tcp_cc, timeout).map(TransferReport::Tcp),
-        Proto::Rudp => send_rudp(to, paths, &socklab_rudp::Config::default(), timeout)
-            .map(TransferReport::Rudp),
+        Proto::Rudp => {
+            let mut config = socklab_rudp::Config::default();
+            config.max_datagram = path_mtu::datagram_size(to, config.max_datagram);
+            send_rudp(to, paths, &config, timeout).map(TransferReport::Rudp)
+        }
     }
 }
 

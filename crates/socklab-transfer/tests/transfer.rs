@@ -128,6 +128,41 @@ fn rudp_transfers_files_byte_identical_over_loopback() {
     assert_received(dst.path(), &files);
 }
 
+/// `socklab transfer send --proto rudp` to a loopback server (issue 29): the datagrams are as
+/// large as the loopback MTU carries, not 1472 bytes, and every byte still arrives intact.
+#[test]
+fn rudp_send_on_loopback_uses_datagrams_as_large_as_the_loopback_mtu() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let files = make_files(
+        src.path(),
+        &[0, 1, 65_506, 65_507, 65_508, 2_000_000, 10_500],
+    );
+    let server = RudpServer::start(dst.path(), Config::default(), false);
+    let report = socklab_transfer::send(
+        socklab_transfer::Proto::Rudp,
+        server.addr,
+        &files,
+        None,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let socklab_transfer::TransferReport::Rudp(r) = report else {
+        panic!("a rudp send gave a TCP report");
+    };
+    assert!(r.files.iter().all(|f| f.ok), "{:?}", r.files);
+    let per_packet = r.stats.bytes_sent / r.stats.packets_sent.max(1);
+    assert!(
+        per_packet > 2 * Config::default().max_datagram as u64,
+        "{per_packet} bytes per packet over {} packets",
+        r.stats.packets_sent
+    );
+    let sessions = server.finish();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].error, None);
+    assert_received(dst.path(), &files);
+}
+
 #[test]
 fn tcp_transfers_files_byte_identical_over_loopback() {
     let src = tempfile::tempdir().unwrap();
