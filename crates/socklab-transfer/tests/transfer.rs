@@ -157,6 +157,16 @@ fn rudp_send_on_loopback_uses_datagrams_as_large_as_the_loopback_mtu() {
         "{per_packet} bytes per packet over {} packets",
         r.stats.packets_sent
     );
+    // Each write the client hands the transport fills one datagram: a 64 KiB write would leave
+    // as one full packet and one of about 100 bytes (about 69 packets of new data here).
+    let per_write = (65_507 - 256) as u64;
+    let sizes = [0u64, 1, 65_506, 65_507, 65_508, 2_000_000, 10_500];
+    let full: u64 = sizes.iter().map(|s| s.div_ceil(per_write)).sum();
+    assert!(
+        r.stats.data_packets_sent <= full + sizes.len() as u64 + 2,
+        "{} packets of new data for {full} datagrams' worth",
+        r.stats.data_packets_sent
+    );
     let sessions = server.finish();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].error, None);
