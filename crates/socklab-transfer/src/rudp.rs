@@ -306,10 +306,12 @@ pub fn send_rudp(
                 sender.manifest().total_bytes()
             )));
         }
-        let now = ns_since(base);
         for _ in 0..RECV_BATCH {
             match sock.recv(&mut inbuf) {
-                Ok(n) => conn.handle_datagram(now, &inbuf[..n]),
+                // Each datagram is stamped when it is read: a clock read before the batch would
+                // shorten the RTT of an ACK that came in while the batch ran (a thread preempted
+                // between the clock and the read measured 4.8 ms on a path of 5 ms each way).
+                Ok(n) => conn.handle_datagram(ns_since(base), &inbuf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e)
                     if e.kind() == io::ErrorKind::ConnectionRefused && !conn.is_established() =>
@@ -327,6 +329,7 @@ pub fn send_rudp(
                 Err(e) => return Err(TransferError::io("receiving a datagram", e)),
             }
         }
+        let now = ns_since(base);
         if conn.poll_timeout().is_some_and(|t| now >= t) {
             conn.handle_timeout(now);
         }
@@ -576,6 +579,8 @@ pub fn serve_rudp_with(
                 Err(e) if is_icmp_error(&e) => continue,
                 Err(e) => return Err(TransferError::io("receiving a datagram", e)),
             };
+            // Stamped when read, not when the batch began (see `send_rudp`).
+            let now = ns_since(base);
             // With GRO several datagrams of one sender arrive glued, each `segment` bytes.
             for datagram in inbuf[..r.len].chunks(r.segment.unwrap_or(r.len).max(1)) {
                 let peer = r.from;
@@ -624,6 +629,7 @@ pub fn serve_rudp_with(
                 }
             }
         }
+        let now = ns_since(base);
         let mut next: Option<u64> = None;
         let mut ended = Vec::new();
         for (cid, s) in sessions.iter_mut() {
