@@ -19,6 +19,7 @@
 //! - [`fs`] — free space of a file system (`fstatvfs`);
 //! - [`ioerr`] — what an I/O error means to a socket loop (a timeout, a transient `accept()`);
 //! - [`netns`] — network namespaces, TUN devices, per-thread CPU time;
+//! - [`ulp`] — `TCP_ULP` (the kernel's `tls` module for kTLS) and its missing-module error;
 //! - [`udp`] — UDP receive with GRO (several datagrams per call);
 //! - [`mmsg`] — batched UDP: `sendmmsg`, `recvmmsg` with kernel arrival times and the
 //!   socket's drop counter;
@@ -45,6 +46,7 @@ pub mod skip;
 pub mod sockopt;
 pub mod tcp;
 pub mod udp;
+pub mod ulp;
 pub mod uring;
 pub mod usage;
 pub mod zerocopy;
