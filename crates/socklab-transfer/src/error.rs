@@ -41,7 +41,7 @@ pub enum TransferError {
     #[error("{0}")]
     Timeout(String),
     /// The transfer server could not be reached.
-    #[error("cannot reach a transfer server at {addr}: {source} (start one there with `socklab transfer serve`, its `proto` tcp|rudp, `port` PORT and `dir` DIR)")]
+    #[error("cannot reach a transfer server at {addr}: {source} (start one there with `socklab transfer serve`, its `proto` tcp|rudp|quic, `port` PORT and `dir` DIR)")]
     Connect {
         /// Where we tried.
         addr: SocketAddr,
@@ -83,9 +83,9 @@ impl TransferError {
     }
 }
 
-/// A transfer protocol that is neither `tcp` nor `rudp`.
+/// A transfer protocol that is not `tcp`, `rudp` or `quic`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("choose tcp or rudp")]
+#[error("choose tcp, rudp or quic")]
 pub struct ParseProtoError {
     /// The value as given.
     pub value: String,
@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn a_protocol_that_is_not_one_says_the_choices() {
         let e = "sctp".parse::<Proto>().expect_err("must not parse");
-        assert_eq!(e.to_string(), "choose tcp or rudp");
+        assert_eq!(e.to_string(), "choose tcp, rudp or quic");
         assert_eq!(e.value, "sctp");
     }
 }

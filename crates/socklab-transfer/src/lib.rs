@@ -23,6 +23,7 @@
 //! - [`sessions`] — the rudp server's session limits, eviction policy and log of ended sessions;
 //! - [`framing`] — the TCP framing of chunks;
 //! - [`tcp`] — the TCP baseline end to end ([`serve_tcp`], [`send_tcp`]);
+//! - [`quic`] — QUIC (quinn) end to end, one QUIC stream per file ([`quic::serve_quic`], [`quic::send_quic`]);
 //! - [`workfiles`] — deterministic workload files for experiments and tests.
 
 pub mod control;
@@ -32,6 +33,7 @@ pub mod framing;
 pub mod limits;
 pub mod manifest;
 pub mod path_mtu;
+pub mod quic;
 pub mod reassembly;
 pub mod receiver;
 pub mod rudp;
@@ -59,6 +61,8 @@ pub enum Proto {
     Tcp,
     /// socklab's reliable transport over UDP.
     Rudp,
+    /// QUIC (quinn), one QUIC stream per file.
+    Quic,
 }
 
 impl Proto {
@@ -67,6 +71,7 @@ impl Proto {
         match self {
             Proto::Tcp => "tcp",
             Proto::Rudp => "rudp",
+            Proto::Quic => "quic",
         }
     }
 }
@@ -77,6 +82,7 @@ impl std::str::FromStr for Proto {
         match s.trim() {
             "tcp" => Ok(Proto::Tcp),
             "rudp" => Ok(Proto::Rudp),
+            "quic" => Ok(Proto::Quic),
             _ => Err(ParseProtoError {
                 value: s.to_string(),
             }),
@@ -91,6 +97,8 @@ pub enum TransferReport {
     Tcp(TcpReport),
     /// [`send_rudp`]'s report.
     Rudp(RudpReport),
+    /// [`quic::send_quic`]'s report.
+    Quic(quic::QuicReport),
 }
 
 impl TransferReport {
@@ -99,6 +107,7 @@ impl TransferReport {
         match self {
             TransferReport::Tcp(r) => r.total_ns,
             TransferReport::Rudp(r) => r.total_ns,
+            TransferReport::Quic(r) => r.total_ns,
         }
     }
 
@@ -107,6 +116,7 @@ impl TransferReport {
         match self {
             TransferReport::Tcp(r) => r.bytes,
             TransferReport::Rudp(r) => r.bytes,
+            TransferReport::Quic(r) => r.bytes,
         }
     }
 
@@ -115,6 +125,7 @@ impl TransferReport {
         match self {
             TransferReport::Tcp(r) => &r.files,
             TransferReport::Rudp(r) => &r.files,
+            TransferReport::Quic(r) => &r.files,
         }
     }
 
@@ -123,6 +134,7 @@ impl TransferReport {
         match self {
             TransferReport::Tcp(r) => &r.per_file_retransmits,
             TransferReport::Rudp(r) => &r.per_file_retransmits,
+            TransferReport::Quic(r) => &r.per_file_retransmits,
         }
     }
 }
@@ -143,6 +155,17 @@ pub fn send(
             let mut config = socklab_rudp::Config::default();
             config.max_datagram = path_mtu::datagram_size(to, config.max_datagram);
             send_rudp(to, paths, &config, timeout).map(TransferReport::Rudp)
+        }
+        Proto::Quic => {
+            let cc = match tcp_cc {
+                Some(c) => c.parse().map_err(TransferError::Invalid)?,
+                None => quic::QuicCc::default(),
+            };
+            let opts = quic::QuicSendOptions {
+                cc,
+                ..quic::QuicSendOptions::default()
+            };
+            quic::send_quic(to, paths, &opts, timeout).map(TransferReport::Quic)
         }
     }
 }

@@ -83,7 +83,7 @@ pub struct RudpReport {
 
 /// Asks for [`SOCKET_BUFFER`] bytes of send and receive buffer: past the system maximum where
 /// we may (root), else up to it. Bursts at the pacing rate then fit in the kernel's queue.
-fn enlarge_buffers(sock: &UdpSocket) {
+pub(crate) fn enlarge_buffers(sock: &UdpSocket) {
     use socklab_sys::sockopt::{set, IntOpt};
     for (force, plain) in [
         (IntOpt::SoRcvBufForce, IntOpt::SoRcvBuf),

@@ -131,6 +131,9 @@ pub struct SessionLog {
     pub idle_closed: u64,
     /// Sessions still open when the server stopped (counted in `sessions` too).
     pub open_at_stop: u64,
+    /// QUIC handshakes that failed (undecryptable Initials, untrusted certificates, clients
+    /// that vanished): not sessions, no state kept.
+    pub handshakes_failed: u64,
     recent: VecDeque<ServerSession>,
     keep: usize,
 }

@@ -269,11 +269,11 @@ fn bad_inputs_are_one_line_errors_naming_the_value_with_exit_2() {
             "127.0.0.1:9",
             f,
         ],
-        &["--proto 'sctp'", "choose tcp or rudp"],
+        &["--proto 'sctp'", "choose tcp, rudp or quic"],
     );
     assert_usage_error(
-        &["transfer", "serve", "--proto", "quic", "--dir", "x"],
-        &["--proto 'quic'", "choose tcp or rudp"],
+        &["transfer", "serve", "--proto", "sctp", "--dir", "x"],
+        &["--proto 'sctp'", "choose tcp, rudp or quic"],
     );
     assert_usage_error(
         &["transfer", "send", "--to", "127.0.0.1:9", missing],
@@ -309,7 +309,7 @@ fn bad_inputs_are_one_line_errors_naming_the_value_with_exit_2() {
     );
     assert_usage_error(
         &["transfer", "--proto", "tcp,sctp", "--reps", "1"],
-        &["proto = 'sctp'", "choose tcp or rudp"],
+        &["proto = 'sctp'", "choose tcp, rudp or quic"],
     );
     assert_usage_error(
         &["transfer", "--tcp-cc", "vegass", "--reps", "1"],

@@ -114,6 +114,12 @@ fn log_line(log: &SessionLog) -> String {
             log.refused, log.evicted, log.idle_closed
         ));
     }
+    if log.handshakes_failed > 0 {
+        l.push_str(&format!(
+            "; {} QUIC handshake(s) failed (no state kept)",
+            log.handshakes_failed
+        ));
+    }
     if log.recent().len() as u64 != log.sessions {
         l.push_str(&format!("; the last {} shown", log.recent().len()));
     }
@@ -167,6 +173,35 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
                 &socklab_rudp::Config::default(),
                 &cfg.tcp.limits,
                 &cfg.rudp_sessions,
+                interrupt_flag(),
+                cfg.once,
+            )
+            .map_err(run)?
+        }
+        Proto::Quic => {
+            let socket = UdpSocket::bind(bind)
+                .map_err(|e| RoleError::Run(format!("cannot bind UDP {bind}: {e}")))?;
+            let addr = socket.local_addr()?;
+            let identity = socklab_tls::Identity::self_signed(&[])
+                .map_err(|e| RoleError::Run(e.to_string()))?;
+            announce(addr, cfg, say, None)?;
+            if !say.quiet {
+                eprintln!(
+                    "certificate: self-signed for this run, SHA-256 {}",
+                    identity.fingerprint()
+                );
+            }
+            let opts = socklab_transfer::quic::QuicServeOptions {
+                max_sessions: cfg.tcp.max_sessions,
+                idle_timeout: cfg.tcp.idle_timeout,
+                limits: cfg.tcp.limits.clone(),
+                ..Default::default()
+            };
+            socklab_transfer::quic::serve_quic(
+                socket,
+                &cfg.dir,
+                &identity,
+                &opts,
                 interrupt_flag(),
                 cfg.once,
             )
@@ -266,6 +301,17 @@ pub fn send(cfg: &SendConfig) -> Result<String, RoleError> {
                 }),
             )
         }
+        TransferReport::Quic(q) => (
+            format!(
+                "cc {} (quinn), lost packets {}, congestion events {}, srtt {} us, min rtt {} us, packets sent {}, path MTU {}, handshake {} us",
+                q.cc, q.lost_packets, q.congestion_events, q.rtt_us, q.min_rtt_us, q.sent_packets, q.mtu, q.handshake_ns / 1000
+            ),
+            json!({
+                "cc": q.cc, "lost_packets": q.lost_packets, "congestion_events": q.congestion_events,
+                "srtt_us": q.rtt_us, "min_rtt_us": q.min_rtt_us, "packets_sent": q.sent_packets,
+                "mtu": q.mtu, "handshake_us": q.handshake_ns as f64 / 1000.0,
+            }),
+        ),
     };
     let (files, per_file, total_ns, bytes) =
         (r.files(), r.per_file_retransmits(), r.total_ns(), r.bytes());

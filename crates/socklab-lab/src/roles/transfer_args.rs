@@ -20,14 +20,15 @@ fn usage(m: String) -> RoleError {
     RoleError::Usage(m)
 }
 
-/// `proto`: tcp or rudp.
+/// `proto`: tcp, rudp or quic.
 pub fn parse_proto(s: &str) -> Result<Proto, RoleError> {
     s.parse()
         .map_err(|e: socklab_transfer::ParseProtoError| usage(format!("`proto` '{s}': {e}")))
 }
 
 /// `tcp_cc` of a single transfer: checked for tcp (default cubic: always set, since this
-/// kernel's default may be another), refused for rudp.
+/// kernel's default may be another), refused for rudp, quinn's controller for quic (cubic,
+/// newreno, bbr; default cubic).
 pub fn tcp_cc(proto: Proto, cc: Option<&str>) -> Result<Option<String>, RoleError> {
     match (proto, cc) {
         (Proto::Tcp, Some(c)) => check_tcp_cc(c)
@@ -38,6 +39,11 @@ pub fn tcp_cc(proto: Proto, cc: Option<&str>) -> Result<Option<String>, RoleErro
             "`tcp_cc` '{c}' applies to `proto` tcp: rudp has its own congestion control; leave it out"
         ))),
         (Proto::Rudp, None) => Ok(None),
+        (Proto::Quic, Some(c)) => c
+            .parse::<socklab_transfer::quic::QuicCc>()
+            .map(|cc| Some(cc.as_str().to_string()))
+            .map_err(|e| usage(format!("`tcp_cc` '{c}': {e}"))),
+        (Proto::Quic, None) => Ok(Some("cubic".into())),
     }
 }
 
@@ -95,11 +101,9 @@ pub fn session_limits(proto: Proto, per_source: Option<usize>) -> Result<Session
     let mut limits = SessionLimits::default();
     match (proto, per_source) {
         (_, None) => {}
-        (Proto::Tcp, Some(n)) => {
-            return Err(usage(format!(
-                "`max_sessions_per_source` {n} applies to `proto` rudp; leave it out for tcp"
-            )))
-        }
+        (Proto::Tcp | Proto::Quic, Some(n)) => return Err(usage(format!(
+            "`max_sessions_per_source` {n} applies to `proto` rudp; leave it out for tcp and quic"
+        ))),
         (Proto::Rudp, Some(n)) if n == 0 || n > limits.max_sessions => {
             return Err(usage(format!(
                 "`max_sessions_per_source` {n}: give 1 to {} (the server's session table)",
@@ -114,7 +118,7 @@ pub fn session_limits(proto: Proto, per_source: Option<usize>) -> Result<Session
 /// `transfer serve` as given.
 #[derive(Debug, Clone)]
 pub struct ServeArgs {
-    /// tcp or rudp.
+    /// tcp, rudp or quic.
     pub proto: String,
     /// The port.
     pub port: u16,
@@ -255,7 +259,7 @@ pub fn serve_dry_run_text(cfg: &ServeConfig) -> String {
 /// `transfer send` as given.
 #[derive(Debug, Clone)]
 pub struct SendArgs {
-    /// tcp or rudp.
+    /// tcp, rudp or quic.
     pub proto: String,
     /// The server, HOST:PORT.
     pub to: String,

@@ -144,14 +144,14 @@ pub fn failed_repetitions(
 pub const PROTO: Key = Key::new(
     "proto",
     "tcp",
-    "tcp or rudp (socklab's reliable transport over UDP)",
+    "tcp, rudp (socklab's reliable transport over UDP) or quic (quinn, one QUIC stream per file)",
 )
 .list();
 /// `tcp_cc`.
 pub const TCP_CC: Key = Key::new(
     "tcp_cc",
     "cubic",
-    "congestion control of both TCP sockets: cubic, bbr, reno (always set; n/a for rudp)",
+    "congestion control of both TCP sockets: cubic, bbr, reno (always set; n/a for rudp); for quic quinn's sender: cubic, newreno, bbr",
 )
 .list();
 /// `timeout`.
@@ -511,6 +511,20 @@ pub fn sample(
                     s.extra["probe_timeouts"] = json!(st.probe_timeouts);
                     s.extra["duplicate_packets"] = json!(st.duplicate_packets);
                 }
+                TransferReport::Quic(q) => {
+                    // QUIC never sends a packet twice: the frames of a lost packet go out
+                    // again in new ones, so lost packets are its retransmissions.
+                    s.extend([
+                        ("retx", q.lost_packets as f64),
+                        ("srtt_us", q.rtt_us as f64),
+                        ("min_rtt_us", q.min_rtt_us as f64),
+                        ("pkts_sent", q.sent_packets as f64),
+                        ("handshake_us", q.handshake_ns as f64 / 1000.0),
+                    ]);
+                    s.extra["cc"] = json!(q.cc);
+                    s.extra["mtu"] = json!(q.mtu);
+                    s.extra["congestion_events"] = json!(q.congestion_events);
+                }
             }
             for (f, n) in files.iter().zip(per_file) {
                 s.push(format!("{PER_FILE_RETX}{}", f.name), *n as f64);
@@ -584,6 +598,10 @@ fn parse_spec(p: &Params) -> Result<TransferSpec, LabError> {
     let proto = p.value_in(KEYS, "proto", |s| s.parse::<Proto>())?;
     let tcp_cc = match proto {
         Proto::Tcp => Some(p.value(&TCP_CC, check_tcp_cc)?),
+        Proto::Quic => Some(p.value(&TCP_CC, |c: &str| {
+            c.parse::<socklab_transfer::quic::QuicCc>()
+                .map(|cc| cc.as_str().to_string())
+        })?),
         Proto::Rudp => {
             p.parse_opt("tcp_cc", |s| match s.trim() {
                 NOT_APPLICABLE => Ok(()),
@@ -728,7 +746,7 @@ mod tests {
     #[test]
     fn bad_transfer_params_name_the_value_and_the_fix() {
         let e = |p: Params| parse(p).unwrap_err().to_string();
-        assert!(e(Params::new().with("proto", "sctp")).contains("choose tcp or rudp"));
+        assert!(e(Params::new().with("proto", "sctp")).contains("choose tcp, rudp or quic"));
         assert!(e(Params::new().with("tcp_cc", "cubc")).contains("choose cubic, bbr or reno"));
         assert!(e(Params::new().with("proto", "rudp").with("tcp_cc", "bbr"))
             .contains("proto = tcp only"));

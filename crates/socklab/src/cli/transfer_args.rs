@@ -69,7 +69,7 @@ pub enum TransferCommand {
 
 #[derive(Debug, Args)]
 pub struct TransferServeArgs {
-    /// tcp or rudp.
+    /// tcp, rudp or quic.
     #[arg(long, default_value = "tcp")]
     pub proto: String,
     /// Port to listen on (0: any free port).
@@ -117,7 +117,7 @@ pub struct TransferServeArgs {
 
 #[derive(Debug, Args)]
 pub struct TransferSendArgs {
-    /// tcp or rudp.
+    /// tcp, rudp or quic.
     #[arg(long, default_value = "tcp")]
     pub proto: String,
     /// The server, HOST:PORT.
