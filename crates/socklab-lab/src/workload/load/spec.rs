@@ -80,7 +80,9 @@ const REQUEST_KEYS: &[&str] = &[
 
 /// Parses the `load` workload (keys already checked).
 pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
+    let tls = p.get("handler").is_some_and(|h| h.trim() == "https");
     let handler = p.value_in(KEYS, "handler", |s| {
+        let s = if s.trim() == "https" { "http" } else { s };
         match s.parse::<Handler>().map_err(|e| e.to_string())? {
             Handler::Discard => {
                 Err("discard sends no replies to measure: use stevens, echo or http".to_string())
@@ -146,8 +148,15 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             _ => Err("use fail or keep"),
         })?,
         interval: p.parse_opt("interval", crate::workload::key::parse_interval)?,
+        tls,
+        tls_trust: p.parse_opt("tls_trust", |s| Ok::<_, String>(s.trim().to_string()))?,
         ..LoadOptions::default()
     };
+    if options.tls_trust.is_some() && !tls {
+        return Err(LabError::Plan(
+            "tls_trust applies to handler = https only: leave it out or use https".into(),
+        ));
+    }
     let mode = if handler == Handler::Stevens {
         if p.get("duration").is_some() {
             options.stevens_duration = Some(duration(p)?);
@@ -200,6 +209,11 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
     .check(Some(bound))
     .map_err(LabError::Plan)?;
     let to = p.value_in(KEYS, "to", parse_target)?;
+    if tls && to == Target::SelfSink {
+        return Err(LabError::Plan(
+            "handler = https needs to = HOST:PORT of a TLS server (e.g. socklab serve --tls): the self-started server is plain".into(),
+        ));
+    }
     if let (Some(n @ 2..), Target::Addr(a)) = (options.source_addrs, to) {
         if !matches!(a.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback()) {
             return Err(LabError::Plan(format!(
@@ -263,7 +277,10 @@ pub(super) fn print_spec(spec: &LoadSpec) -> Params {
             p.set("body", format_size(spec.body as u64));
         }
     }
-    p.set("handler", spec.handler.name());
+    p.set("handler", if o.tls { "https" } else { spec.handler.name() });
+    if let Some(t) = &o.tls_trust {
+        p.set("tls_trust", t.clone());
+    }
     match spec.mode {
         LoadMode::Stevens {
             clients,

@@ -225,6 +225,16 @@ pub fn summary(r: &LoadReport) -> String {
         c.threads.min(c.connections),
         r.duration_s
     );
+    if let Some(t) = &r.tls {
+        let _ = writeln!(
+            s,
+            "  TLS {} {}, certificate {}, session resumption {} (connect times include the handshake)",
+            if t.version.is_empty() { "(no handshake completed)" } else { &t.version },
+            t.cipher,
+            t.trust,
+            if t.resumption { "on" } else { "off" }
+        );
+    }
     let f = &r.failed;
     let _ = writeln!(
         s,
