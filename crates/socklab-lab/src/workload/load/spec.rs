@@ -78,6 +78,21 @@ const REQUEST_KEYS: &[&str] = &[
     "conn_requests",
 ];
 
+/// `tls_trust`: `unverified`, a SHA-256 fingerprint, or a PEM file that exists.
+fn tls_trust_value(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let hexish = t.len() >= 64 && t.chars().all(|c| c.is_ascii_hexdigit() || c == ':');
+    if matches!(t, "unverified" | "none") || std::path::Path::new(t).is_file() {
+        return Ok(t.to_string());
+    }
+    if hexish {
+        return socklab_tls::Fingerprint::parse(t)
+            .map(|_| t.to_string())
+            .map_err(|e| e.to_string());
+    }
+    Err("give unverified, the server's SHA-256 fingerprint (64 hex digits) or a PEM file of CA certificates".into())
+}
+
 /// Parses the `load` workload (keys already checked).
 pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
     let tls = p.get("handler").is_some_and(|h| h.trim() == "https");
@@ -149,7 +164,7 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
         })?,
         interval: p.parse_opt("interval", crate::workload::key::parse_interval)?,
         tls,
-        tls_trust: p.parse_opt("tls_trust", |s| Ok::<_, String>(s.trim().to_string()))?,
+        tls_trust: p.parse_opt("tls_trust", tls_trust_value)?,
         ..LoadOptions::default()
     };
     if options.tls_trust.is_some() && !tls {
