@@ -302,39 +302,43 @@ async fn slot(sh: &Shared<'_>, sched: Schedule, out: Rc<RefCell<ThreadOut>>) {
             .await
             .ok();
         let now = Instant::now();
-        let mut o = out.borrow_mut();
-        match outcome {
-            // The run ended with this request in flight: not counted.
-            None => break,
-            Some(Ok(Ok(()))) if sh.end.is_none_or(|e| now <= e) => {
-                record(&mut o.response, sh.ns(now) - sh.ns(begin));
-                if let Some(at) = intended {
-                    record(&mut o.corrected, sh.ns(now).saturating_sub(sh.ns(at)));
+        let back_off = {
+            let mut back_off = false;
+            let mut o = out.borrow_mut();
+            match outcome {
+                // The run ended with this request in flight: not counted.
+                None => break,
+                Some(Ok(Ok(()))) if sh.end.is_none_or(|e| now <= e) => {
+                    record(&mut o.response, sh.ns(now) - sh.ns(begin));
+                    if let Some(at) = intended {
+                        record(&mut o.corrected, sh.ns(now).saturating_sub(sh.ns(at)));
+                    }
+                    o.completed += 1;
+                    if cfg.new_connection_per_request || !parser.keep_alive() {
+                        stream = None;
+                    }
                 }
-                o.completed += 1;
-                if cfg.new_connection_per_request || !parser.keep_alive() {
+                Some(Ok(Ok(()))) => break,
+                Some(Ok(Err(kind))) => {
                     stream = None;
+                    let f = &mut o.failed;
+                    match kind {
+                        Fail::Connect => f.connect += 1,
+                        Fail::Read => f.read += 1,
+                        Fail::Write => f.write += 1,
+                        Fail::BadReply => f.bad_reply += 1,
+                    }
+                    back_off = matches!(kind, Fail::Connect) && cfg.rate.is_none();
+                }
+                Some(Err(_)) => {
+                    stream = None;
+                    o.failed.timeout += 1;
                 }
             }
-            Some(Ok(Ok(()))) => break,
-            Some(Ok(Err(kind))) => {
-                stream = None;
-                let f = &mut o.failed;
-                match kind {
-                    Fail::Connect => f.connect += 1,
-                    Fail::Read => f.read += 1,
-                    Fail::Write => f.write += 1,
-                    Fail::BadReply => f.bad_reply += 1,
-                }
-                drop(o);
-                if matches!(kind, Fail::Connect) && cfg.rate.is_none() {
-                    tokio::time::sleep(CONNECT_BACKOFF).await;
-                }
-            }
-            Some(Err(_)) => {
-                stream = None;
-                o.failed.timeout += 1;
-            }
+            back_off
+        };
+        if back_off {
+            tokio::time::sleep(CONNECT_BACKOFF).await;
         }
     }
 }

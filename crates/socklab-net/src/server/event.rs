@@ -445,7 +445,7 @@ impl<'a> Worker<'a> {
         };
         let status = if let (Some(t), Some(ctx)) = (c.tls.as_mut(), self.tls) {
             let readable = !c.out_blocked && ev.readable();
-            if !readable && !(c.out_blocked && ev.writable()) {
+            if !(readable || c.out_blocked && ev.writable()) {
                 if ev.hangup() || ev.error() {
                     self.close(ev.token);
                 }

@@ -463,6 +463,7 @@ mod tests {
                 warnings: vec!["w".into()],
             },
             aborted: None,
+            tls: None,
             intervals: Vec::new(),
         }
     }
