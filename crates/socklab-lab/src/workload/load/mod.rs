@@ -225,7 +225,7 @@ pub const KEYS: &[Key] = &[
     Key::new(
         "tls_trust",
         "unverified",
-        "https: the server's certificate: unverified (as wrk), its SHA-256 fingerprint (as serve --tls prints it), or a PEM file of CA certificates",
+        "https: the server's certificate: unverified (as wrk), its SHA-256 fingerprint (as a TLS socklab serve prints it), or a PEM file of CA certificates",
     ),
     Key::new(
         "interval",

@@ -226,7 +226,7 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
     let to = p.value_in(KEYS, "to", parse_target)?;
     if tls && to == Target::SelfSink {
         return Err(LabError::Plan(
-            "handler = https needs to = HOST:PORT of a TLS server (e.g. socklab serve --tls): the self-started server is plain".into(),
+            "handler = https needs to = HOST:PORT of a TLS server (e.g. socklab serve with `tls`): the self-started server is plain".into(),
         ));
     }
     if let (Some(n @ 2..), Target::Addr(a)) = (options.source_addrs, to) {
