@@ -124,7 +124,10 @@ pub fn serve(
     say: Say,
     dry: bool,
 ) -> Result<Option<String>, RoleError> {
-    let (cfg, fingerprint) = args.config_and_fingerprint()?;
+    let (mut cfg, fingerprint) = args.config_and_fingerprint()?;
+    if let Some(t) = cfg.tls.as_mut() {
+        t.log_refusals = !say.quiet;
+    }
     if dry {
         return Ok(Some(dry_run_text(&cfg)));
     }

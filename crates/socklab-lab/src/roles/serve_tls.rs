@@ -2,10 +2,9 @@
 //! user's PEM files (`tls_cert` and `tls_key`, which imply `tls`).
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use socklab_net::server::{design, Design};
+use socklab_net::server::{design, Design, ServeTls};
 use socklab_tls::{Fingerprint, Identity, TlsVersion};
 
 use super::RoleError;
@@ -28,7 +27,7 @@ impl TlsArgs {
         &self,
         d: Design,
         idle: Option<Duration>,
-    ) -> Result<Option<(Arc<rustls::ServerConfig>, Fingerprint)>, RoleError> {
+    ) -> Result<Option<(ServeTls, Fingerprint)>, RoleError> {
         let usage = RoleError::Usage;
         if !self.tls && self.cert.is_none() && self.key.is_none() {
             return Ok(None);
@@ -63,7 +62,16 @@ impl TlsArgs {
                 ))
             }
         };
-        made.map(Some).map_err(|e| usage(format!("`tls_cert` {e}")))
+        made.map(|(config, fp)| {
+            Some((
+                ServeTls {
+                    config,
+                    log_refusals: true,
+                },
+                fp,
+            ))
+        })
+        .map_err(|e| usage(format!("`tls_cert` {e}")))
     }
 }
 

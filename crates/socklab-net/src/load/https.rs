@@ -8,8 +8,10 @@
 //! starts the next request at once; open loop (`rate`) at its intended send time, latency
 //! counted from it (coordinated omission corrected).
 //!
-//! Session resumption is off: every new connection pays a full handshake, so the connection
-//! per request case (TLS CRR) measures the handshake's whole cost, as a first visit does.
+//! Session resumption is off unless `tls_resume` asks for it: every new connection pays a full
+//! handshake, so the connection per request case (TLS CRR) measures the handshake's whole
+//! cost, as a first visit does. wrk resumes (OpenSSL's session cache): `tls_resume` is the
+//! like-for-like comparison, and the report counts the handshakes that resumed.
 //! A handshake that fails on the TLS level (a certificate that does not match the pin or the
 //! CA, a server that does not speak TLS) ends the run with that one line: every later
 //! connection would fail the same way.
@@ -90,6 +92,7 @@ struct Shared<'a> {
     abort: AtomicBool,
     abort_reason: Mutex<Option<String>>,
     negotiated: Mutex<Option<Negotiated>>,
+    resumed: std::sync::atomic::AtomicU64,
     connector: TlsConnector,
     name: ServerName<'static>,
     request: Vec<u8>,
@@ -125,7 +128,9 @@ pub(super) fn run(
         .map_err(|e| NetError::Invalid(format!("`tls_trust` {e}")))?
         .as_ref()
         .clone();
-    client.resumption = rustls::client::Resumption::disabled();
+    if !cfg.tls_resume {
+        client.resumption = rustls::client::Resumption::disabled();
+    }
     let name = match &cfg.host {
         Some(h) => ServerName::try_from(h.clone())
             .map_err(|e| NetError::Invalid(format!("`host` '{h}': {e}")))?,
@@ -139,6 +144,7 @@ pub(super) fn run(
         abort: AtomicBool::new(false),
         abort_reason: Mutex::new(None),
         negotiated: Mutex::new(None),
+        resumed: std::sync::atomic::AtomicU64::new(0),
         connector: TlsConnector::from(Arc::new(client)),
         name,
         request: super::engine::request_bytes(cfg),
@@ -192,7 +198,8 @@ pub(super) fn run(
             .map_or_else(String::new, |n| n.version.clone()),
         cipher: negotiated.map_or_else(String::new, |n| n.cipher),
         trust: trust.describe(),
-        resumption: false,
+        resumption: cfg.tls_resume,
+        resumed: sh.resumed.load(Ordering::Relaxed),
     });
     Ok((report, h))
 }
@@ -369,6 +376,9 @@ async fn request(
                 return Err(Fail::Connect);
             }
         };
+        if tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+            sh.resumed.fetch_add(1, Ordering::Relaxed);
+        }
         let mut neg = sh.negotiated.lock().unwrap_or_else(|e| e.into_inner());
         if neg.is_none() {
             *neg = Some(Negotiated::of(tls.get_ref().1));

@@ -142,6 +142,10 @@ pub struct LoadConfig {
     /// CA certificates.
     #[serde(default)]
     pub tls_trust: Option<String>,
+    /// https: resume TLS sessions on new connections (rustls' in-memory cache, shared by the
+    /// threads), as wrk does; false: a full handshake on every connection.
+    #[serde(default)]
+    pub tls_resume: bool,
 }
 
 impl LoadConfig {
@@ -165,6 +169,7 @@ impl LoadConfig {
             source_addrs: 1,
             interval: None,
             tls_trust: None,
+            tls_resume: false,
         }
     }
 
@@ -430,7 +435,10 @@ pub struct TlsSummary {
     pub cipher: String,
     /// How the server's certificate was checked (unverified, pinned, CA file).
     pub trust: String,
-    /// Session resumption: off, so every new connection pays a full handshake (the TLS CRR
-    /// case measures the handshake's whole cost).
+    /// Session resumption (`tls_resume`): off by default, so every new connection pays a full
+    /// handshake (the TLS CRR case measures the handshake's whole cost); on, as wrk does.
     pub resumption: bool,
+    /// Connections whose handshake resumed a session.
+    #[serde(default)]
+    pub resumed: u64,
 }

@@ -354,6 +354,11 @@ impl<'a> Worker<'a> {
             }
             let expired = sweep.expired(now, &self.conns, |c| c.last);
             for &t in &expired {
+                if let (Some(ctx), Some(c)) = (self.tls, self.conns.get_mut(t)) {
+                    if c.tls.as_ref().is_some_and(|x| x.handshaking) {
+                        ctx.refuse("the handshake stalled past the idle timeout");
+                    }
+                }
                 self.close(t);
             }
             sweep.done(expired);
@@ -428,11 +433,6 @@ impl<'a> Worker<'a> {
         if let Some(mut c) = self.conns.remove(token) {
             self.count.requests += c.session.requests();
             if let (Some(t), Some(ctx)) = (c.tls.as_mut(), self.tls) {
-                if t.handshaking {
-                    ctx.refuse(
-                        "the client left or stalled (idle timeout) before the handshake finished",
-                    );
-                }
                 t.release(ctx);
             }
         }

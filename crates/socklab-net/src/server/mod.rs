@@ -57,8 +57,17 @@ pub struct ServeConfig {
     /// no reply byte for this long (None: never). What frees a pool worker held by an idle or
     /// slow client; the iterative design's only defence. `socklab serve` defaults to 10 s.
     pub idle_timeout: Option<std::time::Duration>,
-    /// Serve TLS with this configuration (None: plain TCP). Only [`Design::carries_tls`].
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Serve TLS (None: plain TCP). Only [`Design::carries_tls`].
+    pub tls: Option<ServeTls>,
+}
+
+/// How a server speaks TLS.
+#[derive(Debug, Clone)]
+pub struct ServeTls {
+    /// rustls' configuration (certificate, versions, ALPN).
+    pub config: Arc<rustls::ServerConfig>,
+    /// Log the first refused connections on stderr (one line each); they are always counted.
+    pub log_refusals: bool,
 }
 
 /// Everything a design needs to run, checked and built once.
@@ -92,7 +101,10 @@ pub fn serve(
         cfg,
         replies: Replies::new(cfg.handler, cfg.body)?,
         stop,
-        tls: cfg.tls.clone().map(|c| Arc::new(tls::TlsCtx::new(c))),
+        tls: cfg
+            .tls
+            .clone()
+            .map(|t| Arc::new(tls::TlsCtx::new(t.config, t.log_refusals))),
     };
     let mut report = match cfg.design {
         d if d.is_classic() => classic::serve(&ctx, on_listening),

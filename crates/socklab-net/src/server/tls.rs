@@ -7,7 +7,9 @@
 //! record check on its first bytes: the connection is closed, counted in
 //! [`TlsCtx::refused`], and the first few refusals are logged as one line each. A handshake
 //! that stalls is closed by the design's idle timeout (a handshake answers no request, so it is
-//! no progress; `serve` refuses `idle_timeout` off with TLS, so the bound always holds). At most
+//! no progress; `serve` refuses `idle_timeout` off with TLS, so the bound always holds) and
+//! counted. A client that leaves during its handshake (a connect probe, a load generator's
+//! end) is not a refusal and is not counted. At most
 //! [`MAX_HANDSHAKING`] connections per server may be handshaking at once: one more is closed
 //! at accept (counted as refused), so a flood of unfinished handshakes costs bounded memory.
 
@@ -35,22 +37,25 @@ pub struct TlsCtx {
     pub refused: AtomicU64,
     /// Connections handshaking now.
     pub handshaking: AtomicUsize,
+    /// Log the first refusals on stderr.
+    log: bool,
 }
 
 impl TlsCtx {
     /// A context for `config`.
-    pub fn new(config: Arc<ServerConfig>) -> TlsCtx {
+    pub fn new(config: Arc<ServerConfig>, log: bool) -> TlsCtx {
         TlsCtx {
             config,
             refused: AtomicU64::new(0),
             handshaking: AtomicUsize::new(0),
+            log,
         }
     }
 
     /// Counts a refused connection and logs the first few, one line each.
     pub fn refuse(&self, why: &str) {
         let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
-        if n <= LOGGED {
+        if self.log && n <= LOGGED {
             eprintln!(
                 "socklab serve: TLS connection refused: {why}{}",
                 if n == LOGGED {
@@ -240,5 +245,28 @@ impl TlsConn {
             }
         }
         Next::Read
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handshakes_past_the_cap_are_refused_and_counted_and_slots_come_back() {
+        let id = socklab_tls::Identity::self_signed(&[]).unwrap();
+        let cfg = socklab_tls::server_config(&id, socklab_tls::TlsVersion::Tls13, &[]).unwrap();
+        let ctx = TlsCtx::new(cfg, false);
+        for _ in 0..MAX_HANDSHAKING {
+            assert!(ctx.begin_handshake());
+        }
+        assert!(!ctx.begin_handshake());
+        assert_eq!(ctx.refused.load(Ordering::Relaxed), 1);
+        ctx.end_handshake();
+        let mut c = TlsConn::accept(&ctx).expect("a slot came back");
+        assert!(TlsConn::accept(&ctx).is_none());
+        c.release(&ctx);
+        c.release(&ctx); // twice gives back once
+        assert_eq!(ctx.handshaking.load(Ordering::Relaxed), MAX_HANDSHAKING - 1);
     }
 }

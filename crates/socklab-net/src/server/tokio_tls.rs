@@ -40,11 +40,14 @@ pub(super) async fn connection(
     let mut tls = match handshake {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            ctx.refuse(&e.to_string());
+            // A TLS error is a refusal; a client that left mid-handshake is not.
+            if let Some(t) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                ctx.refuse(&t.to_string());
+            }
             return;
         }
         Err(_) => {
-            ctx.refuse("the handshake did not finish within the idle timeout");
+            ctx.refuse("the handshake stalled past the idle timeout");
             return;
         }
     };

@@ -211,6 +211,9 @@ pub fn one_off(given: &[Given], reps: Option<usize>, warmup: usize) -> Result<On
     if let Some(t) = v.text("tls_trust") {
         p.set("tls_trust", t);
     }
+    if v.text("tls_resume").is_some() {
+        p.set("tls_resume", "true");
+    }
     if reps.is_none() {
         p.set("source_addrs", source_addrs.to_string());
         p.set("partial", "keep");

@@ -121,6 +121,8 @@ pub struct LoadOptions {
     pub tls: bool,
     /// https: how the certificate is trusted (`tls_trust`); `None`: unverified, as wrk.
     pub tls_trust: Option<String>,
+    /// https: resume sessions on new connections (`tls_resume`).
+    pub tls_resume: bool,
 }
 
 impl Default for LoadOptions {
@@ -137,6 +139,7 @@ impl Default for LoadOptions {
             interval: None,
             tls: false,
             tls_trust: None,
+            tls_resume: false,
         }
     }
 }
@@ -227,6 +230,11 @@ pub const KEYS: &[Key] = &[
         "unverified",
         "https: the server's certificate: unverified (as wrk), its SHA-256 fingerprint (as a TLS socklab serve prints it), or a PEM file of CA certificates",
     ),
+    Key::new(
+        "tls_resume",
+        "false",
+        "https: resume TLS sessions on new connections (as wrk does); false: a full handshake on every connection",
+    ).switch(),
     Key::new(
         "interval",
         "",

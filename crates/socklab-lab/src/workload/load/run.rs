@@ -50,6 +50,7 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
     c.path = o.path.clone();
     c.host = o.host.clone();
     c.tls_trust = o.tls_trust.clone();
+    c.tls_resume = o.tls_resume;
     c.source_addrs = match o.source_addrs {
         Some(n) => n,
         // Connection per request piles up TIME_WAIT on this side: spread the 4-tuples.

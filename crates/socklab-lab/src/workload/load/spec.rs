@@ -165,11 +165,13 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
         interval: p.parse_opt("interval", crate::workload::key::parse_interval)?,
         tls,
         tls_trust: p.parse_opt("tls_trust", tls_trust_value)?,
+        tls_resume: p.get("tls_resume").is_some() && p.value_in(KEYS, "tls_resume", parse_bool)?,
         ..LoadOptions::default()
     };
-    if options.tls_trust.is_some() && !tls {
+    if (options.tls_trust.is_some() || options.tls_resume) && !tls {
         return Err(LabError::Plan(
-            "tls_trust applies to handler = https only: leave it out or use https".into(),
+            "tls_trust and tls_resume apply to handler = https only: leave them out or use https"
+                .into(),
         ));
     }
     let mode = if handler == Handler::Stevens {
@@ -295,6 +297,9 @@ pub(super) fn print_spec(spec: &LoadSpec) -> Params {
     p.set("handler", if o.tls { "https" } else { spec.handler.name() });
     if let Some(t) = &o.tls_trust {
         p.set("tls_trust", t.clone());
+    }
+    if o.tls_resume {
+        p.set("tls_resume", "true");
     }
     match spec.mode {
         LoadMode::Stevens {

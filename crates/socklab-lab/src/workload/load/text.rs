@@ -232,7 +232,11 @@ pub fn summary(r: &LoadReport) -> String {
             if t.version.is_empty() { "(no handshake completed)" } else { &t.version },
             t.cipher,
             t.trust,
-            if t.resumption { "on" } else { "off" }
+            if t.resumption {
+                format!("on ({} of {} handshakes resumed)", t.resumed, r.connections_opened)
+            } else {
+                "off".into()
+            }
         );
     }
     let f = &r.failed;
