@@ -116,14 +116,16 @@ pub(crate) fn serve(
                                 Some(t) => {
                                     let mut f = |n| tally.flush(n);
                                     let f: &mut (dyn FnMut(u64) + Send) = &mut f;
-                                    super::tokio_tls::connection(
+                                    // Boxed: the TLS state is large, and a plain
+                                    // connection's task must not grow to its size.
+                                    Box::pin(super::tokio_tls::connection(
                                         stream,
                                         t,
                                         &replies,
                                         idle,
                                         bytes_are_progress,
                                         f,
-                                    )
+                                    ))
                                     .await
                                 }
                                 None => {

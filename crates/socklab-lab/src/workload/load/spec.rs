@@ -164,7 +164,10 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
         })?,
         interval: p.parse_opt("interval", crate::workload::key::parse_interval)?,
         tls,
-        tls_trust: p.parse_opt("tls_trust", tls_trust_value)?,
+        // `unverified` is the default: the same as leaving the key out.
+        tls_trust: p
+            .parse_opt("tls_trust", tls_trust_value)?
+            .filter(|t| !matches!(t.as_str(), "unverified" | "none")),
         tls_resume: p.get("tls_resume").is_some() && p.value_in(KEYS, "tls_resume", parse_bool)?,
         ..LoadOptions::default()
     };
