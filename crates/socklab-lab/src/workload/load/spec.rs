@@ -171,9 +171,14 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
         tls_resume: p.get("tls_resume").is_some() && p.value_in(KEYS, "tls_resume", parse_bool)?,
         ..LoadOptions::default()
     };
+    if tls && options.interval.is_some() {
+        return Err(LabError::Plan(
+            "`interval` is not available with https yet: leave `interval` out".into(),
+        ));
+    }
     if (options.tls_trust.is_some() || options.tls_resume) && !tls {
         return Err(LabError::Plan(
-            "tls_trust and tls_resume apply to handler = https only: leave them out or use https"
+            "`tls_trust` and `tls_resume` apply to https only: leave them out or use https"
                 .into(),
         ));
     }
