@@ -195,7 +195,7 @@ mod tests {
         );
         assert_eq!(
             err::<LoadProtocol>("ftp"),
-            "unknown protocol 'ftp': use one of stevens, echo, http"
+            "unknown protocol 'ftp': use one of stevens, echo, http, https"
         );
         assert!(err::<Design>("x").starts_with("unknown server design 'x': use one of "));
         assert!(err::<Strategy>("x").starts_with("unknown strategy 'x': choose one of write"));

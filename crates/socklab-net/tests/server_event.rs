@@ -48,6 +48,7 @@ fn start(design: Design, handler: Handler, idle_timeout: Option<Duration>) -> Ru
         backlog: 1024,
         opts: OptSet::default(),
         idle_timeout,
+        tls: None,
     };
     let (atx, arx) = mpsc::channel();
     let (dtx, drx) = mpsc::channel();

@@ -79,6 +79,7 @@ fn rounds(design: Design) -> Result<String, String> {
         backlog: 4096,
         opts: OptSet::default(),
         idle_timeout: None,
+        tls: None,
     };
     let (atx, arx) = mpsc::channel();
     let (dtx, drx) = mpsc::channel();

@@ -30,7 +30,7 @@ impl TlsVersion {
         }
     }
 
-    fn versions(self) -> &'static [&'static rustls::SupportedProtocolVersion] {
+    pub(crate) fn versions(self) -> &'static [&'static rustls::SupportedProtocolVersion] {
         static V13: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
         static V12: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS12];
         match self {

@@ -15,11 +15,13 @@ mod config;
 mod error;
 mod identity;
 pub mod ktls;
+mod pem;
 mod verify;
 
 pub use config::{client_config, server_config, Negotiated, TlsVersion};
 pub use error::TlsError;
 pub use identity::{Fingerprint, Identity};
+pub use pem::server_config_from_pem;
 pub use verify::Trust;
 
 /// rustls' crypto provider used everywhere in socklab (ring).

@@ -13,6 +13,7 @@ pub const AFTER_HELP: &str = concat!(
     "  socklab serve --design prefork-flock --workers 8 --port 8888\n",
     "  socklab serve --design thread --handler http --body 1K\n",
     "  socklab serve --design iterative --idle-timeout 100ms --announce\n",
+    "  socklab serve --design reuseport --handler http --tls --port 8443\n",
     "\n",
     "Designs (UNP ch. 30): iterative, fork, prefork-nolock, prefork-flock, prefork-mutex, prefork-fdpass, thread, prethread-mutex, prethread-handoff, prethread-accept; modern: epoll, epoll-shared, epoll-exclusive, reuseport, uring, tokio.\nHandlers: stevens (a decimal count and a newline in, that many bytes out, several per connection), echo, discard, http (GET of a --body byte body, keep-alive).\n\nA connection that completes no request for --idle-timeout (default 10s; 'off' disables) is closed: the defence against idle and slow clients, the only one the iterative design has, and what frees a pool worker held by one. On SIGINT/SIGTERM it prints `user time = U, sys time = S` (itself plus reaped children), the connections per worker and Jain's fairness index, and with --announce a `STATS {json}` line.\n\nExit codes: 0 stopped by a signal; 1 the server failed; 2 bad parameter or a design not built in this binary."
 );
@@ -47,6 +48,15 @@ pub struct ServeArgs {
     /// Close a connection that completes no request for this long ('off': never).
     #[arg(long, default_value = roles::serve::DEFAULT_IDLE_TIMEOUT, value_name = "DURATION")]
     pub idle_timeout: String,
+    /// Serve TLS 1.3 (epoll designs, reuseport, tokio): a per-run self-signed certificate.
+    #[arg(long)]
+    pub tls: bool,
+    /// A PEM certificate chain to serve instead (with --tls-key; implies --tls).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<String>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<String>,
     /// Set the soft RLIMIT_NOFILE (open descriptors) before serving, like `ulimit -n N`.
     #[arg(long, value_name = "N")]
     pub nofile: Option<u64>,
@@ -70,6 +80,11 @@ pub fn serve(a: ServeArgs, dry: bool) -> Result<(), Failure> {
         backlog: a.backlog,
         opts: a.opts,
         idle_timeout: a.idle_timeout,
+        tls: roles::serve_tls::TlsArgs {
+            tls: a.tls,
+            cert: a.tls_cert,
+            key: a.tls_key,
+        },
     };
     let say = Say::new(a.announce, a.quiet);
     crate::netem::dry_run(roles::serve::serve(&given, a.nofile, say, dry)?)

@@ -11,6 +11,7 @@ pub mod netem_args;
 pub mod netem_check;
 pub mod remote;
 pub mod serve;
+pub mod serve_tls;
 pub mod sink;
 pub mod sink_store;
 pub mod transfer;

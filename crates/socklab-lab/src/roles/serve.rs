@@ -38,11 +38,20 @@ pub struct ServeArgs {
     pub opts: String,
     /// The idle timeout (a duration, or `off`).
     pub idle_timeout: String,
+    /// Serve TLS (`tls`), with a per-run certificate unless `tls_cert`/`tls_key` name PEM files.
+    pub tls: super::serve_tls::TlsArgs,
 }
 
 impl ServeArgs {
     /// Checks the arguments (errors name the key) and builds the configuration.
     pub fn config(&self) -> Result<ServeConfig, RoleError> {
+        self.config_and_fingerprint().map(|(c, _)| c)
+    }
+
+    /// [`ServeArgs::config`], with the TLS certificate's SHA-256 fingerprint when serving TLS.
+    pub fn config_and_fingerprint(
+        &self,
+    ) -> Result<(ServeConfig, Option<socklab_tls::Fingerprint>), RoleError> {
         let usage = RoleError::Usage;
         let design: Design = self.design.parse().map_err(|e| usage(format!("{e}")))?;
         let handler: Handler = self.handler.parse().map_err(|e| usage(format!("{e}")))?;
@@ -74,24 +83,36 @@ impl ServeArgs {
                 server::handler::HTTP_MAX_BODY
             )));
         }
-        Ok(ServeConfig {
-            bind: SocketAddr::new(parse_bind(&self.bind)?, self.port),
-            design,
-            workers,
-            handler,
-            body,
-            backlog: self.backlog,
-            opts,
-            idle_timeout: parse_idle(&self.idle_timeout)?,
-        })
+        let idle_timeout = parse_idle(&self.idle_timeout)?;
+        let (tls, fingerprint) = match self.tls.config(design, idle_timeout)? {
+            Some((c, f)) => (Some(c), Some(f)),
+            None => (None, None),
+        };
+        Ok((
+            ServeConfig {
+                bind: SocketAddr::new(parse_bind(&self.bind)?, self.port),
+                design,
+                workers,
+                handler,
+                body,
+                backlog: self.backlog,
+                opts,
+                idle_timeout,
+                tls,
+            },
+            fingerprint,
+        ))
     }
 }
 
 /// What a dry run of `serve` says.
 pub fn dry_run_text(cfg: &ServeConfig) -> String {
     format!(
-        "socklab serve would run {} ({}) on {}",
-        cfg.design, cfg.handler, cfg.bind
+        "socklab serve would run {} ({}{}) on {}",
+        cfg.design,
+        cfg.handler,
+        if cfg.tls.is_some() { " over TLS" } else { "" },
+        cfg.bind
     )
 }
 
@@ -103,12 +124,18 @@ pub fn serve(
     say: Say,
     dry: bool,
 ) -> Result<Option<String>, RoleError> {
-    let cfg = args.config()?;
+    let (mut cfg, fingerprint) = args.config_and_fingerprint()?;
+    if let Some(t) = cfg.tls.as_mut() {
+        t.log_refusals = !say.quiet;
+    }
     if dry {
         return Ok(Some(dry_run_text(&cfg)));
     }
     if let Some(n) = nofile {
         set_nofile_checked(n)?;
+    }
+    if let (Some(fp), false) = (fingerprint, say.quiet) {
+        eprintln!("socklab serve: TLS certificate SHA-256 fingerprint {fp}");
     }
     run(&cfg, say)?;
     Ok(None)
@@ -246,6 +273,7 @@ mod tests {
             backlog: 1024,
             opts: "baseline".into(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT.into(),
+            tls: Default::default(),
         }
     }
 

@@ -126,7 +126,7 @@ pub(super) fn request_bytes(cfg: &LoadConfig) -> Vec<u8> {
     match cfg.protocol {
         LoadProtocol::Stevens => format!("{}\n", cfg.bytes).into_bytes(),
         LoadProtocol::Echo => (0..cfg.bytes).map(|i| b'a' + (i % 26) as u8).collect(),
-        LoadProtocol::Http => {
+        LoadProtocol::Http | LoadProtocol::Https => {
             let host = cfg.host.clone().unwrap_or_else(|| cfg.to.to_string());
             http::request(&cfg.path, &host, cfg.new_connection_per_request)
         }
@@ -642,7 +642,7 @@ impl Worker<'_> {
                         Ok(c.got == want)
                     }
                 }
-                LoadProtocol::Http => match c.parser.feed(&buf[..n]) {
+                LoadProtocol::Http | LoadProtocol::Https => match c.parser.feed(&buf[..n]) {
                     Ok(Some(used)) if used == n => Ok(true),
                     Ok(Some(_)) | Err(_) => Err(()),
                     Ok(None) => Ok(false),

@@ -181,6 +181,7 @@ pub(super) fn report(
             warnings,
         },
         aborted,
+        tls: None,
         intervals: Vec::new(),
     }
 }

@@ -28,6 +28,7 @@ use crate::{NetError, ParseNameError};
 
 mod engine;
 pub mod http;
+mod https;
 pub mod merge;
 pub mod metrics;
 pub mod schedule;
@@ -52,14 +53,18 @@ pub enum LoadProtocol {
     /// per request). The reply's length comes from `Content-Length` (chunked replies are
     /// counted as bad replies).
     Http,
+    /// `http` over TLS 1.3 (rustls): the handshake is part of the connect phase; trust as
+    /// [`LoadConfig::tls_trust`] says.
+    Https,
 }
 
 impl LoadProtocol {
     /// Every protocol.
-    pub const ALL: [LoadProtocol; 3] = [
+    pub const ALL: [LoadProtocol; 4] = [
         LoadProtocol::Stevens,
         LoadProtocol::Echo,
         LoadProtocol::Http,
+        LoadProtocol::Https,
     ];
 
     /// The protocol's name as written.
@@ -68,6 +73,7 @@ impl LoadProtocol {
             LoadProtocol::Stevens => "stevens",
             LoadProtocol::Echo => "echo",
             LoadProtocol::Http => "http",
+            LoadProtocol::Https => "https",
         }
     }
 }
@@ -86,7 +92,9 @@ impl FromStr for LoadProtocol {
         LoadProtocol::ALL
             .into_iter()
             .find(|p| p.name() == t)
-            .ok_or_else(|| ParseNameError::unknown("protocol", s, "use one of stevens, echo, http"))
+            .ok_or_else(|| {
+                ParseNameError::unknown("protocol", s, "use one of stevens, echo, http, https")
+            })
     }
 }
 
@@ -129,6 +137,15 @@ pub struct LoadConfig {
     /// Per-interval figures every this long (`--interval`); `None`: none.
     #[serde(default)]
     pub interval: Option<Duration>,
+    /// https: how the server's certificate is checked: None (or `unverified`) accepts any, as
+    /// wrk does; a SHA-256 fingerprint (64 hex digits) pins it; anything else is a PEM file of
+    /// CA certificates.
+    #[serde(default)]
+    pub tls_trust: Option<String>,
+    /// https: resume TLS sessions on new connections (rustls' in-memory cache, shared by the
+    /// threads), as wrk does; false: a full handshake on every connection.
+    #[serde(default)]
+    pub tls_resume: bool,
 }
 
 impl LoadConfig {
@@ -151,6 +168,8 @@ impl LoadConfig {
             host: None,
             source_addrs: 1,
             interval: None,
+            tls_trust: None,
+            tls_resume: false,
         }
     }
 
@@ -205,7 +224,10 @@ impl LoadConfig {
                     engine::ECHO_MAX
                 ));
             }
-            LoadProtocol::Http => {
+            LoadProtocol::Http | LoadProtocol::Https => {
+                if self.protocol == LoadProtocol::Https {
+                    https::check(self)?;
+                }
                 if !self.path.starts_with('/') || self.path.bytes().any(|b| b <= b' ' || b == 0x7f)
                 {
                     return bad(format!(
@@ -355,6 +377,9 @@ pub struct LoadReport {
     /// Why the run stopped early, if it did (ephemeral ports exhausted, interrupted); the
     /// figures above cover what ran until then.
     pub aborted: Option<String>,
+    /// https: what the handshakes negotiated and how the certificate was trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSummary>,
     /// Per-interval figures (`interval`), in time order; not part of the JSON report (the
     /// store keeps them as the sample's intervals).
     #[serde(skip)]
@@ -395,5 +420,25 @@ pub fn run_live_with_histograms(
     live: Option<LiveLoad>,
 ) -> Result<(LoadReport, LoadHistograms), NetError> {
     cfg.validate()?;
+    if cfg.protocol == LoadProtocol::Https {
+        return https::run(cfg, stop);
+    }
     engine::run(cfg, stop, live)
+}
+
+/// What an https run's handshakes agreed on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsSummary {
+    /// The protocol version of the first completed handshake ("1.3").
+    pub version: String,
+    /// Its cipher suite.
+    pub cipher: String,
+    /// How the server's certificate was checked (unverified, pinned, CA file).
+    pub trust: String,
+    /// Session resumption (`tls_resume`): off by default, so every new connection pays a full
+    /// handshake (the TLS CRR case measures the handshake's whole cost); on, as wrk does.
+    pub resumption: bool,
+    /// Connections whose handshake resumed a session.
+    #[serde(default)]
+    pub resumed: u64,
 }

@@ -830,6 +830,7 @@ mod tests {
             backlog: 16,
             opts: "baseline".parse().unwrap(),
             idle_timeout: Some(Duration::from_secs(5)),
+            tls: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let t = std::thread::spawn(move || {

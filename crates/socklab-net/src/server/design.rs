@@ -142,6 +142,31 @@ impl Design {
     }
 }
 
+/// The designs that can serve TLS (`tls`).
+pub const TLS_DESIGNS: [Design; 5] = [
+    Design::Epoll,
+    Design::EpollShared,
+    Design::EpollExclusive,
+    Design::Reuseport,
+    Design::Tokio,
+];
+
+impl Design {
+    /// True for the designs that can serve TLS: the event loops (rustls' sans-IO connection)
+    /// and tokio (tokio-rustls).
+    pub fn carries_tls(self) -> bool {
+        TLS_DESIGNS.contains(&self)
+    }
+}
+
+/// The one-line refusal of `tls` on a design that cannot carry it.
+pub fn tls_refusal(d: Design) -> String {
+    format!(
+        "design {d} cannot serve `tls`: use one of {}",
+        TLS_DESIGNS.map(Design::name).join(", ")
+    )
+}
+
 impl fmt::Display for Design {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -31,6 +31,7 @@ use socklab_sys::epoll::{self, Epoll, Event, Events};
 use socklab_sys::usage::{getrusage, Who};
 
 use super::slab::{IdleSweep, Slab};
+use super::tls::{Next, TlsConn, TlsCtx};
 use super::{Ctx, Design, Handler, Replies, ServeConfig, ServeReport, Session, WorkerCount};
 use crate::NetError;
 
@@ -225,6 +226,8 @@ struct Conn {
     last: Instant,
     /// `session.requests()` when `last` was set.
     seen: u64,
+    /// The TLS connection, when serving TLS.
+    tls: Option<Box<TlsConn>>,
 }
 
 /// What a connection needs next.
@@ -285,6 +288,7 @@ fn pump(c: &mut Conn, r: &Replies, fresh: &[u8]) -> Status {
 struct Worker<'a> {
     cfg: &'a ServeConfig,
     replies: &'a Replies,
+    tls: Option<&'a TlsCtx>,
     ep: Epoll,
     listener: BorrowedFd<'a>,
     interest: u32,
@@ -307,6 +311,7 @@ impl<'a> Worker<'a> {
         Ok(Worker {
             cfg: ctx.cfg,
             replies: &ctx.replies,
+            tls: ctx.tls.as_deref(),
             ep,
             listener,
             interest,
@@ -349,6 +354,11 @@ impl<'a> Worker<'a> {
             }
             let expired = sweep.expired(now, &self.conns, |c| c.last);
             for &t in &expired {
+                if let (Some(ctx), Some(c)) = (self.tls, self.conns.get_mut(t)) {
+                    if c.tls.as_ref().is_some_and(|x| x.handshaking) {
+                        ctx.refuse("the handshake stalled past the idle timeout");
+                    }
+                }
                 self.close(t);
             }
             sweep.done(expired);
@@ -390,6 +400,13 @@ impl<'a> Worker<'a> {
         // Server-side options were checked on the listener; one refused on a connection is
         // not worth dropping it for.
         let _ = self.cfg.opts.apply_accepted(&sock);
+        let tls = match self.tls {
+            Some(t) => match TlsConn::accept(t) {
+                Some(c) => Some(Box::new(c)),
+                None => return, // refused (counted): over the cap of handshakes
+            },
+            None => None,
+        };
         self.count.connections += 1;
         let token = self.conns.insert(Conn {
             sock,
@@ -398,6 +415,7 @@ impl<'a> Worker<'a> {
             out_blocked: false,
             last: now,
             seen: 0,
+            tls,
         });
         let Some(c) = self.conns.get_mut(token) else {
             return;
@@ -412,8 +430,11 @@ impl<'a> Worker<'a> {
     }
 
     fn close(&mut self, token: u64) {
-        if let Some(c) = self.conns.remove(token) {
+        if let Some(mut c) = self.conns.remove(token) {
             self.count.requests += c.session.requests();
+            if let (Some(t), Some(ctx)) = (c.tls.as_mut(), self.tls) {
+                t.release(ctx);
+            }
         }
     }
 
@@ -422,7 +443,32 @@ impl<'a> Worker<'a> {
         let Some(c) = self.conns.get_mut(ev.token) else {
             return; // stale: closed earlier in this batch
         };
-        let status = if c.out_blocked {
+        let status = if let (Some(t), Some(ctx)) = (c.tls.as_mut(), self.tls) {
+            let readable = !c.out_blocked && ev.readable();
+            if !(readable || c.out_blocked && ev.writable()) {
+                if ev.hangup() || ev.error() {
+                    self.close(ev.token);
+                }
+                return;
+            }
+            let before = c.session.requests();
+            let st = t.ready(
+                ctx,
+                &mut c.session,
+                r,
+                c.sock.as_fd(),
+                readable,
+                &mut self.buf,
+            );
+            if c.out_blocked || self.bytes_are_progress || c.session.requests() != before {
+                c.last = now;
+            }
+            match st {
+                Next::Read => Status::Read,
+                Next::Write => Status::Write,
+                Next::Close => Status::Close,
+            }
+        } else if c.out_blocked {
             if !ev.writable() {
                 return;
             }

@@ -18,7 +18,9 @@ mod event;
 pub mod handler;
 pub mod report;
 mod slab;
+pub mod tls;
 mod tokio_rt;
+mod tokio_tls;
 mod uring;
 
 use std::net::SocketAddr;
@@ -55,6 +57,17 @@ pub struct ServeConfig {
     /// no reply byte for this long (None: never). What frees a pool worker held by an idle or
     /// slow client; the iterative design's only defence. `socklab serve` defaults to 10 s.
     pub idle_timeout: Option<std::time::Duration>,
+    /// Serve TLS (None: plain TCP). Only [`Design::carries_tls`].
+    pub tls: Option<ServeTls>,
+}
+
+/// How a server speaks TLS.
+#[derive(Debug, Clone)]
+pub struct ServeTls {
+    /// rustls' configuration (certificate, versions, ALPN).
+    pub config: Arc<rustls::ServerConfig>,
+    /// Log the first refused connections on stderr (one line each); they are always counted.
+    pub log_refusals: bool,
 }
 
 /// Everything a design needs to run, checked and built once.
@@ -63,6 +76,8 @@ pub(crate) struct Ctx<'a> {
     pub cfg: &'a ServeConfig,
     pub replies: Arc<Replies>,
     pub stop: &'static AtomicBool,
+    /// The TLS side, when serving TLS.
+    pub tls: Option<Arc<tls::TlsCtx>>,
 }
 
 /// Runs the server until `stop` turns true (SIGINT/SIGTERM set it), then stops every worker,
@@ -79,17 +94,28 @@ pub fn serve(
             cfg.workers
         )));
     }
+    if cfg.tls.is_some() && !cfg.design.carries_tls() {
+        return Err(NetError::Invalid(design::tls_refusal(cfg.design)));
+    }
     let ctx = Ctx {
         cfg,
         replies: Replies::new(cfg.handler, cfg.body)?,
         stop,
+        tls: cfg
+            .tls
+            .clone()
+            .map(|t| Arc::new(tls::TlsCtx::new(t.config, t.log_refusals))),
     };
-    match cfg.design {
+    let mut report = match cfg.design {
         d if d.is_classic() => classic::serve(&ctx, on_listening),
         Design::Uring => uring::serve(&ctx, on_listening),
         Design::Tokio => tokio_rt::serve(&ctx, on_listening),
         _ => event::serve(&ctx, on_listening),
+    }?;
+    if let Some(t) = &ctx.tls {
+        report.tls_refused = Some(t.refused.load(std::sync::atomic::Ordering::Relaxed));
     }
+    Ok(report)
 }
 
 /// Largest `--workers`.

@@ -38,6 +38,10 @@ pub struct ServeReport {
     pub accept_errors: u64,
     /// Wall-clock seconds the server ran.
     pub wall_s: f64,
+    /// With TLS: connections refused (not TLS, a failed or stalled handshake, over the cap of
+    /// handshakes in progress); None without TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_refused: Option<u64>,
 }
 
 /// The prefix of the machine-readable line a server prints on stdout at exit with `--announce`.
@@ -63,6 +67,7 @@ impl ServeReport {
             workers,
             accept_errors,
             wall_s: wall.as_secs_f64(),
+            tls_refused: None,
         }
     }
 
@@ -105,6 +110,9 @@ impl ServeReport {
             self.voluntary_switches,
             self.involuntary_switches
         ));
+        if let Some(n) = self.tls_refused {
+            s.push_str(&format!("TLS connections refused = {n}\n"));
+        }
         s
     }
 
@@ -162,6 +170,7 @@ mod tests {
             ],
             accept_errors: 0,
             wall_s: 1.0,
+            tls_refused: None,
         };
         let h = r.human();
         assert!(

@@ -101,6 +101,7 @@ pub(crate) fn serve(
         let idle = cfg.idle_timeout;
         let bytes_are_progress = matches!(cfg.handler, Handler::Echo | Handler::Discard);
         let opts = cfg.opts.clone();
+        let tls = ctx.tls.clone();
         rt.spawn(async move {
             loop {
                 match listener.accept().await {
@@ -109,9 +110,35 @@ pub(crate) fn serve(
                         let replies = replies.clone();
                         // Made here: a task dropped before it ever ran still counts.
                         let mut tally = Tally::new(&counts);
+                        let tls = tls.clone();
                         tokio::spawn(async move {
-                            connection(stream, &replies, idle, bytes_are_progress, &mut tally)
-                                .await;
+                            match tls {
+                                Some(t) => {
+                                    let mut f = |n| tally.flush(n);
+                                    let f: &mut (dyn FnMut(u64) + Send) = &mut f;
+                                    // Boxed: the TLS state is large, and a plain
+                                    // connection's task must not grow to its size.
+                                    Box::pin(super::tokio_tls::connection(
+                                        stream,
+                                        t,
+                                        &replies,
+                                        idle,
+                                        bytes_are_progress,
+                                        f,
+                                    ))
+                                    .await
+                                }
+                                None => {
+                                    connection(
+                                        stream,
+                                        &replies,
+                                        idle,
+                                        bytes_are_progress,
+                                        &mut tally,
+                                    )
+                                    .await
+                                }
+                            }
                         });
                     }
                     Err(e) if crate::error::is_transient_accept_error(&e) => {

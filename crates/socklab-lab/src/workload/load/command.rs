@@ -175,7 +175,7 @@ pub fn one_off(given: &[Given], reps: Option<usize>, warmup: usize) -> Result<On
             );
             p.set("bytes", bytes);
         }
-        LoadProtocol::Echo | LoadProtocol::Http => {
+        LoadProtocol::Echo | LoadProtocol::Http | LoadProtocol::Https => {
             p.set("connections", connections.to_string());
             p.set("new_connection", new_connection.to_string());
             if let Some(l) = loops {
@@ -207,6 +207,12 @@ pub fn one_off(given: &[Given], reps: Option<usize>, warmup: usize) -> Result<On
     }
     if let Some(i) = &interval {
         p.set("interval", i.clone());
+    }
+    if let Some(t) = v.text("tls_trust") {
+        p.set("tls_trust", t);
+    }
+    if v.text("tls_resume").is_some() {
+        p.set("tls_resume", "true");
     }
     if reps.is_none() {
         p.set("source_addrs", source_addrs.to_string());

@@ -117,6 +117,12 @@ pub struct LoadOptions {
     pub keep_partial: bool,
     /// Per-interval requests and latency every this long (`interval`); `None`: none.
     pub interval: Option<Duration>,
+    /// http over TLS (`handler` = https; `to` HOST:PORT only).
+    pub tls: bool,
+    /// https: how the certificate is trusted (`tls_trust`); `None`: unverified, as wrk.
+    pub tls_trust: Option<String>,
+    /// https: resume sessions on new connections (`tls_resume`).
+    pub tls_resume: bool,
 }
 
 impl Default for LoadOptions {
@@ -131,6 +137,9 @@ impl Default for LoadOptions {
             source_addrs: None,
             keep_partial: false,
             interval: None,
+            tls: false,
+            tls_trust: None,
+            tls_resume: false,
         }
     }
 }
@@ -155,7 +164,7 @@ pub const KEYS: &[Key] = &[
     Key::new(
         "handler",
         "stevens",
-        "protocol: stevens (count line, that many bytes back), echo, http",
+        "protocol: stevens (count line, that many bytes back), echo, http, https (http over TLS 1.3, to HOST:PORT)",
     ).flag("protocol"),
     Key::new("body", "100", "http: response body bytes").no_flag(),
     Key::new(
@@ -216,6 +225,16 @@ pub const KEYS: &[Key] = &[
         "http/echo: a new connection per request instead of keep-alive",
     ).flag("new-connection-per-request").switch(),
     Key::new("threads", "1", "load generator threads"),
+    Key::new(
+        "tls_trust",
+        "unverified",
+        "https: the server's certificate: unverified (as wrk), its SHA-256 fingerprint (as a TLS socklab serve prints it), or a PEM file of CA certificates",
+    ),
+    Key::new(
+        "tls_resume",
+        "false",
+        "https: resume TLS sessions on new connections (as wrk does); false: a full handshake on every connection",
+    ).switch(),
     Key::new(
         "interval",
         "",

@@ -9,6 +9,7 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
     let protocol = match spec.handler {
         Handler::Stevens => LoadProtocol::Stevens,
         Handler::Echo => LoadProtocol::Echo,
+        _ if spec.options.tls => LoadProtocol::Https,
         _ => LoadProtocol::Http,
     };
     let o = &spec.options;
@@ -48,6 +49,8 @@ pub fn load_config(spec: &LoadSpec, to: SocketAddr) -> LoadConfig {
     c.interval = o.interval;
     c.path = o.path.clone();
     c.host = o.host.clone();
+    c.tls_trust = o.tls_trust.clone();
+    c.tls_resume = o.tls_resume;
     c.source_addrs = match o.source_addrs {
         Some(n) => n,
         // Connection per request piles up TIME_WAIT on this side: spread the 4-tuples.

@@ -78,9 +78,26 @@ const REQUEST_KEYS: &[&str] = &[
     "conn_requests",
 ];
 
+/// `tls_trust`: `unverified`, a SHA-256 fingerprint, or a PEM file that exists.
+fn tls_trust_value(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let hexish = t.len() >= 64 && t.chars().all(|c| c.is_ascii_hexdigit() || c == ':');
+    if matches!(t, "unverified" | "none") || std::path::Path::new(t).is_file() {
+        return Ok(t.to_string());
+    }
+    if hexish {
+        return socklab_tls::Fingerprint::parse(t)
+            .map(|_| t.to_string())
+            .map_err(|e| e.to_string());
+    }
+    Err("give unverified, the server's SHA-256 fingerprint (64 hex digits) or a PEM file of CA certificates".into())
+}
+
 /// Parses the `load` workload (keys already checked).
 pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
+    let tls = p.get("handler").is_some_and(|h| h.trim() == "https");
     let handler = p.value_in(KEYS, "handler", |s| {
+        let s = if s.trim() == "https" { "http" } else { s };
         match s.parse::<Handler>().map_err(|e| e.to_string())? {
             Handler::Discard => {
                 Err("discard sends no replies to measure: use stevens, echo or http".to_string())
@@ -146,8 +163,25 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
             _ => Err("use fail or keep"),
         })?,
         interval: p.parse_opt("interval", crate::workload::key::parse_interval)?,
+        tls,
+        // `unverified` is the default: the same as leaving the key out.
+        tls_trust: p
+            .parse_opt("tls_trust", tls_trust_value)?
+            .filter(|t| !matches!(t.as_str(), "unverified" | "none")),
+        tls_resume: p.get("tls_resume").is_some() && p.value_in(KEYS, "tls_resume", parse_bool)?,
         ..LoadOptions::default()
     };
+    if tls && options.interval.is_some() {
+        return Err(LabError::Plan(
+            "`interval` is not available with https yet: leave `interval` out".into(),
+        ));
+    }
+    if (options.tls_trust.is_some() || options.tls_resume) && !tls {
+        return Err(LabError::Plan(
+            "`tls_trust` and `tls_resume` apply to https only: leave them out or use https"
+                .into(),
+        ));
+    }
     let mode = if handler == Handler::Stevens {
         if p.get("duration").is_some() {
             options.stevens_duration = Some(duration(p)?);
@@ -200,6 +234,11 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
     .check(Some(bound))
     .map_err(LabError::Plan)?;
     let to = p.value_in(KEYS, "to", parse_target)?;
+    if tls && to == Target::SelfSink {
+        return Err(LabError::Plan(
+            "handler = https needs to = HOST:PORT of a TLS server (e.g. socklab serve with `tls`): the self-started server is plain".into(),
+        ));
+    }
     if let (Some(n @ 2..), Target::Addr(a)) = (options.source_addrs, to) {
         if !matches!(a.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback()) {
             return Err(LabError::Plan(format!(
@@ -263,7 +302,13 @@ pub(super) fn print_spec(spec: &LoadSpec) -> Params {
             p.set("body", format_size(spec.body as u64));
         }
     }
-    p.set("handler", spec.handler.name());
+    p.set("handler", if o.tls { "https" } else { spec.handler.name() });
+    if let Some(t) = &o.tls_trust {
+        p.set("tls_trust", t.clone());
+    }
+    if o.tls_resume {
+        p.set("tls_resume", "true");
+    }
     match spec.mode {
         LoadMode::Stevens {
             clients,

@@ -252,6 +252,7 @@ fn the_sample_keeps_the_whole_report() {
             warnings: vec!["w".into()],
         },
         aborted: Some("interrupted".into()),
+        tls: None,
         intervals: Vec::new(),
     };
     let s = sample(&r, to, None);

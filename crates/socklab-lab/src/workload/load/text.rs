@@ -225,6 +225,20 @@ pub fn summary(r: &LoadReport) -> String {
         c.threads.min(c.connections),
         r.duration_s
     );
+    if let Some(t) = &r.tls {
+        let _ = writeln!(
+            s,
+            "  TLS {} {}, certificate {}, session resumption {} (connect times include the handshake)",
+            if t.version.is_empty() { "(no handshake completed)" } else { &t.version },
+            t.cipher,
+            t.trust,
+            if t.resumption {
+                format!("on ({} of {} handshakes resumed)", t.resumed, r.connections_opened)
+            } else {
+                "off".into()
+            }
+        );
+    }
     let f = &r.failed;
     let _ = writeln!(
         s,
@@ -265,14 +279,22 @@ pub fn summary(r: &LoadReport) -> String {
         .iter()
         .map(|u| format!("{:.0}%", u * 100.0))
         .collect();
+    // The https generator (tokio tasks) has no event loop of its own to time.
+    let loop_work = if g.loop_busy.count == 0 {
+        String::new()
+    } else {
+        format!(
+            "; event-loop work p99 {}, max {}",
+            us(g.loop_busy.percentiles.p99_us),
+            us(g.loop_busy.max_us)
+        )
+    };
     let _ = writeln!(
         s,
-        "\n  Generator: cpu user {:.2} s, sys {:.2} s; threads busy {}; event-loop work p99 {}, max {}",
+        "\n  Generator: cpu user {:.2} s, sys {:.2} s; threads busy {}{loop_work}",
         g.cpu_user_s,
         g.cpu_sys_s,
         util.join(" "),
-        us(g.loop_busy.percentiles.p99_us),
-        us(g.loop_busy.max_us)
     );
     if let (Some(send), Some(timer)) = (&g.send_lag, &g.timer_lag) {
         let _ = writeln!(
@@ -453,6 +475,7 @@ mod tests {
                 warnings: vec!["w".into()],
             },
             aborted: None,
+            tls: None,
             intervals: Vec::new(),
         }
     }
