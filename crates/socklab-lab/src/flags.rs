@@ -215,7 +215,7 @@ pub fn sweep_values(spec: &str, keys: &[Key]) -> Result<(String, Vec<String>), L
 }
 
 /// `socklab transfer`'s groups: the keys given, one group per protocol (in the order given,
-/// repeats dropped); `tcp_cc` varies for tcp only (rudp records n/a).
+/// repeats dropped); `tcp_cc` varies for tcp and quic (quinn's controller; rudp records n/a).
 pub fn transfer_groups(given: &[Given]) -> Result<Vec<Group>, LabError> {
     use crate::workload::transfer::{PROTO, TCP_CC};
     let split = [PROTO.name, TCP_CC.name];
@@ -239,7 +239,7 @@ pub fn transfer_groups(given: &[Given]) -> Result<Vec<Group>, LabError> {
     for p in protos {
         let mut g = base.clone();
         g.fixed.set("proto", p.as_str());
-        if p.trim() == "tcp" {
+        if matches!(p.trim(), "tcp" | "quic") {
             list_axis("tcp_cc", &listed(&TCP_CC), &mut g.axes, &mut g.fixed);
         }
         groups.push(g);

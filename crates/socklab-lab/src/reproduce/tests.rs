@@ -412,6 +412,9 @@ fn lossy_stats(cross: f64, tcp_fails_at_15: bool, rudp_fails_at_15: bool) -> Exp
         let tcp = get(p, "proto") == "tcp";
         let t = if tcp {
             1.0 + loss * loss
+        } else if get(p, "proto") == "quic" {
+            // QUIC with CUBIC: TCP's shape, a little faster.
+            0.8 * (1.0 + loss * loss)
         } else {
             1.0 + cross * cross + (loss - cross) * 2.0
         };
@@ -425,13 +428,19 @@ fn seed_004_loss_crossover() {
     let st = lossy_stats(7.5, false, false);
     assert_eq!(
         verdicts(&st),
-        [Reproduced, Reproduced, Reproduced],
+        [Reproduced, Reproduced, Reproduced, Reproduced],
         "{:#?}",
         comparison(&st)
     );
     // Crossing below 5%: the UDP transport already wins at 5%, contradicting the bracket.
     let early = lossy_stats(3.0, false, false);
-    assert_eq!(verdicts(&early), [Reproduced, Reproduced, Contradicted]);
+    assert_eq!(
+        verdicts(&early),
+        [Reproduced, Reproduced, Contradicted, Reproduced]
+    );
+    // rudp slower than QUIC at 10% loss: the claim against QUIC is contradicted there.
+    let late = lossy_stats(12.0, false, false);
+    assert_eq!(verdicts(&late)[3], Contradicted, "{:#?}", comparison(&late));
     // TCP repetitions that did not finish only make TCP slower: the 15% verdict stands,
     // with a note; rudp's would flatter rudp: no verdict.
     let f = finding(&lossy_stats(7.5, true, false), 1);
@@ -441,9 +450,14 @@ fn seed_004_loss_crossover() {
     assert_eq!(f.verdict, NotComparable, "{}", f.line());
     // The quick variant has no 5% or 15% cells and 2 repetitions.
     let q = stats(&plan("lossy.toml", true), 2, |_| vec![("total_s", 1.0)]);
-    assert_eq!(verdicts(&q), [NotComparable, NotComparable, NotComparable]);
+    assert_eq!(verdicts(&q), [NotComparable; 4]);
     let c = comparison(&st).unwrap();
     assert_eq!(c.table.rows[3][..4], ["loss 15%", "≈245", "≈41", "≈32.5"]);
+    assert!(
+        c.table.rows[3][7].starts_with("181.0"),
+        "{:?}",
+        c.table.rows[3]
+    );
 }
 
 // ------------------------------------------------------------------------- identification

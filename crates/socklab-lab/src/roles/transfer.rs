@@ -185,11 +185,16 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
             let identity = socklab_tls::Identity::self_signed(&[])
                 .map_err(|e| RoleError::Run(e.to_string()))?;
             announce(addr, cfg, say, None)?;
-            if !say.quiet {
-                eprintln!(
-                    "certificate: self-signed for this run, SHA-256 {}",
-                    identity.fingerprint()
+            let fp = identity.fingerprint().to_string();
+            if say.announce {
+                // After the port: the lab's client pins the certificate it names.
+                let line = socklab_net::childline::ChildLine::Report(
+                    serde_json::json!({ socklab_transfer::quic::FINGERPRINT_KEY: fp }),
                 );
+                super::out(&format!("{line}\n"))?;
+            }
+            if !say.quiet {
+                eprintln!("certificate: self-signed for this run, SHA-256 {fp} (pin it)");
             }
             let opts = socklab_transfer::quic::QuicServeOptions {
                 max_sessions: cfg.tcp.max_sessions,

@@ -101,9 +101,11 @@ pub fn session_limits(proto: Proto, per_source: Option<usize>) -> Result<Session
     let mut limits = SessionLimits::default();
     match (proto, per_source) {
         (_, None) => {}
-        (Proto::Tcp | Proto::Quic, Some(n)) => return Err(usage(format!(
+        (Proto::Tcp | Proto::Quic, Some(n)) => {
+            return Err(usage(format!(
             "`max_sessions_per_source` {n} applies to `proto` rudp; leave it out for tcp and quic"
-        ))),
+        )))
+        }
         (Proto::Rudp, Some(n)) if n == 0 || n > limits.max_sessions => {
             return Err(usage(format!(
                 "`max_sessions_per_source` {n}: give 1 to {} (the server's session table)",

@@ -375,8 +375,12 @@ impl Spec for TransferSpec {
         };
         let server = res.spawn(&role, in_link)?;
         let to = server.addr();
+        let pin = match self.proto {
+            Proto::Quic => Some(quic_pin(&server, stop)?),
+            _ => None,
+        };
         let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
-        let (r, link_run) = res.in_client(in_link, || client(self, to, paths, stop))?;
+        let (r, link_run) = res.in_client(in_link, || client(self, to, paths, pin, stop))?;
         let Some(r) = r else {
             return Err(LabError::run(label, socklab_net::NetError::Interrupted));
         };
@@ -430,6 +434,29 @@ fn remote_rx_dir() -> String {
     )
 }
 
+/// The certificate fingerprint a QUIC `transfer serve` child prints after its port (a
+/// `REPORT {"quic_fingerprint": …}` line): the client pins it.
+fn quic_pin(
+    server: &crate::child::ServerChild,
+    stop: &dyn Fn() -> bool,
+) -> Result<socklab_tls::Fingerprint, LabError> {
+    use socklab_transfer::quic::FINGERPRINT_KEY as QUIC_FINGERPRINT;
+    let v = server
+        .wait_report(
+            Duration::from_secs(10),
+            &|v| v.get(QUIC_FINGERPRINT).is_some(),
+            stop,
+        )
+        .ok_or_else(|| {
+            LabError::Child(
+                "the QUIC transfer server did not name its certificate within 10 s".into(),
+            )
+        })?;
+    let text = v[QUIC_FINGERPRINT].as_str().unwrap_or_default();
+    socklab_tls::Fingerprint::parse(text)
+        .map_err(|e| LabError::Child(format!("the QUIC transfer server's certificate: {e}")))
+}
+
 /// Runs the client of `spec` against `to` on its own thread ([`on_thread`]): `None` when
 /// stopped. The client always ends by its timeout; one that has not returned 30 s after it
 /// counts as failed.
@@ -437,12 +464,26 @@ fn client(
     spec: &TransferSpec,
     to: SocketAddr,
     paths: Vec<PathBuf>,
+    pin: Option<socklab_tls::Fingerprint>,
     stop: &dyn Fn() -> bool,
 ) -> Option<Result<TransferReport, String>> {
     let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
+    let send = move || match (proto, pin) {
+        (Proto::Quic, Some(fp)) => {
+            use socklab_transfer::quic::{send_quic, QuicSendOptions};
+            let cc = cc.as_deref().unwrap_or("cubic").parse();
+            let cc = cc.map_err(socklab_transfer::TransferError::Invalid)?;
+            let opts = QuicSendOptions {
+                trust: socklab_tls::Trust::Pinned(fp),
+                cc,
+            };
+            send_quic(to, &paths, &opts, timeout).map(TransferReport::Quic)
+        }
+        _ => socklab_transfer::send(proto, to, &paths, cc.as_deref(), timeout),
+    };
     on_thread(
         "transfer-client",
-        move |_| socklab_transfer::send(proto, to, &paths, cc.as_deref(), timeout),
+        move |_| send(),
         stop,
         timeout + Duration::from_secs(30),
         Duration::ZERO,

@@ -169,8 +169,8 @@ async fn run(
         .unwrap_or_default();
     let sender = Arc::new(Mutex::new(sender));
     let per_file = Arc::new(Mutex::new(Vec::new()));
-    let writer = write_all(conn.clone(), sender.clone(), per_file.clone());
-    let reader = read_control(conn.clone(), sender.clone());
+    let writer = write_all(conn.clone(), sender.clone());
+    let reader = read_control(conn.clone(), sender.clone(), per_file.clone());
     tokio::pin!(writer);
     tokio::pin!(reader);
     let mut wrote = false;
@@ -224,32 +224,18 @@ fn write_err(e: impl std::fmt::Display) -> TransferError {
 }
 
 /// Hands every chunk to the connection, one QUIC stream per logical stream (a new one where
-/// the offsets jump), sampling lost packets as each file's last chunk is written.
+/// the offsets jump).
 async fn write_all(
     conn: quinn::Connection,
     sender: Arc<Mutex<FileSender>>,
-    per_file: Arc<Mutex<Vec<u64>>>,
 ) -> Result<(), TransferError> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut open: Option<(u32, u64, quinn::SendStream)> = None;
-    let mut lost_at_start = conn.stats().path.lost_packets;
-    let mut passed = 0usize;
     loop {
-        let (chunk, files_passed) = {
-            let mut s = sender.lock().map_err(|_| poisoned())?;
-            (s.next_chunk(&mut buf)?, s.files_passed())
-        };
-        while passed < files_passed {
-            let lost = conn.stats().path.lost_packets;
-            if passed > 0 || files_passed > 0 {
-                per_file
-                    .lock()
-                    .map_err(|_| poisoned())?
-                    .push(lost - lost_at_start);
-            }
-            lost_at_start = lost;
-            passed += 1;
-        }
+        let chunk = sender
+            .lock()
+            .map_err(|_| poisoned())?
+            .next_chunk(&mut buf)?;
         let Some((stream, offset, len)) = chunk else {
             break;
         };
@@ -274,11 +260,16 @@ async fn write_all(
     Ok(())
 }
 
-/// Reads the server's control stream until the sender is done or has failed.
+/// Reads the server's control stream until the sender is done or has failed. Each file's
+/// retransmissions are the packets declared lost between the previous file's verdict and its
+/// own: quinn buffers a whole send window at once, so the moment a file is written says
+/// nothing, while files arrive (and are confirmed) in the order they were sent.
 async fn read_control(
     conn: quinn::Connection,
     sender: Arc<Mutex<FileSender>>,
+    per_file: Arc<Mutex<Vec<u64>>>,
 ) -> Result<(), TransferError> {
+    let mut lost_before = conn.stats().path.lost_packets;
     let mut rx = match conn.accept_uni().await {
         Ok(rx) => rx,
         Err(e) => return Err(closed(e)),
@@ -290,6 +281,13 @@ async fn read_control(
                 let mut s = sender.lock().map_err(|_| poisoned())?;
                 s.on_control(off, &c.bytes)?;
                 off += c.bytes.len() as u64;
+                let confirmed = s.confirmed_prefix();
+                let mut pf = per_file.lock().map_err(|_| poisoned())?;
+                while pf.len() < confirmed {
+                    let lost = conn.stats().path.lost_packets;
+                    pf.push(lost - lost_before);
+                    lost_before = lost;
+                }
                 if let Some(d) = s.aborted() {
                     return Err(TransferError::Aborted(d.to_string()));
                 }

@@ -28,6 +28,10 @@ use crate::TransferError;
 /// ALPN of socklab's transfer protocol over QUIC.
 pub const ALPN: &[u8] = b"socklab-transfer/1";
 
+/// The key of the `REPORT` line in which the lab's QUIC transfer server names its
+/// certificate's SHA-256 (the lab's client pins it).
+pub const FINGERPRINT_KEY: &str = "quic_fingerprint";
+
 /// Bytes of the header that starts every QUIC stream: logical stream (u32), offset (u64).
 pub const HEADER_LEN: usize = 12;
 

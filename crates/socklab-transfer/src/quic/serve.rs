@@ -202,9 +202,10 @@ async fn session(
         }
     };
     let r = run_session(&conn, &rx, opts, over).await;
-    let rx = rx.borrow();
-    s.files = rx.report();
-    s.bytes = rx.bytes_written();
+    (s.files, s.bytes) = {
+        let rx = rx.borrow();
+        (rx.report(), rx.bytes_written())
+    };
     s.total_ns = t0.elapsed().as_nanos() as u64;
     if let Err(e) = r {
         let msg = e.to_string();

@@ -178,8 +178,7 @@ pub(super) fn parse_spec(p: &Params) -> Result<LoadSpec, LabError> {
     }
     if (options.tls_trust.is_some() || options.tls_resume) && !tls {
         return Err(LabError::Plan(
-            "`tls_trust` and `tls_resume` apply to https only: leave them out or use https"
-                .into(),
+            "`tls_trust` and `tls_resume` apply to https only: leave them out or use https".into(),
         ));
     }
     let mode = if handler == Handler::Stevens {
