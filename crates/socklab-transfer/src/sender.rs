@@ -267,11 +267,6 @@ impl FileSender {
         None
     }
 
-    /// Number of leading files (in manifest order) that have the server's verdict.
-    pub fn confirmed_prefix(&self) -> usize {
-        self.verdicts.iter().take_while(|v| v.is_some()).count()
-    }
-
     /// The server's reason, if it aborted the session.
     pub fn aborted(&self) -> Option<&str> {
         self.abort.as_deref()

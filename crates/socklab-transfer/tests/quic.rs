@@ -94,7 +94,8 @@ fn quic_moves_every_file_byte_for_byte_with_a_pinned_certificate() {
     .unwrap();
     assert_eq!(r.files.len(), files.len());
     assert!(r.files.iter().all(|f| f.ok), "{:?}", r.files);
-    assert_eq!(r.per_file_retransmits.len(), files.len());
+    // Streams travel side by side: no per-file attribution is claimed.
+    assert!(r.per_file_retransmits.is_empty());
     assert_eq!(r.bytes, r.sent_bytes);
     assert!(r.sent_packets > 0 && r.mtu >= 1200, "{r:?}");
     let log = server.stop();
@@ -287,8 +288,6 @@ fn quic_crosses_a_lossy_emulated_link_byte_identical() {
     };
     assert!(r.files.iter().all(|f| f.ok));
     assert!(r.lost_packets > 0, "{r:?}");
-    assert_eq!(r.per_file_retransmits.len(), files.len());
-    assert!(r.per_file_retransmits.iter().sum::<u64>() <= r.lost_packets);
     // The link's forward delay plus its 5 ms back: no RTT below the back direction's.
     assert!(r.min_rtt_us >= 5_000, "{r:?}");
     let log = server.stop();

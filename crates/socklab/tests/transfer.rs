@@ -43,6 +43,58 @@ fn serve(proto: &str, dir: &Path) -> (Child, String) {
 }
 
 /// `socklab transfer ARGS --reps 2 --warmup 0 --db DB` (exit code, stdout, stderr).
+#[test]
+fn runner_runs_quic_with_each_controller_pinning_the_servers_certificate() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("t.db");
+    let (code, out, err) = run_transfer(
+        &db,
+        &[
+            "--proto",
+            "quic",
+            "--tcp-cc",
+            "cubic,bbr",
+            "--file-sizes",
+            "300K,10K",
+            "--timeout",
+            "30s",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    // tcp_cc crosses with quic: two cells, quinn's controllers.
+    assert!(out.contains("proto=quic"), "{out}");
+    assert!(
+        out.contains("tcp_cc=cubic") && out.contains("tcp_cc=bbr"),
+        "{out}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for m in [
+        "total_s",
+        "goodput_mbps",
+        "retx",
+        "srtt_us",
+        "pkts_sent",
+        "handshake_us",
+    ] {
+        assert_eq!(
+            query_f64(
+                &conn,
+                &format!("SELECT COUNT(*) * 1.0 FROM sample_metrics WHERE name = '{m}'")
+            ),
+            4.0,
+            "metric {m} in every repetition"
+        );
+    }
+    // Every repetition succeeded: the client pinned the certificate the server child named.
+    assert_eq!(
+        query_f64(
+            &conn,
+            "SELECT MAX(value) FROM sample_metrics WHERE name = 'failed'"
+        ),
+        0.0
+    );
+}
+
 fn run_transfer(db: &Path, args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["transfer"];
     all.extend_from_slice(args);

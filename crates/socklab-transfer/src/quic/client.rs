@@ -81,8 +81,8 @@ pub struct QuicReport {
     pub sent_bytes: u64,
     /// Per-file outcomes.
     pub files: Vec<FileOutcome>,
-    /// Packets declared lost while each file was handed to the connection (each lost
-    /// packet's frames are sent again in new packets: QUIC's retransmissions).
+    /// Always empty: quinn sends the files' streams side by side, so a lost packet belongs
+    /// to no one file (a seed-004 per-file table has no QUIC row; `lost_packets` is the total).
     pub per_file_retransmits: Vec<u64>,
     /// Packets lost over the whole connection.
     pub lost_packets: u64,
@@ -168,9 +168,8 @@ async fn run(
         .map(|_| "TLS13 (quinn)".to_string())
         .unwrap_or_default();
     let sender = Arc::new(Mutex::new(sender));
-    let per_file = Arc::new(Mutex::new(Vec::new()));
     let writer = write_all(conn.clone(), sender.clone());
-    let reader = read_control(conn.clone(), sender.clone(), per_file.clone());
+    let reader = read_control(conn.clone(), sender.clone());
     tokio::pin!(writer);
     tokio::pin!(reader);
     let mut wrote = false;
@@ -196,7 +195,6 @@ async fn run(
     endpoint.wait_idle().await;
     result?;
     let s = sender.lock().map_err(|_| poisoned())?;
-    let per_file_retransmits = per_file.lock().map_err(|_| poisoned())?.clone();
     Ok(QuicReport {
         cc: opts.cc.as_str().to_string(),
         total_ns,
@@ -204,7 +202,7 @@ async fn run(
         bytes: s.manifest().total_bytes(),
         sent_bytes: s.sent_bytes(),
         files: s.outcomes(),
-        per_file_retransmits,
+        per_file_retransmits: Vec::new(),
         lost_packets: stats.path.lost_packets,
         sent_packets: stats.path.sent_packets,
         congestion_events: stats.path.congestion_events,
@@ -260,16 +258,11 @@ async fn write_all(
     Ok(())
 }
 
-/// Reads the server's control stream until the sender is done or has failed. Each file's
-/// retransmissions are the packets declared lost between the previous file's verdict and its
-/// own: quinn buffers a whole send window at once, so the moment a file is written says
-/// nothing, while files arrive (and are confirmed) in the order they were sent.
+/// Reads the server's control stream until the sender is done or has failed.
 async fn read_control(
     conn: quinn::Connection,
     sender: Arc<Mutex<FileSender>>,
-    per_file: Arc<Mutex<Vec<u64>>>,
 ) -> Result<(), TransferError> {
-    let mut lost_before = conn.stats().path.lost_packets;
     let mut rx = match conn.accept_uni().await {
         Ok(rx) => rx,
         Err(e) => return Err(closed(e)),
@@ -281,13 +274,6 @@ async fn read_control(
                 let mut s = sender.lock().map_err(|_| poisoned())?;
                 s.on_control(off, &c.bytes)?;
                 off += c.bytes.len() as u64;
-                let confirmed = s.confirmed_prefix();
-                let mut pf = per_file.lock().map_err(|_| poisoned())?;
-                while pf.len() < confirmed {
-                    let lost = conn.stats().path.lost_packets;
-                    pf.push(lost - lost_before);
-                    lost_before = lost;
-                }
                 if let Some(d) = s.aborted() {
                     return Err(TransferError::Aborted(d.to_string()));
                 }
