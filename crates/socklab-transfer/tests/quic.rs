@@ -3,45 +3,18 @@
 //! flood of handshakes refused while a real client is served.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod common;
+
+use common::{assert_received, make_files};
 use socklab_tls::{Identity, Trust};
 use socklab_transfer::quic::{send_quic, serve_quic, QuicCc, QuicSendOptions, QuicServeOptions};
 use socklab_transfer::{SessionLog, TransferError};
-
-fn make_files(dir: &Path, sizes: &[usize]) -> Vec<PathBuf> {
-    sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let mut x = 0x2545_F491_4F6C_DD1Du64 ^ (i as u64 + 7);
-            let data: Vec<u8> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
-            let p = dir.join(format!("q-{i}.bin"));
-            std::fs::write(&p, data).unwrap();
-            p
-        })
-        .collect()
-}
-
-fn assert_received(dir: &Path, sent: &[PathBuf]) {
-    for p in sent {
-        let name = p.file_name().unwrap();
-        let got = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name:?}: {e}"));
-        assert!(got == std::fs::read(p).unwrap(), "{name:?} differs");
-    }
-    assert_eq!(std::fs::read_dir(dir).unwrap().count(), sent.len());
-}
 
 struct Server {
     addr: SocketAddr,
