@@ -177,14 +177,14 @@ mod tests {
             let full = lossy.plans(false).unwrap();
             assert_eq!(
                 (full[0].cells.len(), full[0].reps),
-                (30, 10),
-                "(cubic, bbr, rudp) x 10 rules"
+                (34, 10),
+                "(cubic, bbr, rudp) x 10 rules + QUIC x (none, loss 5/10/15%)"
             );
             let q = lossy.plans(true).unwrap();
             assert_eq!(
                 (q[0].cells.len(), q[0].reps),
-                (4, 2),
-                "(cubic, rudp) x (none, loss 10%)"
+                (6, 2),
+                "(cubic, rudp, quic) x (none, loss 10%)"
             );
             assert!(q[0]
                 .cells
