@@ -27,7 +27,7 @@ use super::merge::LoadHistograms;
 use super::metrics::record;
 use super::schedule::Schedule;
 use super::series::{LiveLoad, Merger, ThreadSeries};
-use super::thread_out::{assemble, ThreadOut};
+use super::thread_out::{assemble, end_of_run, ThreadOut};
 use super::{LoadConfig, LoadProtocol, LoadReport};
 use crate::NetError;
 
@@ -193,18 +193,7 @@ pub(super) fn run(
         u64::MAX => shared.start.elapsed(),
         ns => Duration::from_nanos(ns),
     };
-    let wall = match cfg.duration {
-        Some(d) if elapsed > d => d,
-        _ => elapsed,
-    };
-    let mut aborted = shared
-        .abort_reason
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take();
-    if aborted.is_none() && stop.load(Ordering::Relaxed) {
-        aborted = Some("interrupted".into());
-    }
+    let (wall, aborted) = end_of_run(cfg.duration, elapsed, &shared.abort_reason, stop);
     let (mut report, h) = assemble(cfg, outs, wall, aborted);
     if let Some(m) = &shared.series {
         report.intervals = m.finish(wall);

@@ -34,7 +34,7 @@ use super::http::ReplyParser;
 use super::merge::LoadHistograms;
 use super::metrics::record;
 use super::schedule::Schedule;
-use super::thread_out::{assemble, ThreadOut};
+use super::thread_out::{assemble, end_of_run, ThreadOut};
 use super::{LoadConfig, LoadReport, TlsSummary};
 use crate::NetError;
 
@@ -174,18 +174,7 @@ pub(super) fn run(
         outs
     });
     let elapsed = start.elapsed();
-    let wall = match cfg.duration {
-        Some(d) if elapsed > d => d,
-        _ => elapsed,
-    };
-    let mut aborted = sh
-        .abort_reason
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take();
-    if aborted.is_none() && stop.load(Ordering::Relaxed) {
-        aborted = Some("interrupted".into());
-    }
+    let (wall, aborted) = end_of_run(cfg.duration, elapsed, &sh.abort_reason, stop);
     let (mut report, h) = assemble(cfg, outs, wall, aborted);
     let negotiated = sh
         .negotiated

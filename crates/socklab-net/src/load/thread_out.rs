@@ -123,3 +123,25 @@ pub(super) fn assemble(
     );
     (r, h)
 }
+
+/// The end of a run, shared by both engines: the wall time (capped at the asked duration, so
+/// the drain is not counted) and why the run was cut short, if it was (an abort, or Ctrl-C).
+pub(crate) fn end_of_run(
+    duration: Option<std::time::Duration>,
+    elapsed: std::time::Duration,
+    abort_reason: &std::sync::Mutex<Option<String>>,
+    stop: &std::sync::atomic::AtomicBool,
+) -> (std::time::Duration, Option<String>) {
+    let wall = match duration {
+        Some(d) if elapsed > d => d,
+        _ => elapsed,
+    };
+    let mut aborted = abort_reason
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if aborted.is_none() && stop.load(std::sync::atomic::Ordering::Relaxed) {
+        aborted = Some("interrupted".into());
+    }
+    (wall, aborted)
+}
