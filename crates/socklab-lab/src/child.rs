@@ -329,12 +329,36 @@ impl ServerChild {
         pick: &dyn Fn(&serde_json::Value) -> bool,
         stop: &dyn Fn() -> bool,
     ) -> Option<serde_json::Value> {
+        self.report(wait, pick, stop, true)
+    }
+
+    /// [`Self::wait_report`], leaving the line for later calls (a fact of a kept server, such
+    /// as the sink's certificate, asked by every repetition).
+    pub fn peek_report(
+        &self,
+        wait: Duration,
+        pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<serde_json::Value> {
+        self.report(wait, pick, stop, false)
+    }
+
+    fn report(
+        &self,
+        wait: Duration,
+        pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
+        take: bool,
+    ) -> Option<serde_json::Value> {
         let (lock, cv) = &*self.printed;
         let deadline = Instant::now() + wait;
         let mut p = lock.lock().ok()?;
         loop {
             if let Some(i) = p.reports.iter().position(pick) {
-                return Some(p.reports.remove(i));
+                return Some(match take {
+                    true => p.reports.remove(i),
+                    false => p.reports[i].clone(),
+                });
             }
             let now = Instant::now();
             if p.closed || now >= deadline || stop() {

@@ -44,7 +44,11 @@ impl Given {
         Given {
             key,
             flag: format!("--{}", preset.flag),
-            values: vec![preset.value.to_string()],
+            // A preset of a list key may set an axis (`--tls` is `tls=off,on`).
+            values: match key.list {
+                true => preset.value.split(',').map(str::to_string).collect(),
+                false => vec![preset.value.to_string()],
+            },
         }
     }
 }

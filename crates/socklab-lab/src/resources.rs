@@ -286,6 +286,18 @@ impl Resources {
         c.wait_report(wait, pick, stop)
     }
 
+    /// [`Self::server_report`], leaving the line for the next repetition to read too.
+    pub fn server_fact(
+        &self,
+        key: &ServerKey,
+        wait: Duration,
+        pick: &dyn Fn(&serde_json::Value) -> bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<serde_json::Value> {
+        let (_, c) = self.servers.iter().find(|(k, _)| k == key)?;
+        c.peek_report(wait, pick, stop)
+    }
+
     /// The `INTERVAL` lines of kept server `key` as they are printed (see
     /// [`crate::child::IntervalFeed`]); `None` when there is no such server.
     pub fn server_intervals(&self, key: &ServerKey) -> Option<crate::child::IntervalFeed> {

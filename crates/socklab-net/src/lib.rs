@@ -39,6 +39,7 @@ pub mod sockopt;
 pub mod sockperf;
 pub mod states;
 pub mod strategy;
+pub mod tlsio;
 pub mod udpbulk;
 
 pub use error::{NetError, ParseNameError, SockOptError, UdpWireError};

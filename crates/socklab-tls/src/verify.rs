@@ -23,6 +23,27 @@ pub enum Trust {
 }
 
 impl Trust {
+    /// Parses what a user writes: `unverified` (or `none`), a SHA-256 fingerprint (64 hex
+    /// digits, colons allowed), or the path of a PEM file of CA certificates that exists.
+    /// The error names the value and the three forms.
+    pub fn parse(text: &str) -> Result<Trust, String> {
+        let t = text.trim();
+        if matches!(t, "unverified" | "none") {
+            return Ok(Trust::Unverified);
+        }
+        if t.len() >= 64 && t.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
+            return Fingerprint::parse(t)
+                .map(Trust::Pinned)
+                .map_err(|e| e.to_string());
+        }
+        if std::path::Path::new(t).is_file() {
+            return Ok(Trust::CaFile(t.into()));
+        }
+        Err(format!(
+            "'{t}' is neither a SHA-256 fingerprint (64 hex digits) nor a readable PEM file of CA certificates: give one of them, or unverified"
+        ))
+    }
+
     /// A short description for reports: `pinned ab12…`, `ca FILE`, `not verified`.
     pub fn describe(&self) -> String {
         match self {
@@ -97,5 +118,21 @@ impl ServerCertVerifier for PinVerifier {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn trust_parses_its_three_forms_and_names_a_bad_value() {
+        assert_eq!(Trust::parse(" unverified "), Ok(Trust::Unverified));
+        let fp = crate::Identity::self_signed(&[]).unwrap().fingerprint();
+        assert_eq!(Trust::parse(&fp.to_string()), Ok(Trust::Pinned(fp)));
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        assert_eq!(Trust::parse(file), Ok(Trust::CaFile(file.into())));
+        let e = Trust::parse("/no/such.pem").unwrap_err();
+        assert!(e.starts_with("'/no/such.pem' is neither"), "{e}");
     }
 }

@@ -66,11 +66,22 @@ pub fn run(cfg: SinkConfig, say: Say, db: Option<PathBuf>) -> Result<(), RoleErr
     let mut sink = Sink::bind(cfg)?;
     let addr = sink.local_addr()?;
     server_started(addr, say.announce)?;
+    let fingerprint = sink.tls_fingerprint().map(|f| f.to_string());
+    if let (true, Some(fp)) = (say.announce, &fingerprint) {
+        // After the port: the lab's client pins the certificate of this run's TLS streams.
+        let line = socklab_net::childline::ChildLine::Report(
+            serde_json::json!({ socklab_net::sink::TLS_FINGERPRINT_KEY: fp }),
+        );
+        super::out(&format!("{line}\n"))?;
+    }
     if !say.quiet {
         eprintln!(
             "socklab sink listening on {addr} (raw clients read {} bytes at a time; Ctrl-C stops)",
             format_size(read_size as u64)
         );
+        if let Some(fp) = &fingerprint {
+            eprintln!("TLS streams: a self-signed certificate of this run, SHA-256 {fp} (pin it)");
+        }
     }
     let quiet = say.quiet;
     let mut served = 0u64;

@@ -142,6 +142,13 @@ impl<'a> Bounds<'a> {
                     "no RESULT from the sink at {peer} within {} of the last write, {moved} bytes sent: it stopped reading, or the link stopped delivering; a slow link needs `timeout`",
                     fmt(RESULT_WAIT)
                 )),
+                "TLS handshake" => NetError::Protocol {
+                    peer,
+                    detail: format!(
+                        "the TLS handshake did not finish within {}: is it a `socklab sink`, and is the link passing data?",
+                        fmt(super::READY_WAIT)
+                    ),
+                },
                 what => NetError::Protocol {
                     peer,
                     detail: format!("no {what} line in time: is it a `socklab sink`?"),

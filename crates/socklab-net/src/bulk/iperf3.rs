@@ -242,6 +242,7 @@ fn attempt(cfg: &BulkConfig, stop: &dyn Fn() -> bool) -> Result<Iperf3Run, Attem
         proto: Proto::Iperf3,
         sampling: false,
         preconnected: Some(&slots),
+        tls: None,
     };
     std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();

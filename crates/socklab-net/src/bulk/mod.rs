@@ -32,11 +32,12 @@ pub mod iperf3;
 mod result;
 mod run;
 mod stream;
+mod tls;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use result::{jain_fairness, BulkResult, StreamStats};
+pub use result::{jain_fairness, BulkResult, StreamStats, TlsStats};
 pub use run::{run, run_live};
 
 use crate::cpus::CpuList;
@@ -126,6 +127,20 @@ pub struct BulkConfig {
     /// Socket options of every stream's two ends (`None`: not given; `baseline` is the empty
     /// set, which still speaks `BULK/2`).
     pub opts: Option<OptSet>,
+    /// TLS on every stream (`None`: plain TCP): see [`BulkTls`].
+    pub tls: Option<BulkTls>,
+}
+
+/// TLS on a bulk test's streams (`tls`): rustls in user space on both ends, the sink the
+/// server with its certificate of the run. Each stream's handshake follows its READY and is
+/// timed apart from the transfer; the control connection stays plain. Only the write
+/// strategies that copy from user memory can carry it ([`crate::tlsio::user_space_capable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkTls {
+    /// The version offered (1.3 by default).
+    pub version: socklab_tls::TlsVersion,
+    /// How the client checks the sink's certificate.
+    pub trust: socklab_tls::Trust,
 }
 
 impl BulkConfig {
@@ -222,6 +237,9 @@ impl BulkConfig {
                 ));
             }
         }
+        if self.tls.is_some() {
+            crate::tlsio::user_space_capable(self.strategy).map_err(NetError::Invalid)?;
+        }
         if self.pacing_rate.is_some_and(|r| r / 8 == 0) {
             return bad(format!(
                 "`pacing_rate` {}: give a rate of at least 8 bits/s, e.g. `pacing_rate` 500M (bits/s), or leave it out for none",
@@ -237,12 +255,13 @@ impl BulkConfig {
     }
 
     /// Whether the test is the plain one of `BULK/1` (one stream, the client sends, nothing
-    /// asked of the sink's side): then it speaks `BULK/1`, which every sink understands.
+    /// asked of the sink's side, no TLS): then it speaks `BULK/1`, which every sink understands.
     pub fn is_classic(&self) -> bool {
         self.streams == 1
             && self.flow == Flow::Up
             && self.server_affinity.is_none()
             && self.opts.is_none()
+            && self.tls.is_none()
     }
 
     /// The direction of stream `index` (up streams first).
@@ -284,6 +303,7 @@ impl BulkConfig {
             affinity: None,
             server_affinity: None,
             opts: None,
+            tls: None,
         }
     }
 }

@@ -128,6 +128,21 @@ pub struct BulkResult {
     /// machine's monotonic clock; `None` for a result not made by a run. A caller running
     /// something beside the test (the rrul probes) places the test on its own timeline by it.
     pub started: Option<std::time::Instant>,
+    /// The streams' TLS (`tls`; `None`: plain TCP).
+    pub tls: Option<TlsStats>,
+}
+
+/// What the TLS of a test's streams agreed on and cost to set up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsStats {
+    /// The version (`1.3`, `1.2`), as stream 0 negotiated it.
+    pub version: String,
+    /// The cipher suite, e.g. `TLS13_AES_256_GCM_SHA384`.
+    pub cipher: String,
+    /// Each stream's handshake, seconds, by index: from the client's first byte of it to its
+    /// last flight written, after the stream's READY and before the test's start (so it is
+    /// not in the stream's time or CPU).
+    pub handshake_s: Vec<f64>,
 }
 
 impl BulkResult {
@@ -208,6 +223,7 @@ impl BulkResult {
             series,
             streams,
             started: None,
+            tls: None,
         }
     }
 }

@@ -49,6 +49,7 @@ pub fn run_live(
     let abort = AtomicBool::new(false);
     let remaining = AtomicU32::new(n);
     let gate = Gate::default();
+    let tls = super::tls::client_config(cfg)?;
     let (proto, control) = if cfg.is_classic() {
         (Proto::V1, None)
     } else {
@@ -66,6 +67,7 @@ pub fn run_live(
         proto,
         sampling: cfg.sampling.is_on(),
         preconnected: None,
+        tls: tls.as_ref(),
     };
     let outcome = std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
@@ -142,6 +144,7 @@ fn open_test(
         }),
         cpus: cfg.server_affinity.clone(),
         opts: cfg.opts.clone(),
+        tls: cfg.tls.as_ref().map(|t| t.version),
     };
     let line = hello.emit();
     if line.len() > MAX_LINE {
@@ -164,6 +167,12 @@ fn open_test(
             detail: format!("{detail}{hint}"),
         }
     })?;
+    if cfg.tls.is_some() && !ready.tls {
+        return Err(NetError::Protocol {
+            peer: cfg.to.to_string(),
+            detail: "its READY does not offer TLS: a sink of socklab older than `tls` (update it), or another program".into(),
+        });
+    }
     if ready.test != test || ready.streams != up + down {
         return Err(NetError::Protocol {
             peer: cfg.to.to_string(),
@@ -418,6 +427,7 @@ fn merge(cfg: &BulkConfig, payload: &Payload, o: Outcome) -> Result<BulkResult, 
     let secs = |t: Instant| t.saturating_duration_since(o.t0).as_secs_f64();
     let want_hash = |rounds: u64| payload.stream_hash(rounds).to_hex().to_string();
     let mut streams = Vec::with_capacity(o.dones.len());
+    let tls = super::tls::stats(o.dones.iter().map(|d| d.tls.as_ref()));
     for (i, (d, r)) in o.dones.into_iter().zip(o.results).enumerate() {
         let index = i as u32;
         let direction = cfg.direction_of(index);
@@ -532,6 +542,7 @@ fn merge(cfg: &BulkConfig, payload: &Payload, o: Outcome) -> Result<BulkResult, 
     }
     Ok(BulkResult {
         started: Some(o.t0),
+        tls,
         ..BulkResult::from_streams(streams, o.series)
     })
 }

@@ -24,6 +24,7 @@ use crate::protocol::{Hello, Ready, SinkResult};
 use crate::send::{read_back, SendApplied, SendOpts, Sender};
 use crate::series::{Direction, Ender};
 use crate::sockopt::Side;
+use crate::tlsio::TlsStream;
 use crate::NetError;
 
 /// Which protocol the streams speak.
@@ -114,6 +115,8 @@ pub(crate) struct Shared<'a> {
     pub sampling: bool,
     /// [`Proto::Iperf3`]: the connected streams, by index.
     pub preconnected: Option<&'a Preconnected>,
+    /// TLS on every stream (`tls`): the client configuration.
+    pub tls: Option<&'a Arc<rustls::ClientConfig>>,
 }
 
 /// A stream is ready to start: what the sampler needs of it.
@@ -169,6 +172,8 @@ pub(crate) struct Done {
     pub hash: Option<blake3::Hash>,
     /// The client's socket options, read back after connect (`opts`).
     pub client_opts: Vec<(String, String)>,
+    /// Its TLS handshake (`tls`).
+    pub tls: Option<super::tls::TlsDone>,
 }
 
 impl Default for Done {
@@ -190,6 +195,7 @@ impl Default for Done {
             zerocopy: None,
             hash: None,
             client_opts: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -383,6 +389,10 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
         }
         Proto::Iperf3 => {}
     }
+    let mut tls = match (sh.tls, sh.proto) {
+        (Some(c), Proto::V2 { .. }) => Some(super::tls::handshake(cfg, c, &stream, &mut b, index)?),
+        _ => None,
+    };
     let counter = sh.sampling.then(|| Arc::new(AtomicU64::new(0)));
     let probe = match &counter {
         Some(c) => Some((
@@ -404,7 +414,7 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
         send(
             sh,
             &mut stream,
-            sender,
+            (sender, tls.as_mut().map(|t| &mut t.0)),
             counter.as_deref(),
             &mut b,
             t0,
@@ -416,8 +426,18 @@ fn run(sh: &Shared<'_>, index: u32, events: &mpsc::Sender<Event>) -> Result<Done
         let Some((t0, ender)) = sh.gate.wait(sh.halt) else {
             return Err(gave_up(sh));
         };
-        receive(sh, &mut stream, buf, counter.as_deref(), &mut b, t0, ender)?
+        let tls = tls.as_mut().map(|t| &mut t.0);
+        receive(
+            sh,
+            &mut stream,
+            (buf, tls),
+            counter.as_deref(),
+            &mut b,
+            t0,
+            ender,
+        )?
     };
+    done.tls = tls.map(|t| t.1);
     done.tcp = tcp_info(stream.as_fd()).unwrap_or_default();
     done.applied = applied;
     done.rcvbuf = rcvbuf;
@@ -452,7 +472,7 @@ fn ended(sh: &Shared<'_>, t0: Instant, ender: Option<&Ender>) -> Instant {
 fn send(
     sh: &Shared<'_>,
     stream: &mut TcpStream,
-    mut sender: Sender<'_>,
+    (mut sender, mut tls): (Sender<'_>, Option<&mut TlsStream>),
     counter: Option<&AtomicU64>,
     b: &mut Bounds<'_>,
     t0: Instant,
@@ -482,7 +502,11 @@ fn send(
     let doing = format!("sending with {} to", cfg.strategy);
     while rounds < max_rounds {
         // Between calls, the bounds look at Ctrl-C, the others and the deadline (by time).
-        match sender.round(sock, payload, b) {
+        let r = match tls.as_deref_mut() {
+            Some(t) => t.round(stream, payload, cfg.strategy, b),
+            None => sender.round(sock, payload, b),
+        };
+        match r {
             Ok(n) => syscalls += n,
             Err(e) => return Err(b.error(cfg, &doing, e)),
         }
@@ -533,6 +557,10 @@ fn send(
             ..Done::default()
         });
     }
+    if let Some(t) = tls.as_deref_mut() {
+        t.close(stream, b)
+            .map_err(|e| b.error(cfg, "ending TLS with", e))?;
+    }
     sysio::shutdown_write(sock).map_err(|e| NetError::io("shutdown", e))?;
     // The sink answers once it has read everything: within the deadline, or (without one)
     // within RESULT_WAIT of the last write.
@@ -550,7 +578,7 @@ fn send(
             Some((sink, end))
         }
         Proto::V2 { .. } | Proto::Iperf3 => {
-            await_close(stream, b, cfg)?;
+            await_close(stream, tls, b, cfg)?;
             None
         }
     };
@@ -574,12 +602,17 @@ fn send(
 /// Waits (within the bounds) for the sink to close an up stream it has read to its end.
 fn await_close(
     stream: &mut TcpStream,
+    mut tls: Option<&mut TlsStream>,
     b: &mut Bounds<'_>,
     cfg: &BulkConfig,
 ) -> Result<(), NetError> {
     let mut byte = [0u8; 64];
     loop {
-        match stream.read(&mut byte) {
+        let r = match tls.as_deref_mut() {
+            Some(t) => t.read(stream, &mut byte),
+            None => stream.read(&mut byte),
+        };
+        match r {
             Ok(0) => return Ok(()),
             Ok(_) => {
                 return Err(NetError::Protocol {
@@ -598,7 +631,7 @@ fn await_close(
 fn receive(
     sh: &Shared<'_>,
     stream: &mut TcpStream,
-    mut buf: AlignedBuf,
+    (mut buf, mut tls): (AlignedBuf, Option<&mut TlsStream>),
     counter: Option<&AtomicU64>,
     b: &mut Bounds<'_>,
     t0: Instant,
@@ -612,7 +645,11 @@ fn receive(
     let (mut bytes, mut reads) = (0u64, 0u64);
     let mut stalled: Option<Instant> = None;
     loop {
-        match stream.read(buf.as_mut_slice()) {
+        let r = match tls.as_deref_mut() {
+            Some(t) => t.read(stream, buf.as_mut_slice()),
+            None => stream.read(buf.as_mut_slice()),
+        };
+        match r {
             Ok(0) => break,
             Ok(n) => {
                 stalled = None;
@@ -646,6 +683,12 @@ fn receive(
         }
     }
     let end = ended(sh, t0, ender.as_ref());
+    if let Some(t) = tls {
+        // The system calls, not the records handed out; then the clean end the sink waits for.
+        reads = t.socket_reads;
+        t.close(stream, b)
+            .map_err(|e| b.error(cfg, "ending TLS with", e))?;
+    }
     Ok(Done {
         bytes,
         reads,

@@ -102,6 +102,10 @@ pub struct TestHello {
     /// Socket options (`bulk --opts`): the sink applies the server side's to every stream's
     /// connection once it has joined, and reads them back in its READY.
     pub opts: Option<OptSet>,
+    /// TLS on every stream (`bulk` with `tls`): after its READY, each stream's connection
+    /// carries a TLS handshake (the sink the server, with its certificate of the run), then
+    /// the stream's bytes encrypted. The control connection stays plain.
+    pub tls: Option<socklab_tls::TlsVersion>,
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
@@ -160,6 +164,9 @@ impl TestHello {
         if let Some(o) = &self.opts {
             s.push_str(&format!(" opts={o}"));
         }
+        if let Some(v) = self.tls {
+            s.push_str(&format!(" tls={v}"));
+        }
         s.push('\n');
         s
     }
@@ -180,6 +187,7 @@ impl TestHello {
             send: None,
             cpus: None,
             opts: None,
+            tls: None,
         };
         let mut seen_test = false;
         let (mut strategy, mut nbufs, mut bufsize, mut seed) = (None, None, None, 1u64);
@@ -209,6 +217,7 @@ impl TestHello {
                 "duration_us" => duration_us = Some(num::<u64>(k, v)?),
                 "cpus" => h.cpus = Some(v.parse::<CpuList>()?),
                 "opts" => h.opts = Some(v.parse::<OptSet>().map_err(|e| e.to_string())?),
+                "tls" => h.tls = Some(socklab_tls::TlsVersion::parse(v)?),
                 _ => {}
             }
         }
@@ -295,15 +304,19 @@ pub struct TestReady {
     pub test: u64,
     /// Its streams.
     pub streams: u32,
+    /// The sink will answer each stream's TLS handshake (a test that asked for `tls`; a sink
+    /// older than TLS leaves it out, and the client stops there).
+    pub tls: bool,
 }
 
 impl TestReady {
     /// The line, with its newline.
     pub fn emit(&self) -> String {
         format!(
-            "READY test={} streams={}\n",
+            "READY test={} streams={}{}\n",
             test_id_text(self.test),
-            self.streams
+            self.streams,
+            if self.tls { " tls=1" } else { "" }
         )
     }
 
@@ -313,11 +326,13 @@ impl TestReady {
         let mut r = TestReady {
             test: 0,
             streams: 0,
+            tls: false,
         };
         for (k, v) in pairs(rest) {
             match k {
                 "test" => r.test = parse_id(v)?,
                 "streams" => r.streams = num(k, v)?,
+                "tls" => r.tls = num::<u8>(k, v)? != 0,
                 _ => {}
             }
         }
@@ -657,6 +672,7 @@ mod tests {
             }),
             cpus: Some("0-1".parse().unwrap()),
             opts: None,
+            tls: None,
         }
     }
 
@@ -724,8 +740,20 @@ mod tests {
         let t = TestReady {
             test: 5,
             streams: 4,
+            tls: false,
         };
         assert_eq!(TestReady::parse(&t.emit()).unwrap(), t);
+        let t = TestReady { tls: true, ..t };
+        assert!(t.emit().ends_with(" tls=1\n"));
+        assert_eq!(TestReady::parse(&t.emit()).unwrap(), t);
+        let h12 = TestHello {
+            tls: Some(socklab_tls::TlsVersion::Tls12),
+            ..h.clone()
+        };
+        assert!(h12.emit().ends_with(" tls=1.2\n"));
+        assert_eq!(TestHello::parse(&h12.emit()).unwrap(), h12);
+        let e = TestHello::parse(&h12.emit().replace("tls=1.2", "tls=9")).unwrap_err();
+        assert!(e.contains("unknown TLS version"), "{e}");
         let j = Join { test: 5, index: 3 };
         assert_eq!(Join::parse(&j.emit()).unwrap(), j);
         let jr = JoinReady {

@@ -36,6 +36,8 @@ mod hostile;
 mod iperf3;
 mod iperf3_opts;
 mod multi;
+mod tls;
+pub use tls::TLS_FINGERPRINT_KEY;
 
 /// How often every blocking call of the sink wakes to look at the stop flag and the idle
 /// clock (a socket timeout or a `poll` timeout; an active stream never waits for it).
@@ -237,6 +239,8 @@ struct Shared {
     tests: multi::Registry,
     /// The iperf3 tests whose control connection is open.
     iperf3: iperf3::Registry,
+    /// The certificate of this run, for the tests that ask for TLS (`None`: it could not be made).
+    tls: Option<tls::TlsServer>,
 }
 
 /// Read buffers: checked out per connection within a byte budget, a few kept for reuse (a
@@ -367,6 +371,7 @@ impl Sink {
             buffers,
             tests: multi::Registry::default(),
             iperf3: iperf3::Registry::new(udp_addr),
+            tls: tls::TlsServer::new().ok(),
         });
         let udp = iperf3::udp::spawn(&shared);
         Ok(Sink {
@@ -521,6 +526,8 @@ struct Conn<'a> {
     test_abort: Option<Arc<AtomicBool>>,
     /// Its place in the order the listener accepted connections (iperf3's streams).
     accepted: u64,
+    /// TLS, once a stream of a test with `tls` has done its handshake: reads go through it.
+    tls: Option<Box<crate::tlsio::TlsStream>>,
 }
 
 impl Conn<'_> {
@@ -543,7 +550,11 @@ impl Conn<'_> {
     /// SIGTERM (issue 26 item 2).
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Outcome> {
         loop {
-            match self.stream.read(buf) {
+            let r = match self.tls.as_deref_mut() {
+                Some(t) => t.read(&self.stream, buf),
+                None => self.stream.read(buf),
+            };
+            match r {
                 Ok(n) => {
                     self.idle_since = None;
                     if n > 0 {
@@ -673,6 +684,7 @@ fn serve_conn(stream: TcpStream, peer: SocketAddr, sh: &Shared, accepted: u64) -
         idle_since: None,
         test_abort: None,
         accepted,
+        tls: None,
     };
     let done =
         |result: SinkResult, mode, outcome| finish(peer, mode, result, cpu0, t0, outcome, None);

@@ -111,6 +111,17 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
             ),
         );
     }
+    if h.tls.is_some() {
+        let capable = h
+            .send
+            .as_ref()
+            .map_or(Ok(()), |p| crate::tlsio::user_space_capable(p.strategy));
+        if let Err(why) = capable.and(sh.tls.as_ref().map(drop).ok_or_else(|| {
+            "this sink could not make its certificate, so it serves no TLS".to_string()
+        })) {
+            return refuse(&mut c, why);
+        }
+    }
     // The down streams' round (and its sendfile file), counted against the budget.
     let (payload, source, charge) = match &h.send {
         Some(p) => {
@@ -181,6 +192,7 @@ pub(super) fn control(mut c: Conn<'_>, h: &TestHello, peer: SocketAddr, cpu0: Us
     let ready = TestReady {
         test: h.test,
         streams: n,
+        tls: h.tls.is_some(),
     };
     if let Err(o) = c.write_all(ready.emit().as_bytes()) {
         return done(o);
@@ -461,19 +473,32 @@ fn receive_up(
         cpu,
         opts,
     };
-    let cpu0 = getrusage(Who::Thread);
     let mut result = SinkResult::default();
-    if let Err(o) = c.write_all(ready.emit().as_bytes()) {
+    let handshake = |c: &mut Conn<'_>| match h.tls {
+        Some(v) => super::tls::accept(c, v, h.read_size),
+        None => Ok(()),
+    };
+    if let Err(o) = c
+        .write_all(ready.emit().as_bytes())
+        .and_then(|()| handshake(c))
+    {
         sh.buffers.give(buf);
         post.failed(&o);
         return Ok((result, o));
     }
+    // The stream's clock and CPU start after its handshake, as the client's do.
+    let cpu0 = getrusage(Who::Thread);
     let t0 = Instant::now();
     let mut hasher = h.verify.then(blake3::Hasher::new);
     let outcome = c.receive(&mut buf, &mut result, &mut hasher);
     sh.buffers.give(buf);
     let elapsed = t0.elapsed();
+    if let Some(t) = c.tls.as_deref() {
+        // The system calls, not the records handed out.
+        result.reads = t.socket_reads;
+    }
     // The client's clock stops when this connection closes: close first, then report.
+    super::tls::close(c);
     let _ = c.stream.shutdown(Shutdown::Write);
     let used = getrusage(Who::Thread).since(&cpu0);
     result.elapsed_ns = elapsed.as_nanos() as u64;

@@ -10,8 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-use socklab_net::bulk::{BulkConfig, BulkResult, Flow, Limit};
+use socklab_net::bulk::{BulkConfig, Flow, Limit};
 use socklab_net::cpus::CpuList;
 use socklab_net::series::{LiveTcp, Sampling, TcpInterval};
 use socklab_net::Strategy;
@@ -21,7 +20,7 @@ use socklab_units::{format_duration, format_size, parse_duration, parse_size};
 use crate::model::metric::{m, Better, Metric};
 use crate::model::params::{parse_bool, parse_count, Key, Params, Preset};
 use crate::model::sample::Sample;
-use crate::resources::{LinkRun, Resources, ServerKey, ServerRole};
+use crate::resources::{Resources, ServerKey, ServerRole};
 use crate::series;
 use crate::workload::key::{
     at_most, bounded, nonzero_usize, parse_interval, parse_omit, Target, MAX_BYTES, MAX_COUNT,
@@ -32,7 +31,11 @@ use crate::LabError;
 
 pub mod iperf3;
 pub mod opts;
+mod sample;
 mod streams;
+pub mod tls;
+
+pub use sample::sample;
 
 /// The parameters of a bulk-throughput test: the socket layer's configuration, and where to
 /// send (the address in `cfg` is filled in when the run starts).
@@ -46,6 +49,8 @@ pub struct BulkSpec {
     pub link: Option<LinkParams>,
     /// `to` is `iperf3://`: the client speaks iperf3 to an `iperf3 -s` ([`iperf3`]).
     pub iperf3: bool,
+    /// The TLS keys as given (`None`: `tls` not given); the net layer's TLS is in `cfg`.
+    pub tls: Option<tls::TlsKeys>,
 }
 
 impl PartialEq for BulkSpec {
@@ -149,6 +154,9 @@ pub const KEYS: &[Key] = &[
         "CPUs of the sink's stream threads, round-robin as affinity (a sink of socklab that speaks BULK/2)",
     ),
     opts::OPTS,
+    tls::TLS,
+    tls::TLS_VERSION,
+    tls::TLS_TRUST,
 ];
 
 /// `streams`.
@@ -448,6 +456,9 @@ pub const METRICS: &[Metric] = &[
         Better::Neither,
     ),
     opts::OPTS_OFF,
+    tls::HANDSHAKE_MS,
+    tls::SND_CPU_PER_GB,
+    tls::RCV_CPU_PER_GB,
     iperf3::SERVER_BYTES,
     iperf3::SERVER_CPU_PCT,
 ];
@@ -500,6 +511,7 @@ impl Spec for BulkSpec {
             link,
             iperf3,
             to,
+            tls: None,
             cfg: BulkConfig {
                 to: SocketAddr::from(([127, 0, 0, 1], 0)),
                 strategy: p.value(&STRATEGY, |s| s.parse::<Strategy>())?,
@@ -525,9 +537,11 @@ impl Spec for BulkSpec {
                 affinity: p.parse_opt("affinity", |s| s.parse::<CpuList>())?,
                 server_affinity: p.parse_opt("server_affinity", |s| s.parse::<CpuList>())?,
                 opts: None,
+                tls: None,
             },
         };
         spec.cfg.opts = opts::parse(p, &spec.cfg)?;
+        (spec.tls, spec.cfg.tls) = tls::parse(p, iperf3)?;
         // Check the combination now, before anything runs.
         link::check_target(&spec.link, &spec.to, false)?;
         let net = socklab_net::bulk::iperf3::check;
@@ -594,13 +608,17 @@ impl Spec for BulkSpec {
             p.set("server_affinity", l.to_string());
         }
         opts::print(&mut p, b);
+        tls::print(&mut p, &self.tls, &b.tls);
         p
     }
 
     /// With `opts`, the cell without options (`baseline`) is the one the others are compared
     /// with, as pingpong's.
     fn is_baseline(config: &Params) -> bool {
-        opts::is_baseline(config)
+        match config.get("opts") {
+            Some(_) => opts::is_baseline(config) && config.get("tls").is_none_or(|t| t == "off"),
+            None => tls::is_baseline(config),
+        }
     }
 
     fn not_in_effect(
@@ -647,9 +665,14 @@ impl Spec for BulkSpec {
             })?,
             Target::Addr(a) => a,
         };
+        let self_sink = self.to == Target::SelfSink;
+        let pin = tls::pin(&self.tls, &self.cfg.tls, self_sink, res, in_link, stop)?;
         // On a client host of its own, this very repetition runs there against `to`.
         let mut there = self.params();
         there.set("to", iperf3::to_text(self.iperf3, Target::Addr(to)));
+        if let Some(fp) = pin {
+            there.set("tls_trust", fp.to_string());
+        }
         if let Some(s) = res.remote_client(Self::KIND, &there, in_link, label, stop)? {
             return Ok(s);
         }
@@ -657,7 +680,10 @@ impl Spec for BulkSpec {
             Arc::new(move |i: &TcpInterval| sink(&series::tcp_interval(i)))
         });
         let (r, link_run) = res.in_client(in_link, || {
-            let cfg = self.net_config(to);
+            let mut cfg = self.net_config(to);
+            if let (Some(fp), Some(t)) = (pin, cfg.tls.as_mut()) {
+                t.trust = socklab_tls::Trust::Pinned(fp);
+            }
             match self.iperf3 {
                 true => {
                     socklab_net::bulk::iperf3::run(&cfg, stop).map(|i| (i.result, Some(i.server)))
@@ -697,6 +723,7 @@ impl Spec for BulkSpec {
         if self.cfg.opts.is_some() {
             opts::add(&mut s, &r);
         }
+        tls::add(&mut s, &r, &self.tls);
         Ok(s)
     }
 }
@@ -709,85 +736,6 @@ impl BulkSpec {
             ..self.cfg.clone()
         }
     }
-}
-
-/// The sample of one bulk run against `to`.
-pub fn sample(r: &BulkResult, to: SocketAddr, link: LinkRun) -> Sample {
-    let secs = |d: Duration| d.as_secs_f64();
-    let snd_cpu = secs(r.sender_cpu.cpu());
-    let rcv_cpu = secs(r.receiver_cpu.cpu());
-    let received: u64 = r.streams.iter().map(|s| s.received).sum();
-    let retrans: u64 = r
-        .streams
-        .iter()
-        .map(|s| u64::from(s.tcp.total_retrans))
-        .sum();
-    let mut s = Sample::new(
-        [
-            ("gbps", r.gbps()),
-            ("seconds", r.seconds),
-            ("send_seconds", r.send_seconds),
-            ("bytes", r.bytes as f64),
-            ("writes", r.syscalls as f64),
-            ("reads", r.reads as f64),
-            (
-                "bytes_per_read",
-                if r.reads > 0 {
-                    received as f64 / r.reads as f64
-                } else {
-                    0.0
-                },
-            ),
-            ("snd_user_s", secs(r.sender_cpu.user)),
-            ("snd_sys_s", secs(r.sender_cpu.sys)),
-            ("snd_cpu_pct", 100.0 * snd_cpu / r.seconds.max(1e-9)),
-            ("rcv_user_s", secs(r.receiver_cpu.user)),
-            ("rcv_sys_s", secs(r.receiver_cpu.sys)),
-            ("rcv_cpu_pct", 100.0 * rcv_cpu / r.seconds.max(1e-9)),
-            ("retrans", retrans as f64),
-            ("cwnd", r.tcp.snd_cwnd as f64),
-            ("rtt_us", r.tcp.rtt_us as f64),
-        ],
-        json!({
-            "link": link.desc,
-            "to": to.to_string(),
-            "cc": r.cc,
-            "sndbuf": r.sndbuf,
-            "rcvbuf": r.rcvbuf,
-            "rounds": r.rounds,
-            "mss": r.tcp.snd_mss,
-            "min_rtt_us": r.tcp.min_rtt_us,
-            "verified": r.verified,
-        }),
-    );
-    streams::add(&mut s, r);
-    s.intervals = r
-        .series
-        .intervals
-        .iter()
-        .map(series::tcp_interval)
-        .collect();
-    if !s.intervals.is_empty() {
-        s.extend([("sampler_cpu_s", r.series.sampler_cpu.as_secs_f64())]);
-    }
-    // With omit, the summary is the part after the omitted start (from the intervals); the
-    // end-to-end figure stays as gbps_all.
-    if let Some((bytes, secs, omitted)) = series::measured(&s.intervals) {
-        s.metrics.retain(|(n, _)| n != "gbps");
-        s.extend([
-            ("gbps", bytes * 8.0 / secs / 1e9),
-            ("gbps_all", r.gbps()),
-            ("omitted_s", omitted),
-        ]);
-    }
-    if let Some(zc) = r.zerocopy {
-        s.extend([
-            ("zc_completions", zc.completed as f64),
-            ("zc_copied", zc.copied as f64),
-        ]);
-    }
-    s.extend(link.metrics);
-    s
 }
 
 #[cfg(test)]

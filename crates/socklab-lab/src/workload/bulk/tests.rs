@@ -1,7 +1,8 @@
 //! The bulk workload's unit tests.
 use super::*;
+use crate::resources::LinkRun;
 use crate::workload::Workload;
-use socklab_net::bulk::StreamStats;
+use socklab_net::bulk::{BulkResult, StreamStats};
 use socklab_net::series::Direction;
 use socklab_sys::usage::Usage;
 

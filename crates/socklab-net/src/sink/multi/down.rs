@@ -142,7 +142,14 @@ pub(super) fn send_down(
         opts,
     };
     let mut result = SinkResult::default();
-    if let Err(o) = c.write_all(ready.emit().as_bytes()) {
+    let handshake = |c: &mut Conn<'_>| match test.hello.tls {
+        Some(v) => super::super::tls::accept(c, v, test.hello.read_size),
+        None => Ok(()),
+    };
+    if let Err(o) = c
+        .write_all(ready.emit().as_bytes())
+        .and_then(|()| handshake(c))
+    {
         post.failed(&o);
         return Ok((result, o));
     }
@@ -179,7 +186,11 @@ pub(super) fn send_down(
     let mut outcome = Outcome::Complete;
     while rounds < max_rounds {
         b.in_round = 0;
-        match sender.round(fd, payload, &mut b) {
+        let r = match c.tls.as_deref_mut() {
+            Some(t) => t.round(&c.stream, payload, p.strategy, &mut b),
+            None => sender.round(fd, payload, &mut b),
+        };
+        match r {
             Ok(n) => writes += n,
             Err(e) => {
                 outcome = b.halted.take().unwrap_or_else(|| conn_error(&e));
@@ -206,6 +217,7 @@ pub(super) fn send_down(
     }
     let stopped = || stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed);
     let _ = sender.drain(fd, idle.min(Duration::from_secs(10)), &stopped);
+    super::super::tls::close(c);
     let _ = c.stream.shutdown(Shutdown::Write);
     // The client closes once it has read every byte; then every byte is acknowledged and the
     // sender's figures are final. (Waiting looks at the stop flag every tick.)
