@@ -179,6 +179,36 @@ impl TlsStream {
         }
     }
 
+    /// [`Self::read`] without the copy: hands the plaintext at hand (up to a record or so)
+    /// to `f` where rustls holds it, for a receiver that only counts and hashes. Returns the
+    /// bytes handed over; `Ok(0)` and the errors as [`Self::read`].
+    pub fn read_in_place(
+        &mut self,
+        sock: &TcpStream,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        use std::io::BufRead;
+        let mut eof = false;
+        loop {
+            let mut reader = self.conn.reader();
+            match reader.fill_buf() {
+                Ok([]) => return Ok(0),
+                Ok(data) => {
+                    let n = data.len();
+                    f(data);
+                    reader.consume(n);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && eof => {
+                    return Err(io::ErrorKind::UnexpectedEof.into())
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            eof = self.pull(sock)? == 0;
+        }
+    }
+
     /// Encrypts `chunks` (records never span two chunks) and flushes them; returns the
     /// `writev()` calls made.
     pub fn write_chunks<'a>(

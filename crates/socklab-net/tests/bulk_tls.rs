@@ -190,12 +190,46 @@ fn a_handshake_that_stalls_ends_at_the_idle_timeout() {
         .iter()
         .find(|r| matches!(r.mode, Mode::Stream { .. }))
         .expect("the stream's report");
-    // Whichever bound fires first: its own idle clock, or its test given up when the control
-    // connection's idle clock (started just before) ended the test.
+    // Whichever bound fires first: its own (the idle timeout, for a handshake in all), or its
+    // test given up when the control connection's idle clock (started just before) ended it.
     assert!(
         matches!(&r.outcome, Outcome::IdleTimeout)
+            || matches!(&r.outcome, Outcome::Refused(w) if w.contains("did not finish within 600ms"))
             || matches!(&r.outcome, Outcome::Aborted(w) if w.contains("given up")),
         "{r:?}"
     );
     assert!(t0.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn a_handshake_that_trickles_is_cut_at_the_idle_timeout_in_all() {
+    let s = sink(Duration::from_millis(800));
+    let (mut control, mut stream) = join_by_hand(s.addr);
+    // The start of a ClientHello record of 16 KiB, a byte every 50 ms: every read makes
+    // progress, so only the handshake's own limit ends it. The control connection trickles a
+    // line too, so the test is not given up first.
+    let record = [
+        0x16u8, 0x03, 0x01, 0x40, 0x00, 0x01, 0x00, 0x3f, 0xfc, 0x03, 0x03,
+    ];
+    let t0 = Instant::now();
+    let mut i = 0;
+    let refused = loop {
+        let _ = stream.write_all(&[record[i % record.len()]]);
+        let _ = control.write_all(b"x");
+        i += 1;
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(r) = s.try_report() {
+            if matches!(r.mode, Mode::Stream { .. }) {
+                break r;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "the trickle held the stream"
+        );
+    };
+    match &refused.outcome {
+        Outcome::Refused(why) => assert!(why.contains("did not finish within 800ms"), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -144,6 +144,15 @@ fn a_key_outside_the_mode_is_found_by_its_descriptor() {
     let rev = [Given::preset(DIR, &REV[0])];
     assert_eq!(outside_mode(&rev, Modes::UDP).unwrap().flag, "--reverse");
     assert_eq!(rev[0].values, ["down"]);
+    // A preset of a list key may set an axis: `--tls` is the cells tls=off and tls=on.
+    let tls = Given::preset(
+        crate::workload::bulk::tls::TLS,
+        &crate::workload::bulk::tls::TLS.presets[0],
+    );
+    assert_eq!(
+        (tls.flag.as_str(), &tls.values[..]),
+        ("--tls", &["off".to_string(), "on".to_string()][..])
+    );
 }
 
 #[test]

@@ -68,6 +68,7 @@ pub fn base_unit(unit: &str) -> Option<(&'static str, i32)> {
         "%" => ("ratio", -2),
         "fraction" => ("ratio", 0),
         "B" => ("bytes", 0),
+        "ns/B" => ("seconds_per_byte", -9),
         "1/s" | "req/s" | "conn/s" => ("per_second", 0),
         _ => return None,
     })

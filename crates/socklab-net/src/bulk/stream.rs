@@ -645,9 +645,17 @@ fn receive(
     let (mut bytes, mut reads) = (0u64, 0u64);
     let mut stalled: Option<Instant> = None;
     loop {
+        let mut hash = |d: &[u8]| {
+            if let Some(h) = hasher.as_mut() {
+                h.update(d);
+            }
+        };
         let r = match tls.as_deref_mut() {
-            Some(t) => t.read(stream, buf.as_mut_slice()),
-            None => stream.read(buf.as_mut_slice()),
+            // Counted and hashed where rustls holds the plaintext: no copy.
+            Some(t) => t.read_in_place(stream, &mut hash),
+            None => stream
+                .read(buf.as_mut_slice())
+                .inspect(|&n| hash(&buf.as_slice()[..n])),
         };
         match r {
             Ok(0) => break,
@@ -655,9 +663,6 @@ fn receive(
                 stalled = None;
                 reads += 1;
                 bytes += n as u64;
-                if let Some(h) = hasher.as_mut() {
-                    h.update(&buf.as_slice()[..n]);
-                }
                 if let Some(c) = counter {
                     c.store(bytes, Ordering::Relaxed);
                 }

@@ -654,6 +654,9 @@ impl Conn<'_> {
         result: &mut SinkResult,
         hasher: &mut Option<blake3::Hasher>,
     ) -> Outcome {
+        if self.tls.is_some() {
+            return tls::receive(self, result, hasher);
+        }
         loop {
             match self.read(buf.as_mut_slice()) {
                 Ok(0) => return Outcome::Complete,

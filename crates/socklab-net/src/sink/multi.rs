@@ -493,10 +493,6 @@ fn receive_up(
     let outcome = c.receive(&mut buf, &mut result, &mut hasher);
     sh.buffers.give(buf);
     let elapsed = t0.elapsed();
-    if let Some(t) = c.tls.as_deref() {
-        // The system calls, not the records handed out.
-        result.reads = t.socket_reads;
-    }
     // The client's clock stops when this connection closes: close first, then report.
     super::tls::close(c);
     let _ = c.stream.shutdown(Shutdown::Write);

@@ -3,8 +3,9 @@
 //! a client can pin it), and each stream's handshake after the stream's READY.
 //!
 //! Bounds: a handshake is bounded as every read of the sink (the stop flag, the test given
-//! up, the idle timeout) and as a whole by [`HANDSHAKE_LIMIT`], so a client that trickles a
-//! byte at a time holds its thread no longer. A client that sends no TLS (plain text, garbage)
+//! up, the idle timeout) and as a whole by the idle timeout or [`HANDSHAKE_LIMIT`], whichever
+//! is shorter (a handshake is a few round trips), so a client that trickles a byte at a time
+//! holds its thread no longer. A client that sends no TLS (plain text, garbage)
 //! is refused with rustls' reason, and counted as any refused connection.
 
 use std::sync::atomic::Ordering;
@@ -20,7 +21,8 @@ use crate::tlsio::TlsStream;
 /// The key of the sink role's `REPORT` line that names its certificate's SHA-256.
 pub const TLS_FINGERPRINT_KEY: &str = "tls_fingerprint";
 
-/// The longest a stream's handshake may take, however it trickles.
+/// The longest a stream's handshake may take, however it trickles (the idle timeout when that
+/// is shorter).
 pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 
 /// The sink's certificate of this run and its two server configurations.
@@ -48,6 +50,7 @@ impl TlsServer {
 struct Bounds<'a, 'b> {
     c: &'a Conn<'b>,
     started: Instant,
+    limit: Duration,
     halted: Option<Outcome>,
 }
 
@@ -55,10 +58,10 @@ impl Bounds<'_, '_> {
     fn over(&mut self, since: Option<Instant>) -> io::Result<()> {
         let o = if let Err(o) = self.c.halted() {
             o
-        } else if self.started.elapsed() >= HANDSHAKE_LIMIT {
+        } else if self.started.elapsed() >= self.limit {
             Outcome::Refused(format!(
-                "its TLS handshake did not finish within {} s",
-                HANDSHAKE_LIMIT.as_secs()
+                "its TLS handshake did not finish within {}",
+                socklab_units::format_duration(self.limit)
             ))
         } else if since.is_some_and(|s| s.elapsed() >= self.c.sh.cfg.idle_timeout) {
             Outcome::IdleTimeout
@@ -103,6 +106,7 @@ pub(super) fn accept(
     let mut b = Bounds {
         c,
         started: Instant::now(),
+        limit: HANDSHAKE_LIMIT.min(c.sh.cfg.idle_timeout),
         halted: None,
     };
     let r = t.handshake(&c.stream, &mut b);
@@ -137,6 +141,43 @@ pub(super) fn close(c: &mut Conn<'_>) {
         };
         let _ = t.close(&c.stream, &mut patient);
     }
+}
+
+/// [`Conn::receive`] on a TLS stream: the plaintext counted and hashed where rustls holds
+/// it (no copy into a read buffer); `reads` counts the socket's reads that returned data.
+pub(super) fn receive(
+    c: &mut Conn<'_>,
+    result: &mut crate::protocol::SinkResult,
+    hasher: &mut Option<blake3::Hasher>,
+) -> Outcome {
+    let Some(mut t) = c.tls.take() else {
+        return Outcome::Aborted("no TLS".into());
+    };
+    let outcome = loop {
+        let mut hash = |d: &[u8]| {
+            if let Some(h) = hasher.as_mut() {
+                h.update(d);
+            }
+        };
+        match t.read_in_place(&c.stream, &mut hash) {
+            Ok(0) => break Outcome::Complete,
+            Ok(n) => {
+                c.idle_since = None;
+                result.bytes += n as u64;
+                if let Err(o) = c.halted() {
+                    break o;
+                }
+            }
+            Err(e) => {
+                if let Err(o) = c.waited(e) {
+                    break o;
+                }
+            }
+        }
+    };
+    result.reads = t.socket_reads;
+    c.tls = Some(t);
+    outcome
 }
 
 impl super::Sink {

@@ -44,6 +44,12 @@ impl TestSink {
             .unwrap_or_else(|_| panic!("no connection report within {limit:?}"))
     }
 
+    /// A report that has come already, if any.
+    #[allow(dead_code)]
+    pub fn try_report(&self) -> Option<ConnReport> {
+        self.reports.try_recv().ok()
+    }
+
     /// The reports of `n` connections, in the order they ended (20 s each at most).
     #[allow(dead_code)]
     pub fn reports(&self, n: usize) -> Vec<ConnReport> {

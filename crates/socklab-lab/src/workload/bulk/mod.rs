@@ -457,8 +457,8 @@ pub const METRICS: &[Metric] = &[
     ),
     opts::OPTS_OFF,
     tls::HANDSHAKE_MS,
-    tls::SND_CPU_PER_GB,
-    tls::RCV_CPU_PER_GB,
+    tls::SND_CPU_PER_BYTE,
+    tls::RCV_CPU_PER_BYTE,
     iperf3::SERVER_BYTES,
     iperf3::SERVER_CPU_PCT,
 ];
@@ -619,6 +619,10 @@ impl Spec for BulkSpec {
             Some(_) => opts::is_baseline(config) && config.get("tls").is_none_or(|t| t == "off"),
             None => tls::is_baseline(config),
         }
+    }
+
+    fn context(key: &str, _value: &str) -> Params {
+        tls::context(key)
     }
 
     fn not_in_effect(

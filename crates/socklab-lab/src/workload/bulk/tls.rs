@@ -20,7 +20,7 @@ use crate::LabError;
 /// `tls`.
 pub const TLS: Key = Key::new(
     "tls",
-    "off",
+    "(off: plain TCP, no CPU per GB)",
     "TLS on every stream: off, on (rustls in user space, TLS 1.3 unless tls_version, the sink's certificate of the run), ktls (the kernel's TLS, where the kernel has the tls module); a list is an axis",
 )
 .no_flag()
@@ -36,7 +36,7 @@ const PRESETS: &[Preset] = &[
     Preset::new(
         "ktls",
         "off,on,ktls",
-        "As --tls, plus the kernel's TLS (kTLS); where the kernel has no tls module, a one-line error says so",
+        "The tls axis off,on plus ktls, the kernel's TLS; where the kernel has no tls module, a one-line error says so",
     ),
 ];
 
@@ -64,21 +64,21 @@ pub const HANDSHAKE_MS: Metric = m(
     Better::Lower,
 );
 
-/// `snd_cpu_s_per_gb`.
-pub const SND_CPU_PER_GB: Metric = m(
-    "snd_cpu_s_per_gb",
-    "s/GB",
-    "snd cpu/GB",
-    "with tls (on and its plain twin): the sending ends' CPU seconds per GB (10^9 bytes) moved",
+/// `snd_cpu_ns_per_byte`.
+pub const SND_CPU_PER_BYTE: Metric = m(
+    "snd_cpu_ns_per_byte",
+    "ns/B",
+    "snd ns/B",
+    "with tls (on and its plain twin): the sending ends' CPU per byte moved, ns (= CPU seconds per GB)",
     Better::Lower,
 );
 
-/// `rcv_cpu_s_per_gb`.
-pub const RCV_CPU_PER_GB: Metric = m(
-    "rcv_cpu_s_per_gb",
-    "s/GB",
-    "rcv cpu/GB",
-    "with tls (on and its plain twin): the receiving ends' CPU seconds per GB moved",
+/// `rcv_cpu_ns_per_byte`.
+pub const RCV_CPU_PER_BYTE: Metric = m(
+    "rcv_cpu_ns_per_byte",
+    "ns/B",
+    "rcv ns/B",
+    "with tls (on and its plain twin): the receiving ends' CPU per byte moved, ns (= CPU seconds per GB)",
     Better::Lower,
 );
 
@@ -180,6 +180,14 @@ pub fn print(p: &mut Params, keys: &Option<TlsKeys>, tls: &Option<BulkTls>) {
     }
 }
 
+/// The keys a lone TLS key needs to be checked on its own: `tls` itself.
+pub fn context(key: &str) -> Params {
+    match key {
+        "tls_version" | "tls_trust" => Params::new().with("tls", "on"),
+        _ => Params::new(),
+    }
+}
+
 /// Whether a cell is the plain twin the TLS cells are compared with (`tls = off`).
 pub fn is_baseline(config: &Params) -> bool {
     config.get("tls") == Some("off")
@@ -229,8 +237,11 @@ pub fn add(s: &mut Sample, r: &BulkResult, keys: &Option<TlsKeys>) {
     let gb = r.bytes as f64 / 1e9;
     if gb > 0.0 {
         s.extend([
-            ("snd_cpu_s_per_gb", r.sender_cpu.cpu().as_secs_f64() / gb),
-            ("rcv_cpu_s_per_gb", r.receiver_cpu.cpu().as_secs_f64() / gb),
+            ("snd_cpu_ns_per_byte", r.sender_cpu.cpu().as_secs_f64() / gb),
+            (
+                "rcv_cpu_ns_per_byte",
+                r.receiver_cpu.cpu().as_secs_f64() / gb,
+            ),
         ]);
     }
     let Some(t) = &r.tls else { return };
@@ -247,5 +258,118 @@ pub fn add(s: &mut Sample, r: &BulkResult, keys: &Option<TlsKeys>) {
                 "handshake_ms": t.handshake_s.iter().map(|x| x * 1e3).collect::<Vec<_>>(),
             }),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::bulk::BulkSpec;
+    use crate::workload::Spec;
+
+    fn spec(p: Params) -> Result<BulkSpec, String> {
+        BulkSpec::parse(&p).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn tls_keys_parse_print_back_and_make_the_plain_twin_the_baseline() {
+        let on = spec(Params::new().with("tls", "on")).unwrap();
+        let t = on.cfg.tls.clone().unwrap();
+        assert_eq!((t.version, t.trust), (TlsVersion::Tls13, Trust::Unverified));
+        assert!(!on.cfg.is_classic());
+        let p = on.params();
+        assert_eq!((p.get("tls"), p.get("tls_version")), (Some("on"), None));
+        assert_eq!(spec(p.clone()).unwrap(), on);
+        assert!(!BulkSpec::is_baseline(&p));
+
+        let off = spec(Params::new().with("tls", "off")).unwrap();
+        assert_eq!(off.cfg.tls, None);
+        assert!(BulkSpec::is_baseline(&off.params()));
+        // Without the key nothing changes: the plan text of a stored experiment stays.
+        let plain = spec(Params::new()).unwrap();
+        assert_eq!((plain.tls.clone(), plain.params().get("tls")), (None, None));
+        assert!(!BulkSpec::is_baseline(&plain.params()));
+
+        let v12 = spec(Params::new().with("tls", "on").with("tls_version", "1.2")).unwrap();
+        assert_eq!(v12.cfg.tls.as_ref().unwrap().version, TlsVersion::Tls12);
+        assert_eq!(v12.params().get("tls_version"), Some("1.2"));
+        let fp = "ab".repeat(32);
+        let pinned = spec(Params::new().with("tls", "on").with("tls_trust", &fp)).unwrap();
+        assert!(matches!(
+            pinned.cfg.tls.as_ref().unwrap().trust,
+            Trust::Pinned(_)
+        ));
+        assert_eq!(pinned.params().get("tls_trust"), Some(fp.as_str()));
+        // With opts, the baseline is the options' baseline in plain TCP.
+        let both = Params::new().with("opts", "baseline").with("tls", "off");
+        assert!(BulkSpec::is_baseline(&both));
+        assert!(!BulkSpec::is_baseline(&both.clone().with("tls", "on")));
+    }
+
+    #[test]
+    fn tls_refusals_name_the_value_and_the_fix() {
+        let e = |p: Params| spec(p).unwrap_err();
+        assert!(e(Params::new().with("tls", "maybe")).contains("use off, on or ktls"));
+        let m = e(Params::new().with("tls_version", "1.2"));
+        assert!(m.contains("`tls_version` applies with `tls` only"), "{m}");
+        let m = e(Params::new().with("tls", "on").with("strategy", "sendfile"));
+        assert!(m.contains("`strategy` sendfile cannot carry `tls`"), "{m}");
+        let m = e(Params::new()
+            .with("tls", "on")
+            .with("to", "iperf3://127.0.0.1"));
+        assert!(m.contains("iperf3 has no TLS"), "{m}");
+        let m = e(Params::new().with("tls", "on").with("tls_version", "1.1"));
+        assert!(m.contains("1.1"), "{m}");
+        // kTLS: the kernel's missing module, or (where it has it) the data path not built.
+        let m = e(Params::new().with("tls", "ktls"));
+        assert!(m.contains("tls"), "{m}");
+        // off with a pin is no error (the twin of a pinned TLS cell).
+        assert!(spec(
+            Params::new()
+                .with("tls", "off")
+                .with("tls_trust", "unverified")
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_tls_run_stores_its_handshake_cipher_and_cpu_per_gb() {
+        use socklab_net::bulk::TlsStats;
+        use socklab_sys::usage::Usage;
+        use std::time::Duration;
+        let r = BulkResult {
+            bytes: 2_000_000_000,
+            sender_cpu: Usage {
+                user: Duration::from_millis(300),
+                sys: Duration::from_millis(100),
+                ..Usage::default()
+            },
+            receiver_cpu: Usage {
+                user: Duration::from_millis(500),
+                sys: Duration::from_millis(100),
+                ..Usage::default()
+            },
+            tls: Some(TlsStats {
+                version: "1.3".into(),
+                cipher: "TLS13_AES_256_GCM_SHA384".into(),
+                handshake_s: vec![0.001, 0.003],
+            }),
+            ..BulkResult::default()
+        };
+        let keys = Some(TlsKeys {
+            choice: Choice::On,
+            trust: "auto".into(),
+        });
+        let mut s = Sample::new([("gbps", 1.0)], json!({}));
+        add(&mut s, &r, &keys);
+        let get = |n: &str| s.metrics.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+        assert!((get("tls_handshake_ms").unwrap() - 2.0).abs() < 1e-9);
+        assert!((get("snd_cpu_ns_per_byte").unwrap() - 0.2).abs() < 1e-9);
+        assert!((get("rcv_cpu_ns_per_byte").unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(s.extra["tls"]["cipher"], "TLS13_AES_256_GCM_SHA384");
+        // Without the key, nothing is added.
+        let mut plain = Sample::new([("gbps", 1.0)], json!({}));
+        add(&mut plain, &r, &None);
+        assert_eq!(plain.metrics.len(), 1);
     }
 }
