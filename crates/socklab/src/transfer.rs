@@ -47,6 +47,7 @@ fn send(a: TransferSendArgs, dry: bool) -> Result<(), Failure> {
         to: a.to,
         tcp_cc: a.tcp_cc,
         timeout: a.timeout,
+        tls_trust: a.tls_trust,
         json: a.json,
         files: a.files,
     }

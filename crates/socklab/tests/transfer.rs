@@ -584,3 +584,76 @@ fn ctrl_c_during_a_transfer_ends_it_promptly() {
     };
     assert_eq!(status.code(), Some(130));
 }
+
+/// `transfer send --proto quic --tls-trust`: the SHA-256 the server printed is pinned by hand;
+/// another one fails in one line naming both, and the server serves the right client after it.
+#[test]
+fn quic_send_by_hand_pins_the_certificate_the_server_printed() {
+    use std::io::BufRead;
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let file = src.path().join("f.bin");
+    std::fs::write(&file, bytes(200_000, 3)).unwrap();
+    let (mut server, addr) = serve("quic", &dst.path().join("in"));
+    let mut err = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut fp = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("SHA-256 ").nth(1) {
+            fp = rest.split_whitespace().next().unwrap().to_string();
+            break;
+        }
+    }
+    assert_eq!(fp.len(), 64, "the server printed its certificate's SHA-256");
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        rest
+    });
+    let file = file.to_str().unwrap();
+    let wrong = "cd".repeat(32);
+    let send = |trust: &str| {
+        run(&[
+            "transfer",
+            "send",
+            "--proto",
+            "quic",
+            "--to",
+            &addr,
+            "--tls-trust",
+            trust,
+            "--timeout",
+            "20s",
+            file,
+        ])
+    };
+    let (code, _, e) = send(&wrong);
+    assert_ne!(code, 0, "a wrong pin must fail");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.to_lowercase().contains(&wrong[..16]), "{e}");
+    let (code, out, e) = send(&fp);
+    assert_eq!(code, 0, "{out}{e}");
+    assert_eq!(
+        std::fs::read(dst.path().join("in/f.bin")).unwrap(),
+        bytes(200_000, 3)
+    );
+    let status = common::wait_bounded(&mut server, Duration::from_secs(10), "quic --once server");
+    assert!(status.success(), "{}", drain.join().unwrap());
+    assert_usage_error(
+        &[
+            "transfer",
+            "send",
+            "--proto",
+            "tcp",
+            "--to",
+            "127.0.0.1:9",
+            "--tls-trust",
+            &wrong,
+            file,
+        ],
+        &["--tls-trust applies to --proto quic"],
+    );
+}

@@ -69,10 +69,11 @@ pub fn run(cfg: SinkConfig, say: Say, db: Option<PathBuf>) -> Result<(), RoleErr
     let fingerprint = sink.tls_fingerprint().map(|f| f.to_string());
     if let (true, Some(fp)) = (say.announce, &fingerprint) {
         // After the port: the lab's client pins the certificate of this run's TLS streams.
+        // Best effort: a caller that read the port and closed the pipe still gets a sink.
         let line = socklab_net::childline::ChildLine::Report(
             serde_json::json!({ socklab_net::sink::TLS_FINGERPRINT_KEY: fp }),
         );
-        super::out(&format!("{line}\n"))?;
+        let _ = super::out(&format!("{line}\n"));
     }
     if !say.quiet {
         eprintln!(

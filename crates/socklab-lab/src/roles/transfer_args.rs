@@ -269,6 +269,8 @@ pub struct SendArgs {
     pub tcp_cc: Option<String>,
     /// Give up after this long (a duration as text).
     pub timeout: String,
+    /// quic: how the server's certificate is trusted (`None`: unverified).
+    pub tls_trust: Option<String>,
     /// The report as JSON.
     pub json: bool,
     /// The files to send.
@@ -291,6 +293,17 @@ impl SendArgs {
             Err(e) => return Err(usage(format!("`to` '{}': {e}", self.to))),
         };
         let timeout = parse_timeout(&self.timeout)?;
+        let trust = match (self.tls_trust.as_deref(), proto) {
+            (None, _) => None,
+            (Some(t), Proto::Quic) => Some(
+                socklab_tls::Trust::parse(t).map_err(|e| usage(format!("`tls_trust` {e}")))?,
+            ),
+            (Some(_), _) => {
+                return Err(usage(
+                    "`tls_trust` applies to `proto` quic, the encrypted transport: leave it out for tcp and rudp".into(),
+                ))
+            }
+        };
         for f in &self.files {
             check_file(f)?;
         }
@@ -300,6 +313,7 @@ impl SendArgs {
             files: self.files.clone(),
             cc,
             timeout,
+            trust,
             json: self.json,
         })
     }
@@ -425,6 +439,7 @@ mod tests {
             to: "self".into(),
             tcp_cc: None,
             timeout: "60s".into(),
+            tls_trust: None,
             json: false,
             files: vec![],
         };
@@ -443,6 +458,21 @@ mod tests {
             .unwrap_err()
             .to_string()
             .ends_with("does not exist: name the files to send"));
+        // A pin is QUIC's only: named on any other transport, and checked for its form.
+        let file = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
+        let pinned = |proto: &str, trust: &str| SendArgs {
+            proto: proto.into(),
+            tls_trust: Some(trust.into()),
+            files: vec![file.clone()],
+            ..a.clone()
+        };
+        let fp = "ab".repeat(32);
+        let cfg = pinned("quic", &fp).config().unwrap();
+        assert!(matches!(cfg.trust, Some(socklab_tls::Trust::Pinned(_))));
+        let e = pinned("tcp", &fp).config().unwrap_err().to_string();
+        assert!(e.starts_with("`tls_trust` applies to `proto` quic"), "{e}");
+        let e = pinned("quic", "nope").config().unwrap_err().to_string();
+        assert!(e.starts_with("`tls_trust` 'nope' is neither"), "{e}");
     }
 
     #[test]

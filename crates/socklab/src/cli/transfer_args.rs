@@ -129,6 +129,11 @@ pub struct TransferSendArgs {
     /// Give up (exit 1) when the transfer has not finished after this long.
     #[arg(long, default_value = "60s")]
     pub timeout: String,
+    /// quic: the server's certificate: its SHA-256 fingerprint (as transfer serve prints it), a
+    /// PEM file of CA certificates, or unverified (the default: any certificate whose handshake
+    /// signature checks).
+    #[arg(long, value_name = "TRUST")]
+    pub tls_trust: Option<String>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

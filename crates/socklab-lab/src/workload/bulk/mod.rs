@@ -476,6 +476,9 @@ impl Spec for BulkSpec {
         "bytes_per_read",
         "snd_cpu_pct",
         "rcv_cpu_pct",
+        "snd_cpu_ns_per_byte",
+        "rcv_cpu_ns_per_byte",
+        "tls_handshake_ms",
         "retrans",
         "fairness",
     ];
