@@ -46,8 +46,10 @@ pub fn vs_text(st: &ExperimentStats, i: usize, primary: &str) -> String {
 pub fn comparison(st: &ExperimentStats, i: usize) -> Value {
     let primary = st.primary();
     let w = &st.cells[i].cell.workload;
-    let reference = st.reference(primary, w);
-    let against = if st.baseline(w).is_some() {
+    let reference = st.reference_of(i, primary);
+    let against = if st.twin_of(i).is_some() {
+        "twin"
+    } else if st.baseline(w).is_some() {
         "baseline"
     } else if st.best(primary, w).is_some() {
         "best"

@@ -26,9 +26,22 @@ pub fn reps(name: &'static str, xs: &[f64]) -> Vec<Rep> {
 /// Records an experiment of `workload` with `fixed` parameters and `key` taking `values`,
 /// cell `i` measuring the repetitions `cells[i]` (no warm-up).
 pub fn lab(workload: &str, fixed: Params, key: &str, values: &[&str], cells: &[Vec<Rep>]) -> Lab {
+    lab_axes(workload, fixed, &[(key, values)], cells)
+}
+
+/// [`lab`] with several axes, crossed (the first varies slowest).
+pub fn lab_axes(
+    workload: &str,
+    fixed: Params,
+    axes: &[(&str, &[&str])],
+    cells: &[Vec<Rep>],
+) -> Lab {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("results.db")).unwrap();
-    let group = Group::new(workload, fixed).axis(Axis::single(key, values.iter().copied()));
+    let mut group = Group::new(workload, fixed);
+    for (key, values) in axes {
+        group = group.axis(Axis::single(key, values.iter().copied()));
+    }
     let reps = cells.iter().map(Vec::len).max().unwrap_or(1);
     let plan = Plan::build("made up", "", &[group], reps, 0, Order::Sequential, "test").unwrap();
     assert_eq!(plan.cells.len(), cells.len());

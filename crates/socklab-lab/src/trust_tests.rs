@@ -260,3 +260,35 @@ fn an_option_that_did_not_take_effect_is_never_best() {
     let html = crate::html::html_report(&l.store, &[l.id], "t").unwrap();
     assert!(html.contains("not in effect") && html.contains("tcp_fastopen=3"));
 }
+
+/// A bulk TLS cell is compared with its plain twin (the same cell with tls=off), not with the
+/// experiment's first plain cell; a plain cell still with the baseline.
+#[test]
+fn a_tls_cell_is_compared_with_its_plain_twin() {
+    let g = |x: f64| reps("gbps", &[x, x * 1.01, x * 0.99, x * 1.02, x * 0.98]);
+    let l = crate::testkit::lab_axes(
+        "bulk",
+        Params::new(),
+        &[("bufsize", &["16K", "128K"]), ("tls", &["off", "on"])],
+        &[g(20.0), g(10.0), g(40.0), g(12.0)],
+    );
+    let st = experiment_stats(&l.store, l.id).unwrap();
+    let label = |i: usize| st.cells[i].cell.label.clone();
+    assert_eq!(label(3), "bufsize=128K tls=on");
+    assert_eq!(st.baseline("bulk"), Some(0));
+    assert_eq!(
+        (st.twin_of(3), st.twin_of(1), st.twin_of(2)),
+        (Some(2), Some(0), None)
+    );
+    assert_eq!(st.reference_of(2, "gbps"), Some(0), "plain: the baseline");
+    let v = st.vs_best(3, "gbps").unwrap();
+    assert!((v.rel - (12.0 / 40.0 - 1.0)).abs() < 0.01, "{}", v.rel);
+    let t = summary_table(&st);
+    assert_eq!(t.rows[3][col(&t, "vs baseline")], "-70.0%");
+    assert_eq!(t.rows[2][col(&t, "vs baseline")], "+100.0%");
+    let text = human(&st);
+    assert!(text.contains("a TLS cell's from its plain twin"), "{text}");
+    let json = crate::output_json::comparison(&st, 3);
+    assert_eq!(json["against"], "twin");
+    assert_eq!(json["reference_cell"], st.cells[2].cell.idx);
+}

@@ -258,9 +258,25 @@ impl ExperimentStats {
             .or_else(|| self.top(metric_name, workload))
     }
 
-    /// Cell `i` compared with the reference cell of its workload (see [`Self::reference`]).
+    /// The cell cell `i` is compared with: its twin when the experiment has it (a TLS cell's
+    /// plain twin, [`crate::workload::Spec::twin`]), else its workload's reference.
+    pub fn reference_of(&self, i: usize, metric_name: &str) -> Option<usize> {
+        self.twin_of(i)
+            .or_else(|| self.reference(metric_name, &self.cells[i].cell.workload))
+    }
+
+    /// The twin of cell `i` in this experiment, if its workload names one and it ran.
+    pub fn twin_of(&self, i: usize) -> Option<usize> {
+        let c = &self.cells[i].cell;
+        let twin = kind(&c.workload)?.twin(&c.config)?;
+        self.cells
+            .iter()
+            .position(|o| o.cell.workload == c.workload && o.cell.config == twin)
+    }
+
+    /// Cell `i` compared with the cell it is compared with (see [`Self::reference_of`]).
     pub fn vs_best(&self, i: usize, metric_name: &str) -> Option<VsBest> {
-        let b = self.reference(metric_name, &self.cells[i].cell.workload)?;
+        let b = self.reference_of(i, metric_name)?;
         self.compare(b, i, metric_name)
     }
 

@@ -136,6 +136,14 @@ pub trait Spec: Sized {
         false
     }
 
+    /// The configuration of the cell a cell with `config` is compared with instead of the
+    /// baseline, when the experiment has it: its twin (bulk's TLS cell: the same cell in plain
+    /// TCP). `None`: the baseline (or the best).
+    fn twin(config: &Params) -> Option<Params> {
+        let _ = config;
+        None
+    }
+
     /// The other keys a lone `key` needs to be checked on its own (experiment files check
     /// every key at its line): e.g. a key of one mode needs that mode.
     fn context(key: &str, value: &str) -> Params {
@@ -183,6 +191,7 @@ pub struct Kind {
     pub columns: &'static [&'static str],
     primary: fn(Has<'_>) -> &'static str,
     is_baseline: fn(&Params) -> bool,
+    twin: fn(&Params) -> Option<Params>,
     context: fn(&str, &str) -> Params,
     tables: fn(&ExperimentStats) -> Vec<ReportTable>,
     not_in_effect: NotInEffect,
@@ -202,6 +211,7 @@ impl Kind {
             columns: S::COLUMNS,
             primary: S::primary,
             is_baseline: S::is_baseline,
+            twin: S::twin,
             context: S::context,
             tables: S::tables,
             not_in_effect: S::not_in_effect,
@@ -222,6 +232,11 @@ impl Kind {
     /// Whether a cell with `config` is its baseline.
     pub fn is_baseline(&self, config: &Params) -> bool {
         (self.is_baseline)(config)
+    }
+
+    /// The configuration of the twin a cell with `config` is compared with ([`Spec::twin`]).
+    pub fn twin(&self, config: &Params) -> Option<Params> {
+        (self.twin)(config)
     }
 
     /// The keys a lone `key = value` needs to be checked on its own.

@@ -624,6 +624,10 @@ impl Spec for BulkSpec {
         }
     }
 
+    fn twin(config: &Params) -> Option<Params> {
+        tls::twin(config)
+    }
+
     fn context(key: &str, _value: &str) -> Params {
         tls::context(key)
     }

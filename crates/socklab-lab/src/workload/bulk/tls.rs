@@ -188,6 +188,19 @@ pub fn context(key: &str) -> Params {
     }
 }
 
+/// The plain twin of a TLS cell: the same configuration with `tls = off` (and without the TLS
+/// keys that only apply with TLS).
+pub fn twin(config: &Params) -> Option<Params> {
+    if !matches!(config.get("tls"), Some("on" | "ktls")) {
+        return None;
+    }
+    let mut plain = config.clone();
+    plain.remove("tls_version");
+    plain.remove("tls_trust");
+    plain.set("tls", "off");
+    Some(plain)
+}
+
 /// Whether a cell is the plain twin the TLS cells are compared with (`tls = off`).
 pub fn is_baseline(config: &Params) -> bool {
     config.get("tls") == Some("off")
