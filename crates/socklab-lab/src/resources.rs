@@ -282,8 +282,7 @@ impl Resources {
         pick: &dyn Fn(&serde_json::Value) -> bool,
         stop: &dyn Fn() -> bool,
     ) -> Option<serde_json::Value> {
-        let (_, c) = self.servers.iter().find(|(k, _)| k == key)?;
-        c.wait_report(wait, pick, stop)
+        self.kept(key)?.wait_report(wait, pick, stop)
     }
 
     /// [`Self::server_report`], leaving the line for the next repetition to read too.
@@ -294,8 +293,12 @@ impl Resources {
         pick: &dyn Fn(&serde_json::Value) -> bool,
         stop: &dyn Fn() -> bool,
     ) -> Option<serde_json::Value> {
-        let (_, c) = self.servers.iter().find(|(k, _)| k == key)?;
-        c.peek_report(wait, pick, stop)
+        self.kept(key)?.peek_report(wait, pick, stop)
+    }
+
+    /// The kept server `key`, if it was started.
+    fn kept(&self, key: &ServerKey) -> Option<&ServerChild> {
+        self.servers.iter().find(|(k, _)| k == key).map(|(_, c)| c)
     }
 
     /// The `INTERVAL` lines of kept server `key` as they are printed (see

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::io::Read;
-
 use common::{assert_usage_error, run, spawn_announced};
 use serde_json::Value;
 
@@ -43,7 +41,7 @@ fn sink_streams(log: &str) -> Vec<(u32, bool, u64)> {
 /// Runs `bulk` with `args` against a sink of its own (`socklab sink`, logging each
 /// connection), stops the sink, and returns the stored repetitions and the sink's log.
 fn bulk_against_sink(args: &[&str]) -> (Vec<Value>, String) {
-    let (mut sink, addr) =
+    let (sink, addr) =
         spawn_announced(&["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
@@ -54,15 +52,7 @@ fn bulk_against_sink(args: &[&str]) -> (Vec<Value>, String) {
     all.extend_from_slice(args);
     let (c, out, err) = run(&all);
     assert_eq!(c, 0, "{all:?}: {out}{err}");
-    socklab_sys::process::kill(sink.id(), socklab_sys::process::Signal::Int).unwrap();
-    assert!(sink.wait().unwrap().success());
-    let mut log = String::new();
-    sink.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
-    (export(db), log)
+    (export(db), common::interrupt_and_log(sink))
 }
 
 #[test]

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::io::Read;
-
 use common::{assert_usage_error, root_or_skip, run, spawn_announced};
 use serde_json::Value;
 
@@ -95,7 +93,7 @@ fn tls_composes_with_streams_reverse_bidir_and_interval() {
 
 #[test]
 fn a_sink_started_by_hand_is_trusted_by_fingerprint_and_a_wrong_one_fails_in_one_line() {
-    let (mut sink, addr) =
+    let (sink, addr) =
         spawn_announced(&["sink", "--bind", "127.0.0.1", "--port", "0", "--announce"]);
     let wrong = "ab".repeat(32);
     let (_, out, err, reps) = bulk(&[
@@ -122,14 +120,7 @@ fn a_sink_started_by_hand_is_trusted_by_fingerprint_and_a_wrong_one_fails_in_one
         "200ms",
     ]);
     assert_eq!(c, 0, "{out}{err}");
-    socklab_sys::process::kill(sink.id(), socklab_sys::process::Signal::Int).unwrap();
-    assert!(sink.wait().unwrap().success());
-    let mut log = String::new();
-    sink.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let log = common::interrupt_and_log(sink);
     assert!(
         log.contains("TLS streams: a self-signed certificate of this run, SHA-256"),
         "{log}"

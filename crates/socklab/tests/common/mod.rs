@@ -80,6 +80,15 @@ pub fn assert_usage_error(args: &[&str], needles: &[&str]) {
     }
 }
 
+/// Stops a server child with SIGINT, checks it exited cleanly, and returns its stderr.
+pub fn interrupt_and_log(mut child: Child) -> String {
+    socklab_sys::process::kill(child.id(), socklab_sys::process::Signal::Int).unwrap();
+    assert!(child.wait().unwrap().success());
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    log
+}
+
 /// Waits for `child` to exit (a hang guard of `limit`); kills it and fails the test past that.
 pub fn wait_bounded(child: &mut Child, limit: std::time::Duration, what: &str) -> ExitStatus {
     let mut status = None;
