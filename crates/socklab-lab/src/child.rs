@@ -48,6 +48,27 @@ struct Remote {
 /// [`Printed`] with a condition variable that wakes whoever waits for a report.
 type Shared = Arc<(Mutex<Printed>, Condvar)>;
 
+/// How long a server child may take to name its certificate after its port.
+pub const CERTIFICATE_WAIT: Duration = Duration::from_secs(10);
+
+/// The SHA-256 a server child named under `key` in a `REPORT` line after its port, as
+/// [`ServerChild::wait_report`] or [`ServerChild::peek_report`] found that line within
+/// [`CERTIFICATE_WAIT`] (`None`: it did not); `who` names the server in the errors.
+pub fn named_certificate(
+    line: Option<serde_json::Value>,
+    key: &str,
+    who: &str,
+) -> Result<socklab_tls::Fingerprint, LabError> {
+    let v = line.ok_or_else(|| {
+        LabError::Child(format!(
+            "{who} did not name its certificate within {} s",
+            CERTIFICATE_WAIT.as_secs()
+        ))
+    })?;
+    socklab_tls::Fingerprint::parse(v[key].as_str().unwrap_or_default())
+        .map_err(|e| LabError::Child(format!("the certificate {who} named: {e}")))
+}
+
 /// Most `REPORT` lines kept for [`ServerChild::wait_report`] (the oldest go first).
 const MAX_REPORTS: usize = 1024;
 /// Most `INTERVAL` lines kept for [`IntervalFeed::take`] (the oldest go first).

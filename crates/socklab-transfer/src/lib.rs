@@ -141,13 +141,15 @@ impl TransferReport {
 
 /// Sends `paths` to the server at `to` over `proto` (TCP with congestion control `tcp_cc` if
 /// given; rudp with its default settings, its datagrams as large as the loopback MTU carries
-/// when `to` is a loopback address: [`path_mtu`]).
+/// when `to` is a loopback address: [`path_mtu`]; QUIC with quinn's controller `tcp_cc` names,
+/// checking the server's certificate as `quic_trust` says, unverified when `None`).
 pub fn send(
     proto: Proto,
     to: std::net::SocketAddr,
     paths: &[std::path::PathBuf],
     tcp_cc: Option<&str>,
     timeout: std::time::Duration,
+    quic_trust: Option<socklab_tls::Trust>,
 ) -> Result<TransferReport, TransferError> {
     match proto {
         Proto::Tcp => send_tcp(to, paths, tcp_cc, timeout).map(TransferReport::Tcp),
@@ -163,7 +165,7 @@ pub fn send(
             };
             let opts = quic::QuicSendOptions {
                 cc,
-                ..quic::QuicSendOptions::default()
+                trust: quic_trust.unwrap_or(socklab_tls::Trust::Unverified),
             };
             quic::send_quic(to, paths, &opts, timeout).map(TransferReport::Quic)
         }

@@ -110,6 +110,7 @@ fn rudp_send_on_loopback_uses_datagrams_as_large_as_the_loopback_mtu() {
         &files,
         None,
         Duration::from_secs(60),
+        None,
     )
     .unwrap();
     let socklab_transfer::TransferReport::Rudp(r) = report else {

@@ -103,6 +103,16 @@ pub fn server_started(addr: SocketAddr, announce: bool) -> Result<(), RoleError>
     Ok(())
 }
 
+/// After the port, when announcing: a `REPORT {key: fp}` line naming the certificate's SHA-256,
+/// which the lab's client pins. Best effort: a caller that read the port and closed the pipe
+/// still gets a server (an error here would end it).
+pub fn announce_certificate(announce: bool, key: &str, fp: &str) {
+    if announce {
+        let line = ChildLine::Report(serde_json::json!({ key: fp }));
+        let _ = out(&format!("{line}\n"));
+    }
+}
+
 /// The classic servers' last words: the process's CPU time.
 pub fn print_server_cpu() {
     let u = socklab_sys::usage::getrusage(socklab_sys::usage::Who::Process);

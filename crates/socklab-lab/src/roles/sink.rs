@@ -67,13 +67,9 @@ pub fn run(cfg: SinkConfig, say: Say, db: Option<PathBuf>) -> Result<(), RoleErr
     let addr = sink.local_addr()?;
     server_started(addr, say.announce)?;
     let fingerprint = sink.tls_fingerprint().map(|f| f.to_string());
-    if let (true, Some(fp)) = (say.announce, &fingerprint) {
-        // After the port: the lab's client pins the certificate of this run's TLS streams.
-        // Best effort: a caller that read the port and closed the pipe still gets a sink.
-        let line = socklab_net::childline::ChildLine::Report(
-            serde_json::json!({ socklab_net::sink::TLS_FINGERPRINT_KEY: fp }),
-        );
-        let _ = super::out(&format!("{line}\n"));
+    if let Some(fp) = &fingerprint {
+        let key = socklab_net::sink::TLS_FINGERPRINT_KEY;
+        super::announce_certificate(say.announce, key, fp);
     }
     if !say.quiet {
         eprintln!(

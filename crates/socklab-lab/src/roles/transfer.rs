@@ -186,14 +186,8 @@ pub fn serve(cfg: &ServeConfig, say: Say) -> Result<(), RoleError> {
                 .map_err(|e| RoleError::Run(e.to_string()))?;
             announce(addr, cfg, say, None)?;
             let fp = identity.fingerprint().to_string();
-            if say.announce {
-                // After the port: the lab's client pins the certificate it names. Best
-                // effort: a caller that read the port and closed the pipe still gets a server.
-                let line = socklab_net::childline::ChildLine::Report(
-                    serde_json::json!({ socklab_transfer::quic::FINGERPRINT_KEY: fp }),
-                );
-                let _ = super::out(&format!("{line}\n"));
-            }
+            let key = socklab_transfer::quic::FINGERPRINT_KEY;
+            super::announce_certificate(say.announce, key, &fp);
             if !say.quiet {
                 eprintln!("certificate: self-signed for this run, SHA-256 {fp} (pin it)");
             }
@@ -276,21 +270,9 @@ pub fn send(cfg: &SendConfig) -> Result<String, RoleError> {
     install_interrupt_flag()?;
     let proto = cfg.proto;
     let to = cfg.to;
-    let r = match (proto, &cfg.trust) {
-        (Proto::Quic, Some(trust)) => {
-            use socklab_transfer::quic::{send_quic, QuicCc, QuicSendOptions};
-            let opts = QuicSendOptions {
-                trust: trust.clone(),
-                cc: match cfg.cc.as_deref() {
-                    Some(c) => c.parse().map_err(RoleError::Usage)?,
-                    None => QuicCc::default(),
-                },
-            };
-            send_quic(to, &cfg.files, &opts, cfg.timeout).map(TransferReport::Quic)
-        }
-        _ => socklab_transfer::send(proto, to, &cfg.files, cfg.cc.as_deref(), cfg.timeout),
-    }
-    .map_err(|e| RoleError::Run(e.to_string()))?;
+    let trust = cfg.trust.clone();
+    let r = socklab_transfer::send(proto, to, &cfg.files, cfg.cc.as_deref(), cfg.timeout, trust)
+        .map_err(|e| RoleError::Run(e.to_string()))?;
     let (summary, extra) = match &r {
         TransferReport::Tcp(r) => (
             format!(

@@ -440,21 +440,10 @@ fn quic_pin(
     server: &crate::child::ServerChild,
     stop: &dyn Fn() -> bool,
 ) -> Result<socklab_tls::Fingerprint, LabError> {
-    use socklab_transfer::quic::FINGERPRINT_KEY as QUIC_FINGERPRINT;
-    let v = server
-        .wait_report(
-            Duration::from_secs(10),
-            &|v| v.get(QUIC_FINGERPRINT).is_some(),
-            stop,
-        )
-        .ok_or_else(|| {
-            LabError::Child(
-                "the QUIC transfer server did not name its certificate within 10 s".into(),
-            )
-        })?;
-    let text = v[QUIC_FINGERPRINT].as_str().unwrap_or_default();
-    socklab_tls::Fingerprint::parse(text)
-        .map_err(|e| LabError::Child(format!("the QUIC transfer server's certificate: {e}")))
+    use crate::child::{named_certificate, CERTIFICATE_WAIT};
+    use socklab_transfer::quic::FINGERPRINT_KEY as KEY;
+    let line = server.wait_report(CERTIFICATE_WAIT, &|v| v.get(KEY).is_some(), stop);
+    named_certificate(line, KEY, "the QUIC transfer server")
 }
 
 /// Runs the client of `spec` against `to` on its own thread ([`on_thread`]): `None` when
@@ -468,22 +457,10 @@ fn client(
     stop: &dyn Fn() -> bool,
 ) -> Option<Result<TransferReport, String>> {
     let (proto, cc, timeout) = (spec.proto, spec.tcp_cc.clone(), spec.timeout);
-    let send = move || match (proto, pin) {
-        (Proto::Quic, Some(fp)) => {
-            use socklab_transfer::quic::{send_quic, QuicSendOptions};
-            let cc = cc.as_deref().unwrap_or("cubic").parse();
-            let cc = cc.map_err(socklab_transfer::TransferError::Invalid)?;
-            let opts = QuicSendOptions {
-                trust: socklab_tls::Trust::Pinned(fp),
-                cc,
-            };
-            send_quic(to, &paths, &opts, timeout).map(TransferReport::Quic)
-        }
-        _ => socklab_transfer::send(proto, to, &paths, cc.as_deref(), timeout),
-    };
+    let trust = pin.map(socklab_tls::Trust::Pinned);
     on_thread(
         "transfer-client",
-        move |_| send(),
+        move |_| socklab_transfer::send(proto, to, &paths, cc.as_deref(), timeout, trust),
         stop,
         timeout + Duration::from_secs(30),
         Duration::ZERO,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 use socklab_sys::usage::{getrusage, Who};
-use socklab_tls::{Fingerprint, Negotiated, TlsVersion, Trust};
+use socklab_tls::{Negotiated, TlsVersion, Trust};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
@@ -56,23 +56,11 @@ pub(super) fn check(cfg: &LoadConfig) -> Result<(), NetError> {
     Ok(())
 }
 
-/// The trust `tls_trust` asks for.
+/// The trust `tls_trust` asks for (none given: unverified, as wrk).
 fn trust(cfg: &LoadConfig) -> Result<Trust, NetError> {
     match cfg.tls_trust.as_deref().map(str::trim) {
-        None | Some("" | "unverified" | "none") => Ok(Trust::Unverified),
-        Some(t) if t.len() >= 64 && t.chars().all(|c| c.is_ascii_hexdigit() || c == ':') => {
-            Fingerprint::parse(t)
-                .map(Trust::Pinned)
-                .map_err(|e| NetError::Invalid(format!("`tls_trust` {e}")))
-        }
-        Some(path) => {
-            if !std::path::Path::new(path).is_file() {
-                return Err(NetError::Invalid(format!(
-                    "`tls_trust` '{path}' is neither a SHA-256 fingerprint (64 hex digits) nor a readable PEM file of CA certificates: give one of them, or `unverified`"
-                )));
-            }
-            Ok(Trust::CaFile(path.into()))
-        }
+        None | Some("") => Ok(Trust::Unverified),
+        Some(t) => Trust::parse(t).map_err(|e| NetError::Invalid(format!("`tls_trust` {e}"))),
     }
 }
 
@@ -243,14 +231,11 @@ async fn first<A: std::future::Future, B: std::future::Future>(
     a: A,
     b: B,
 ) -> Result<A::Output, B::Output> {
-    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
-    std::future::poll_fn(|cx| {
-        if let std::task::Poll::Ready(v) = a.as_mut().poll(cx) {
-            return std::task::Poll::Ready(Ok(v));
-        }
-        b.as_mut().poll(cx).map(Err)
-    })
-    .await
+    tokio::select! {
+        biased;
+        v = a => Ok(v),
+        v = b => Err(v),
+    }
 }
 
 /// Waits until the run is over (its end, the stop flag, an abort).

@@ -8,6 +8,7 @@
 //! holds its thread no longer. A client that sends no TLS (plain text, garbage)
 //! is refused with rustls' reason, and counted as any refused connection.
 
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,8 +74,6 @@ impl Bounds<'_, '_> {
     }
 }
 
-use std::io;
-
 impl Policy for Bounds<'_, '_> {
     fn stalled(&mut self, e: io::Error, since: Instant) -> io::Result<()> {
         if !is_no_progress(&e) {
@@ -110,13 +109,14 @@ pub(super) fn accept(
         halted: None,
     };
     let r = t.handshake(&c.stream, &mut b);
-    let halted = b.halted.take();
+    if let Some(o) = b.halted.take() {
+        return Err(o);
+    }
     match r {
         Ok(()) => {
             c.tls = Some(Box::new(t));
             Ok(())
         }
-        Err(_) if halted.is_some() => Err(halted.unwrap_or(Outcome::Stopped)),
         Err(e) if e.kind() == io::ErrorKind::InvalidData => Err(Outcome::Refused(format!(
             "its TLS handshake failed: {e} (the test asked for TLS on every stream)"
         ))),

@@ -96,8 +96,6 @@ pub struct QuicReport {
     pub min_rtt_us: u64,
     /// The path MTU quinn used at the end (1200 at the start; PMTU discovery raises it).
     pub mtu: u16,
-    /// The negotiated TLS cipher suite.
-    pub cipher: String,
 }
 
 /// Sends `paths` to the QUIC transfer server at `to`. Fails when a file's verdict is not ok,
@@ -162,11 +160,6 @@ async fn run(
         },
     })?;
     let handshake_ns = t0.elapsed().as_nanos() as u64;
-    let cipher = conn
-        .handshake_data()
-        .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
-        .map(|_| "TLS13 (quinn)".to_string())
-        .unwrap_or_default();
     let sender = Arc::new(Mutex::new(sender));
     let writer = write_all(conn.clone(), sender.clone());
     let reader = read_control(conn.clone(), sender.clone());
@@ -209,7 +202,6 @@ async fn run(
         rtt_us: stats.path.rtt.as_micros() as u64,
         min_rtt_us: stats.path.min_rtt.as_micros() as u64,
         mtu: stats.path.current_mtu,
-        cipher,
     })
 }
 

@@ -132,14 +132,7 @@ async fn accept_loop(
             s = ended.recv() => {
                 if let Some(s) = s {
                     open -= 1;
-                    if s.files.is_empty() && s.error.as_deref().is_some_and(|e| e.starts_with(HANDSHAKE_FAILED)) {
-                        log.handshakes_failed += 1;
-                        continue;
-                    }
-                    if s.error.as_deref().is_some_and(|e| e.contains("without progress")) {
-                        log.idle_closed += 1;
-                    }
-                    log.record(s);
+                    account(&mut log, s);
                 }
             }
             _ = tokio::time::sleep(POLL) => {}
@@ -151,19 +144,25 @@ async fn accept_loop(
     while open > 0 && Instant::now() < until {
         if let Ok(Some(s)) = tokio::time::timeout(POLL, ended.recv()).await {
             open -= 1;
-            if s.files.is_empty()
-                && s.error
-                    .as_deref()
-                    .is_some_and(|e| e.starts_with(HANDSHAKE_FAILED))
-            {
-                log.handshakes_failed += 1;
-            } else {
-                log.record(s);
-            }
+            account(&mut log, s);
         }
     }
     log.open_at_stop += open as u64;
     log
+}
+
+/// Counts an ended session in the log: a failed handshake is only counted (it is no session),
+/// the rest recorded, one closed for want of progress counted as such too.
+fn account(log: &mut SessionLog, s: ServerSession) {
+    let error = s.error.as_deref().unwrap_or("");
+    if s.files.is_empty() && error.starts_with(HANDSHAKE_FAILED) {
+        log.handshakes_failed += 1;
+        return;
+    }
+    if error.contains("without progress") {
+        log.idle_closed += 1;
+    }
+    log.record(s);
 }
 
 /// One client's session: handshake, then every QUIC stream it opens fed to one receiver, the

@@ -220,25 +220,14 @@ pub fn pin(
     if tls.is_none() || !auto || !self_sink {
         return Ok(None);
     }
+    use crate::child::{named_certificate, CERTIFICATE_WAIT};
     let key = socklab_net::sink::TLS_FINGERPRINT_KEY;
-    let v = res
-        .server_fact(
-            &ServerKey {
-                role: ServerRole::Sink,
-                in_link,
-            },
-            std::time::Duration::from_secs(10),
-            &|v| v.get(key).is_some(),
-            stop,
-        )
-        .ok_or_else(|| {
-            LabError::Child(
-                "the sink socklab started did not name its TLS certificate within 10 s".into(),
-            )
-        })?;
-    Fingerprint::parse(v[key].as_str().unwrap_or_default())
-        .map(Some)
-        .map_err(|e| LabError::Child(format!("the sink's TLS certificate: {e}")))
+    let sink = ServerKey {
+        role: ServerRole::Sink,
+        in_link,
+    };
+    let line = res.server_fact(&sink, CERTIFICATE_WAIT, &|v| v.get(key).is_some(), stop);
+    named_certificate(line, key, "the sink socklab started").map(Some)
 }
 
 /// The TLS figures of a run: the handshake, the agreed version and suite (facts), and both

@@ -78,19 +78,11 @@ const REQUEST_KEYS: &[&str] = &[
     "conn_requests",
 ];
 
-/// `tls_trust`: `unverified`, a SHA-256 fingerprint, or a PEM file that exists.
+/// `tls_trust`: `unverified`, a SHA-256 fingerprint, or a PEM file that exists
+/// ([`socklab_tls::Trust::parse`]), kept as text.
 fn tls_trust_value(s: &str) -> Result<String, String> {
     let t = s.trim();
-    let hexish = t.len() >= 64 && t.chars().all(|c| c.is_ascii_hexdigit() || c == ':');
-    if matches!(t, "unverified" | "none") || std::path::Path::new(t).is_file() {
-        return Ok(t.to_string());
-    }
-    if hexish {
-        return socklab_tls::Fingerprint::parse(t)
-            .map(|_| t.to_string())
-            .map_err(|e| e.to_string());
-    }
-    Err("give unverified, the server's SHA-256 fingerprint (64 hex digits) or a PEM file of CA certificates".into())
+    socklab_tls::Trust::parse(t).map(|_| t.to_string())
 }
 
 /// Parses the `load` workload (keys already checked).
